@@ -1,0 +1,104 @@
+# kmock developer tasks (GNU make). `make` alone lists the targets.
+
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV ?= .venv
+VENV_STAMP := $(VENV)/.installed-stamp
+EXTRAS ?= test,pipeline,dev
+
+LISTENERS ?= PLAINTEXT://127.0.0.1:9092
+LOG_DIRS ?= ./data
+TEST_BUDGET ?= 900
+PYTEST_ARGS ?=
+CYCLES ?= 100
+
+JS_DIR := tests/integration/js
+JS_STAMP := $(JS_DIR)/node_modules/.installed-stamp
+SARAMA_DIR := tests/integration/sarama
+SARAMA_BIN := $(SARAMA_DIR)/sarama-check
+# Debian's golang-github-shopify-sarama-dev ships sarama 1.22.1 and its dependencies as Go
+# source under /usr/share/gocode. GOPATH mode builds against that tree with no network;
+# module mode cannot (those packages carry no go.mod).
+SARAMA_GOPATH ?= /usr/share/gocode
+SARAMA_ENV := GO111MODULE=off GOPATH=$(SARAMA_GOPATH) GOFLAGS= GOPROXY=off \
+	CGO_CFLAGS=-Wno-deprecated-declarations
+
+.PHONY: help venv system-deps node-deps sarama run test test-fast integration lint fmt \
+	bench reliability clean distclean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' \
+		$(MAKEFILE_LIST)
+
+venv: $(VENV_STAMP) ## Create .venv, pip install -e '.[test,pipeline,dev]' (again only if pyproject changes)
+
+$(VENV_STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "kmock needs Python >= 3.11; $(PYTHON) is $$($(PYTHON) -V 2>&1)" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	@echo "installing kmock[$(EXTRAS)] into $(VENV) (pyspark is a 456 MB sdist: ~1 min cold)"
+	$(VENV)/bin/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	touch $@
+
+system-deps: ## Install kcat, java, go + sarama source, node (Debian; skips what is there)
+	@scripts/install-system-deps.sh
+
+node-deps: $(JS_STAMP) ## Install kafkajs from package-lock.json (npm ci)
+
+$(JS_STAMP): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json | system-deps
+	@if command -v npm >/dev/null 2>&1; then \
+		cd $(JS_DIR) && npm ci --no-audit --no-fund --loglevel=error && touch $(CURDIR)/$@; \
+	else \
+		echo "node-deps: npm not found, kafkajs not installed (see make system-deps)" >&2; \
+	fi
+
+sarama: $(SARAMA_BIN) ## Build the sarama-check client from Debian's Go packages, offline
+
+$(SARAMA_BIN): $(SARAMA_DIR)/main.go | system-deps
+	@if command -v go >/dev/null 2>&1 && [ -d $(SARAMA_GOPATH)/src/github.com/Shopify/sarama ]; then \
+		cd $(SARAMA_DIR) && $(SARAMA_ENV) go build -o sarama-check . && echo "built $@"; \
+	else \
+		echo "sarama: go or Debian's sarama source missing, not built (see make system-deps)" >&2; \
+	fi
+
+run: venv ## Serve on PLAINTEXT://127.0.0.1:9092 with logs in ./data
+	$(VENV)/bin/kmock serve --listeners $(LISTENERS) --log-dirs $(LOG_DIRS)
+
+# timeout --foreground: Ctrl-C still reaches pytest; on timeout pytest gets SIGINT, prints
+# what it ran and tears its fixtures down (SIGKILL 60 s later if it does not stop).
+test: venv system-deps node-deps sarama ## Whole suite: unit + integration + pipeline (15 min budget)
+	timeout --foreground --signal=INT --kill-after=60 $(TEST_BUDGET) \
+		$(VENV)/bin/python -m pytest -q -ra --durations=15 $(PYTEST_ARGS)
+
+test-fast: venv ## Unit tests only (no integration, no pipeline)
+	$(VENV)/bin/python -m pytest -q -ra -m "not integration and not pipeline" $(PYTEST_ARGS)
+
+integration: venv system-deps node-deps sarama ## Integration tests only (real clients)
+	$(VENV)/bin/python -m pytest -q -ra -m integration $(PYTEST_ARGS)
+
+lint: venv ## ruff check + format check, import contracts, mypy (protocol, coordinator)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy protocol coordinator
+
+fmt: venv ## Format and autofix with ruff
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: venv ## Run the benchmarks (writes bench/RESULTS.md)
+	$(VENV)/bin/python bench/run.py
+
+reliability: venv ## Restart/crash cycles against a live broker (CYCLES=100)
+	$(VENV)/bin/python -m pytest tests/reliability -q -m reliability --cycles $(CYCLES)
+
+clean: ## Remove build output, caches and the sarama binary (keeps .venv and ./data)
+	rm -rf build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache \
+		.import_linter_cache bench/tmp spark-warehouse metastore_db $(SARAMA_BIN)
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean ## Also remove .venv, node_modules and ./data
+	rm -rf $(VENV) $(JS_DIR)/node_modules data

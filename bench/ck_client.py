@@ -1,0 +1,128 @@
+"""Produce and consume throughput with confluent-kafka: PERF-NOTES §5's harness.
+
+    python bench/ck_client.py BOOTSTRAP TOPIC SIZE COUNT
+
+Runs in a fresh process per trial and prints one JSON object. The same code and settings
+are used against the librdkafka mock cluster and against kmock:
+
+  produce  acks=all, linger.ms=5, batch.size=1000000, no compression; every message to
+           partition 0; a tight produce() loop with poll(0) every 1,024 messages and
+           poll(0.5 ms) on BufferError, then flush(). Success is checked with the high
+           watermark (it must have grown by COUNT).
+  consume  assign + consume(batch), fetch.wait.max.ms=10. The mock keeps only the newest
+           5 MiB / 100,000 message sets per partition, so the consumer reads the retained
+           window [low, high) again and again (seeking back to low) until it has COUNT
+           messages; against kmock the window is the whole log, read once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+CONSUME_BATCH = 10_000
+STALL_S = 30.0
+
+
+def _wait_topic(p: Producer, topic: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        md = p.list_topics(topic, timeout=5)
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and 0 in t.partitions and \
+                t.partitions[0].leader >= 0:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"topic {topic} not available")
+
+
+def produce(bootstrap: str, topic: str, size: int, count: int) -> dict[str, float]:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                  "batch.size": 1_000_000, "compression.type": "none"})
+    _wait_topic(p, topic)  # auto-creates the topic (Metadata), outside the timing
+    payload = os.urandom(size)
+    produce_ = p.produce
+    poll = p.poll
+    t0 = time.perf_counter()
+    for i in range(count):
+        while True:
+            try:
+                produce_(topic, payload, partition=0)
+                break
+            except BufferError:
+                poll(0.0005)
+        if not i & 1023:
+            poll(0)
+    left = p.flush(300)
+    t1 = time.perf_counter()
+    if left:
+        raise RuntimeError(f"{left} messages not delivered after flush")
+    return {"produce_s": t1 - t0}
+
+
+def consume(bootstrap: str, topic: str, count: int) -> dict[str, float]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 10,
+                  "enable.partition.eof": False})
+    tp = TopicPartition(topic, 0)
+    low, high = c.get_watermark_offsets(tp, timeout=10)
+    if high - low <= 0:
+        raise RuntimeError("nothing to consume")
+    got = 0
+    errors = 0
+    seeks = 0
+    c.assign([TopicPartition(topic, 0, low)])
+    position = low
+    t0 = time.perf_counter()
+    last_progress = t0
+    while got < count:
+        if position >= high:  # end of the retained window: read it again
+            c.seek(TopicPartition(topic, 0, low))
+            position = low
+            seeks += 1
+        # Never ask for more than the window holds: consume() waits for a full batch.
+        want = min(CONSUME_BATCH, high - position, count - got)
+        msgs = c.consume(num_messages=want, timeout=1.0)
+        now = time.perf_counter()
+        if not msgs:
+            if now - last_progress > STALL_S:
+                raise RuntimeError(f"consume stalled at {got} messages")
+            continue
+        last_progress = now
+        for m in msgs:
+            if m.error() is not None:
+                errors += 1
+        got += len(msgs)
+        last = msgs[-1]
+        if last.error() is None:
+            position = last.offset() + 1
+    t1 = time.perf_counter()
+    c.close()
+    if errors:
+        raise RuntimeError(f"{errors} consume errors")
+    return {"consume_s": t1 - t0, "consumed": got, "seeks": seeks, "window": high - low}
+
+
+def main() -> None:
+    bootstrap, topic, size, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    out: dict[str, object] = {"size": size, "count": count}
+    try:
+        out.update(produce(bootstrap, topic, size, count))
+        probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe"})
+        low, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        probe.close()
+        out["low"], out["high"] = low, high
+        if high != count:
+            raise RuntimeError(f"high watermark {high} after producing {count}")
+        out.update(consume(bootstrap, topic, count))
+    except (KafkaException, RuntimeError) as e:
+        out["error"] = str(e)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

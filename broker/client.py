@@ -1,0 +1,498 @@
+"""A small synchronous Kafka client on kmock's own codec, for the `kmock` admin commands.
+
+One blocking socket with timeouts, one request in flight, and the message dataclasses of
+`protocol.messages` encoded and decoded by `protocol.schema` (no third-party Kafka client
+at run time). kmock is a single broker that leads every partition and coordinates every
+group, so every request goes to the bootstrap address: there is no metadata-driven routing.
+
+    with KafkaClient("127.0.0.1:9092") as client:
+        client.create_topic("orders", num_partitions=3)
+        client.produce("orders", 0, build_batch([(b"k", b"v", (), now_ms)]))
+
+Versions are negotiated once per connection (ApiVersions, KIP-511): each request goes at
+the highest version both sides support, capped where this client only speaks the older
+shape (Fetch by topic name, not topic id; OffsetFetch for one group). A top-level or
+per-partition error in a response is raised as `KafkaError`; a socket failure or timeout as
+`ConnectionFailed`.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.frames import API_VERSIONS_KEY
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.create_topics import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+)
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
+from protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResourceResult,
+)
+from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest
+from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic, PartitionData
+from protocol.messages.list_groups import ListedGroup, ListGroupsRequest
+from protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
+from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.primitives import DecodeError, Reader, read_tagged, write_nullable_string
+from protocol.schema import Message, decode, encode_chunks
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "RESOURCE_BROKER",
+    "RESOURCE_TOPIC",
+    "CommittedOffset",
+    "ConnectionFailed",
+    "KafkaClient",
+    "default_partition",
+    "parse_host_port",
+]
+
+# ListOffsets' special timestamps.
+LATEST = -1
+EARLIEST = -2
+# DescribeConfigs resource types (Kafka's ConfigResource.Type).
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+DEFAULT_CLIENT_ID = "kmock-cli"
+# Highest versions this client builds, where the newer shapes would need more than it has.
+_VERSION_CAPS = {
+    FetchRequest: 12,  # 13+ names topics by id
+    OffsetFetchRequest: 7,  # 8+ batches groups
+}
+
+_SIZE = struct.Struct(">i")
+_REQUEST_HEADER = struct.Struct(">hhi")
+_INT16 = struct.Struct(">h")
+
+
+class ConnectionFailed(Exception):
+    """The broker could not be reached, closed the connection, or did not answer in time."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    metadata: str | None
+
+
+def parse_host_port(address: str, default_port: int = 9092) -> tuple[str, int]:
+    """"host:port" (or "[v6]:port", or "host") -> (host, port); the first of a comma list."""
+    first = address.split(",")[0].strip()
+    if first.startswith("["):
+        host, _, rest = first[1:].partition("]")
+        port = rest.removeprefix(":")
+    else:
+        host, sep, port = first.rpartition(":")
+        if not sep:
+            host, port = first, ""
+    if not host:
+        raise ValueError(f"no host in {address!r}")
+    try:
+        return host, int(port) if port else default_port
+    except ValueError:
+        raise ValueError(f"bad port in {address!r}") from None
+
+
+def _response_class(request_cls: type[Message]) -> type[Message]:
+    module = sys.modules[request_cls.__module__]
+    return getattr(module, request_cls.__name__.removesuffix("Request") + "Response")  # type: ignore[no-any-return]
+
+
+def _check(code: int, what: str, message: str | None = None) -> None:
+    if code:
+        raise KafkaError(ErrorCode(code), f"{what}: {message}" if message else what)
+
+
+class KafkaClient:
+    """A blocking connection to one broker. Not thread-safe; use one per thread."""
+
+    def __init__(
+        self,
+        bootstrap_server: str = "127.0.0.1:9092",
+        *,
+        timeout_s: float = 30.0,
+        client_id: str = DEFAULT_CLIENT_ID,
+    ) -> None:
+        self.address = parse_host_port(bootstrap_server)
+        self.timeout_s = timeout_s
+        self.client_id = client_id
+        self._sock: socket.socket | None = None
+        self._correlation_id = 0
+        self.api_versions: dict[int, range] = {}
+
+    # --- connection ----------------------------------------------------------------------
+
+    def connect(self) -> None:
+        host, port = self.address
+        try:
+            self._sock = socket.create_connection((host, port), timeout=self.timeout_s)
+        except OSError as e:
+            raise ConnectionFailed(f"cannot connect to {host}:{port}: {_reason(e)}") from None
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._negotiate()
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def __enter__(self) -> KafkaClient:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _negotiate(self) -> None:
+        # KIP-511: a broker that does not know our ApiVersions version answers
+        # UNSUPPORTED_VERSION in the v0 layout; read the error code before the body.
+        version = ApiVersionsRequest.VERSIONS.stop - 1
+        frame, pos = self._roundtrip(
+            ApiVersionsRequest(client_software_name="kmock-cli", client_software_version="0.1"),
+            version,
+        )
+        (code,) = _INT16.unpack_from(frame, pos)
+        if code == ErrorCode.UNSUPPORTED_VERSION:
+            version = 0
+        response: ApiVersionsResponse = self._decode(ApiVersionsResponse, version, frame, pos)
+        _check(response.error_code, "ApiVersions")
+        self.api_versions = {
+            k.api_key: range(k.min_version, k.max_version + 1) for k in response.api_keys
+        }
+
+    def version_for(self, request_cls: type[Message]) -> int:
+        """The highest version of `request_cls` that this client and the broker share.
+
+        Raises:
+          KafkaError: UNSUPPORTED_VERSION when there is none.
+        """
+        ours = request_cls.VERSIONS
+        theirs = self.api_versions.get(request_cls.API_KEY, range(0))
+        top = min(ours.stop - 1, theirs.stop - 1, _VERSION_CAPS.get(request_cls, 1 << 15))
+        if top < max(ours.start, theirs.start):
+            name = request_cls.__name__.removesuffix("Request")
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                             f"the broker does not serve {name} at a version this client speaks")
+        return top
+
+    # --- one request ---------------------------------------------------------------------
+
+    def send(self, request: Message, version: int | None = None) -> Any:
+        """Send `request` (at the negotiated version unless given) and return the response."""
+        if version is None:
+            version = self.version_for(type(request))
+        frame, pos = self._roundtrip(request, version)
+        return self._decode(_response_class(type(request)), version, frame, pos)
+
+    def _roundtrip(self, request: Message, version: int) -> tuple[bytes, int]:
+        if self._sock is None:
+            raise ConnectionFailed("not connected")
+        self._correlation_id += 1
+        header: list[Any] = [_REQUEST_HEADER.pack(request.API_KEY, version, self._correlation_id)]
+        write_nullable_string(header, self.client_id)
+        if request.is_flexible(version):
+            header.append(b"\x00")  # request header v2: no tagged fields
+        payload = b"".join([*header, *encode_chunks(request, version)])
+        try:
+            self._sock.sendall(_SIZE.pack(len(payload)) + payload)
+            (size,) = _SIZE.unpack(self._receive(4))
+            frame = self._receive(size)
+        except OSError as e:
+            self.close()
+            raise ConnectionFailed(f"{self._name()}: {_reason(e)}") from None
+        (correlation_id,) = _SIZE.unpack_from(frame, 0)
+        if correlation_id != self._correlation_id:
+            self.close()
+            raise ConnectionFailed(
+                f"{self._name()}: response for request {correlation_id}, "
+                f"expected {self._correlation_id}")
+        pos = 4
+        # Response header v1 (tagged fields) from the flexible version, except ApiVersions.
+        if request.API_KEY != API_VERSIONS_KEY and request.is_flexible(version):
+            r = Reader(frame, pos)
+            read_tagged(r)
+            pos = r.pos
+        return frame, pos
+
+    def _receive(self, n: int) -> bytes:
+        assert self._sock is not None
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self._sock.recv(min(n - len(buf), 1 << 20))
+            if not chunk:
+                raise ConnectionResetError("connection closed by the broker")
+            buf += chunk
+        return bytes(buf)
+
+    def _decode(self, cls: type[Message], version: int, frame: bytes, pos: int) -> Any:
+        try:
+            return decode(cls, version, frame, pos)
+        except DecodeError as e:
+            self.close()
+            raise ConnectionFailed(f"unreadable {cls.__name__} v{version}: {e}") from None
+
+    def _name(self) -> str:
+        return f"{self.address[0]}:{self.address[1]}"
+
+    def _set_timeout(self, seconds: float) -> None:
+        if self._sock is not None:
+            self._sock.settimeout(seconds)
+
+    # --- topics --------------------------------------------------------------------------
+
+    def metadata(
+        self, topics: Iterable[str] | None = None, *, allow_auto_topic_creation: bool = False
+    ) -> MetadataResponse:
+        """Brokers and topics; `topics=None` lists every topic."""
+        wanted = None if topics is None else [MetadataRequestTopic(name=t) for t in topics]
+        return self.send(MetadataRequest(
+            topics=wanted, allow_auto_topic_creation=allow_auto_topic_creation))  # type: ignore[no-any-return]
+
+    def partition_count(self, topic: str, *, allow_auto_topic_creation: bool = False) -> int:
+        """Partitions of `topic`. Raises KafkaError (UNKNOWN_TOPIC_OR_PARTITION, ...)."""
+        response = self.metadata([topic], allow_auto_topic_creation=allow_auto_topic_creation)
+        for t in response.topics:
+            if t.name == topic:
+                _check(t.error_code, f"topic {topic!r}")
+                return len(t.partitions)
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r}")
+
+    def create_topic(
+        self,
+        name: str,
+        *,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> CreatableTopicResult:
+        """Create one topic (-1: the broker's num.partitions / default.replication.factor)."""
+        request = CreateTopicsRequest(
+            topics=[CreatableTopic(
+                name=name, num_partitions=num_partitions, replication_factor=replication_factor,
+                assignments=[],
+                configs=[CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
+            )],
+            timeout_ms=int(self.timeout_s * 1000),
+            validate_only=validate_only,
+        )
+        response = self.send(request)
+        result: CreatableTopicResult = response.topics[0]
+        _check(result.error_code, f"create topic {name!r}", result.error_message)
+        return result
+
+    def delete_topic(self, name: str) -> None:
+        version = self.version_for(DeleteTopicsRequest)
+        timeout_ms = int(self.timeout_s * 1000)
+        if version >= 6:
+            request = DeleteTopicsRequest(topics=[DeleteTopicState(name=name)], timeout_ms=timeout_ms)
+        else:
+            request = DeleteTopicsRequest(topic_names=[name], timeout_ms=timeout_ms)
+        response = self.send(request, version)
+        for result in response.responses:
+            _check(result.error_code, f"delete topic {name!r}", result.error_message)
+
+    def describe_configs(
+        self, resource_type: int, name: str
+    ) -> list[DescribeConfigsResourceResult]:
+        response = self.send(DescribeConfigsRequest(
+            resources=[DescribeConfigsResource(
+                resource_type=resource_type, resource_name=name, configuration_keys=None)],
+            include_synonyms=False,
+            include_documentation=False,
+        ))
+        result = response.results[0]
+        _check(result.error_code, f"describe configs of {name!r}", result.error_message)
+        return list(result.configs)
+
+    # --- groups and offsets --------------------------------------------------------------
+
+    def list_groups(self) -> list[ListedGroup]:
+        response = self.send(ListGroupsRequest())
+        _check(response.error_code, "ListGroups")
+        return list(response.groups)
+
+    def describe_group(self, group_id: str) -> DescribedGroup:
+        """The group's state and members; an unknown group comes back in state Dead."""
+        response = self.send(DescribeGroupsRequest(groups=[group_id]))
+        group: DescribedGroup = response.groups[0]
+        _check(group.error_code, f"group {group_id!r}")
+        return group
+
+    def committed_offsets(
+        self, group_id: str, partitions: Mapping[str, Iterable[int]] | None = None
+    ) -> dict[tuple[str, int], CommittedOffset]:
+        """The group's committed offsets (all of them when `partitions` is None).
+
+        Partitions without a committed offset are left out.
+        """
+        topics = None if partitions is None else [
+            OffsetFetchRequestTopic(name=t, partition_indexes=list(ps))
+            for t, ps in partitions.items()
+        ]
+        response = self.send(OffsetFetchRequest(group_id=group_id, topics=topics))
+        _check(response.error_code, f"offsets of group {group_id!r}")
+        out = {}
+        for t in response.topics:
+            for p in t.partitions:
+                _check(p.error_code, f"offset of {group_id!r} on {t.name}-{p.partition_index}")
+                if p.committed_offset >= 0:
+                    out[(t.name, p.partition_index)] = CommittedOffset(p.committed_offset, p.metadata)
+        return out
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit as a standalone consumer (generation -1, no member id): the group must be
+        empty, as for kafka-consumer-groups --reset-offsets."""
+        by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append(OffsetCommitRequestPartition(
+                partition_index=partition, committed_offset=offset, committed_metadata=""))
+        response = self.send(OffsetCommitRequest(
+            group_id=group_id,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+        ))
+        for t in response.topics:
+            for p in t.partitions:
+                _check(p.error_code, f"commit for {group_id!r} on {t.name}-{p.partition_index}")
+
+    def list_offsets(
+        self, partitions: Iterable[tuple[str, int]], timestamp: int, *, raise_errors: bool = True
+    ) -> dict[tuple[str, int], int]:
+        """The offset for `timestamp` (LATEST, EARLIEST, or ms) of each (topic, partition);
+        -1 where no record has a timestamp at or after the one asked for. With
+        `raise_errors=False`, partitions answered with an error are left out."""
+        by_topic: dict[str, list[ListOffsetsPartition]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(
+                ListOffsetsPartition(partition_index=partition, timestamp=timestamp))
+        if not by_topic:
+            return {}
+        response = self.send(ListOffsetsRequest(
+            replica_id=-1,
+            topics=[ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+        ))
+        out = {}
+        for t in response.topics:
+            for p in t.partitions:
+                if p.error_code and not raise_errors:
+                    continue
+                _check(p.error_code, f"offsets of {t.name}-{p.partition_index}")
+                out[(t.name, p.partition_index)] = p.offset
+        return out
+
+    # --- records -------------------------------------------------------------------------
+
+    def produce(self, topic: str, partition: int, batch: bytes, *, acks: int = -1) -> int:
+        """Append one record batch (see protocol.records.build_batch); returns its base offset."""
+        response = self.send(ProduceRequest(
+            acks=acks,
+            timeout_ms=int(self.timeout_s * 1000),
+            topic_data=[TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=partition, records=batch)])],
+        ))
+        result = response.responses[0].partition_responses[0]
+        _check(result.error_code, f"produce to {topic}-{partition}", result.error_message)
+        return int(result.base_offset)
+
+    def fetch(
+        self,
+        topic: str,
+        offsets: Mapping[int, int],
+        *,
+        max_wait_ms: int = 500,
+        max_bytes: int = 8 * 1024 * 1024,
+        partition_max_bytes: int = 1024 * 1024,
+    ) -> dict[int, PartitionData]:
+        """Fetch from each partition at its offset; returns the raw partition data by index.
+
+        Per-partition errors are left in `error_code` (OFFSET_OUT_OF_RANGE is the caller's
+        to handle); `records` is concatenated batches (protocol.records.iter_batches).
+        """
+        request = FetchRequest(
+            replica_id=-1,
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[FetchTopic(topic=topic, partitions=[
+                FetchPartition(partition=p, fetch_offset=o, partition_max_bytes=partition_max_bytes)
+                for p, o in sorted(offsets.items())
+            ])],
+        )
+        self._set_timeout(self.timeout_s + max_wait_ms / 1000)
+        try:
+            response = self.send(request)
+        finally:
+            self._set_timeout(self.timeout_s)
+        _check(response.error_code, f"fetch from {topic}")
+        return {p.partition_index: p for t in response.responses for p in t.partitions}
+
+
+def _reason(e: OSError) -> str:
+    if isinstance(e, TimeoutError | socket.timeout):
+        return "timed out"
+    return e.strerror or str(e) or e.__class__.__name__
+
+
+# --- partitioning ------------------------------------------------------------------------
+
+
+def _murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (Utils.murmur2), as a signed 32-bit int."""
+    length = len(data)
+    seed = 0x9747B28C
+    m = 0x5BD1E995
+    r = 24
+    h = (seed ^ length) & 0xFFFFFFFF
+    length4 = length // 4
+    for i in range(length4):
+        i4 = i * 4
+        k = int.from_bytes(data[i4:i4 + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    extra = length % 4
+    tail = length4 * 4
+    if extra >= 3:
+        h ^= data[tail + 2] << 16
+    if extra >= 2:
+        h ^= data[tail + 1] << 8
+    if extra >= 1:
+        h ^= data[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def default_partition(key: bytes, num_partitions: int) -> int:
+    """The partition Kafka's default partitioner picks for a keyed record."""
+    return (_murmur2(key) & 0x7FFFFFFF) % num_partitions

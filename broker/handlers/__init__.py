@@ -1,0 +1,1 @@
+"""One module per API, named as in protocol/messages: `async def handle(ctx, request)`."""

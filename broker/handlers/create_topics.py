@@ -1,0 +1,175 @@
+"""CreateTopics: create topics, with the checks, order and messages of Kafka's controller.
+
+A name given more than once in one request is refused once, INVALID_REQUEST "Duplicate
+topic name.", and none of its copies is created. Every other topic is checked in turn:
+  1. the name (INVALID_TOPIC_EXCEPTION), an existing topic (TOPIC_ALREADY_EXISTS), a name
+     that collides with an existing one once '.' and '_' are treated alike
+     (INVALID_TOPIC_EXCEPTION);
+  2. the configs: a null value, an unknown name or a bad value is INVALID_CONFIG;
+  3. a manual assignment needs num_partitions and replication_factor both -1
+     (INVALID_REQUEST), partitions numbered 0..n-1 once each, and replicas that are exactly
+     this broker (INVALID_REPLICA_ASSIGNMENT); otherwise num_partitions is -1
+     (num.partitions) or >= 1 (INVALID_PARTITIONS) and replication_factor is -1
+     (default.replication.factor) or >= 1 (INVALID_REPLICATION_FACTOR), and a replication
+     factor above 1 is more than the one broker there is (INVALID_REPLICATION_FACTOR).
+validate_only runs every check and creates nothing. A timeout_ms <= 0 is a deadline that
+has already passed: Kafka's controller then answers REQUEST_TIMED_OUT for every topic and
+creates nothing, and so does kmock.
+
+From v5 a created (or validated) topic's result carries its partition count, replication
+factor and every topic-level config with its value and source (as the controller reports
+them: DYNAMIC_TOPIC_CONFIG for the request's configs, STATIC_BROKER_CONFIG when a broker
+setting behind the config was configured, DEFAULT_CONFIG otherwise); v7 adds the topic id
+(the zero id on a refused topic; a fresh random one under validate_only, as from Kafka).
+
+__consumer_offsets always exists here (the group coordinator creates it at start), so
+asking for it is TOPIC_ALREADY_EXISTS, as from a Kafka cluster once any group was used.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+from broker.config import TOPIC_CONFIGS
+from broker.handlers.describe_configs import effective_topic_source, topic_value
+from broker.topics import OFFSETS_TOPIC, validate_topic_configs, validate_topic_name
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages.create_topics import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
+
+
+def check_replicas(broker_ids: list[int], node_id: int) -> None:
+    """Kafka's validateManualPartitionAssignment, for a cluster of one broker."""
+    if not broker_ids:
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         "The manual partition assignment includes an empty replica list.")
+    previous = None
+    for broker_id in sorted(broker_ids):
+        if broker_id != node_id:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"The manual partition assignment includes broker {broker_id}, "
+                             "but no such broker is registered.")
+        if broker_id == previous:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"The manual partition assignment includes the broker "
+                             f"{broker_id} more than once.")
+        previous = broker_id
+
+
+def _check_name(registry: Any, name: str) -> None:
+    validate_topic_name(name)
+    if name == OFFSETS_TOPIC or registry.get(name) is not None:
+        raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    # TopicRegistry.create checks this too; a validate_only request never gets there.
+    folded = name.replace(".", "_")
+    for other in registry.topics:
+        if other.replace(".", "_") == folded:
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                             f"Topic '{name}' collides with existing topic: {other}")
+
+
+def _assigned_partitions(assignments: list[CreatableReplicaAssignment], node_id: int) -> int:
+    indexes: set[int] = set()
+    for assignment in assignments:
+        if assignment.partition_index in indexes:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "Found multiple manual partition assignments for partition "
+                             f"{assignment.partition_index}")
+        check_replicas(assignment.broker_ids, node_id)
+        indexes.add(assignment.partition_index)
+    if indexes != set(range(len(indexes))):
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         "partitions should be a consecutive 0-based integer sequence")
+    return len(indexes)
+
+
+def _partitions(config: Any, topic: CreatableTopic, node_id: int) -> int:
+    """The partition count to create; every replication factor that passes is 1."""
+    if topic.assignments:
+        if topic.replication_factor != -1:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was "
+                             "specified, but replication factor was not set to -1.")
+        if topic.num_partitions != -1:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was "
+                             "specified, but numPartitions was not set to -1.")
+        return _assigned_partitions(topic.assignments, node_id)
+    if topic.replication_factor == 0 or topic.replication_factor < -1:
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be "
+                         "larger than 0, or -1 to use the default value.")
+    if topic.num_partitions == 0 or topic.num_partitions < -1:
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                         "Number of partitions was set to an invalid non-positive value.")
+    replication_factor = topic.replication_factor
+    if replication_factor == -1:
+        replication_factor = config["default.replication.factor"]
+    if replication_factor > 1:
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Unable to replicate the partition {replication_factor} time(s): The "
+                         f"target replication factor of {replication_factor} cannot be reached "
+                         "because only 1 broker(s) are registered.")
+    if topic.num_partitions == -1:
+        return int(config["num.partitions"])
+    return topic.num_partitions
+
+
+def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTopicResult:
+    broker = ctx.broker
+    config = broker.config
+    _check_name(broker.topics, topic.name)
+    nulls = [c.name for c in topic.configs if c.value is None]
+    if nulls:
+        raise KafkaError(ErrorCode.INVALID_CONFIG,
+                         "Null value not supported for topic configs: " + ",".join(nulls))
+    overrides = validate_topic_configs({c.name: c.value for c in topic.configs})
+    num_partitions = _partitions(config, topic, broker.node_id)
+    if validate_only:
+        topic_id = uuid.uuid4()
+    else:
+        created = broker.topics.create(topic.name, num_partitions, overrides,
+                                       now_wall_ms=broker.wall_ms())
+        topic_id = created.topic_id
+    return CreatableTopicResult(
+        name=topic.name,
+        topic_id=topic_id,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        num_partitions=num_partitions,
+        replication_factor=1,
+        configs=[
+            CreatableTopicConfigs(
+                name=name, value=topic_value(config, overrides, name), read_only=False,
+                config_source=effective_topic_source(config, overrides, name),
+                is_sensitive=False)
+            for name in sorted(TOPIC_CONFIGS)
+        ],
+    )
+
+
+async def handle(ctx: Any, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    if request.timeout_ms <= 0:
+        raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"timeout_ms={request.timeout_ms}")
+    copies = Counter(topic.name for topic in request.topics)
+    results: list[CreatableTopicResult] = []
+    refused_duplicates: set[str] = set()
+    for topic in request.topics:
+        if copies[topic.name] > 1:
+            if topic.name not in refused_duplicates:
+                refused_duplicates.add(topic.name)
+                results.append(CreatableTopicResult(
+                    name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="Duplicate topic name."))
+            continue
+        try:
+            results.append(_create(ctx, topic, request.validate_only))
+        except KafkaError as e:
+            results.append(CreatableTopicResult(
+                name=topic.name, error_code=e.code, error_message=e.detail or None))
+    return CreateTopicsResponse(topics=results)

@@ -1,0 +1,55 @@
+"""DescribeCluster: this broker, the cluster id and the controller (KIP-700).
+
+kmock is a cluster of one broker, which is also its controller. The broker is listed with
+its advertised address and no rack. cluster_authorized_operations is Kafka's "not
+requested" value unless asked for, and then every cluster operation: kmock has no
+authorizer. v1 (KIP-919): a request for the CONTROLLER endpoint type reaches a broker
+endpoint, so it is answered MISMATCHED_ENDPOINT_TYPE (and an unknown endpoint type
+UNSUPPORTED_ENDPOINT_TYPE), with Kafka's messages; v0 answers both INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.metadata import ALL_CLUSTER_OPERATIONS, NOT_REQUESTED
+from protocol.errors import ErrorCode
+from protocol.messages.describe_cluster import (
+    DescribeClusterBroker,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
+
+# Kafka's EndpointType
+ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
+BROKER_ENDPOINT = 1
+
+
+def _refusal(ctx: Any, code: ErrorCode, message: str) -> DescribeClusterResponse:
+    if ctx.api_version == 0:
+        code = ErrorCode.INVALID_REQUEST
+    return DescribeClusterResponse(error_code=code, error_message=message)
+
+
+async def handle(ctx: Any, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    wanted = ENDPOINT_TYPES.get(request.endpoint_type)
+    if wanted is None:
+        return _refusal(ctx, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                        f"Unsupported endpoint type {request.endpoint_type}")
+    if request.endpoint_type != BROKER_ENDPOINT:
+        return _refusal(ctx, ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                        "The request was sent to an endpoint of type BROKER, but we wanted "
+                        f"an endpoint of type {wanted}")
+    broker = ctx.broker
+    host, port = broker.advertised[0]
+    return DescribeClusterResponse(
+        error_code=ErrorCode.NONE,
+        endpoint_type=BROKER_ENDPOINT,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        brokers=[DescribeClusterBroker(broker_id=broker.node_id, host=host, port=port, rack=None)],
+        cluster_authorized_operations=(
+            ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+            else NOT_REQUESTED
+        ),
+    )

@@ -1,0 +1,201 @@
+"""DescribeConfigs: every topic-level config of a topic, or every setting of this broker.
+
+A TOPIC resource (type 2) lists each topic-level config (broker.config.TOPIC_CONFIGS) with
+its effective value: the topic's override, else the broker-wide default. A BROKER resource
+(type 4) named after this broker's node id lists every setting in broker.config.SETTINGS
+(a setting without a value has a null value, as in Kafka); an empty name asks for the
+cluster-wide dynamic defaults, which kmock never has, so the list is empty, exactly as from
+a Kafka cluster nobody ran `kafka-configs --entity-default` on. `configuration_keys` (null or
+empty: all) filters by name; unknown names are ignored.
+
+config_source and synonyms are computed as Kafka's ConfigHelper computes them:
+  * a topic override is DYNAMIC_TOPIC_CONFIG (1) and is the first synonym;
+  * then the broker settings the config falls back to (log.retention.ms, .minutes, .hours
+    for retention.ms): STATIC_BROKER_CONFIG (4) for each one that was configured (properties
+    file, environment or flag: Config.explicit), then DEFAULT_CONFIG (5) for each one with a
+    default;
+  * leading broker synonyms other than the config's primary setting are dropped (Kafka's
+    `dropWhile`), so retention.ms reports no synonyms and DEFAULT_CONFIG even when
+    log.retention.hours was configured - Kafka's own answer;
+  * the entry's source is its first synonym's, DEFAULT_CONFIG when there is none.
+Values are strings as Kafka's ConfigDef renders them ("true"/"false", lists joined by ",").
+Nothing is sensitive; topic configs are never read-only; broker settings are read-only
+unless Kafka can change them at runtime (Setting.read_only).
+
+Differences from Kafka: kmock has only the topic configs it honours, and its own broker
+settings (a few kmock-only, such as admin.port). BROKER_LOGGER resources (type 8) are
+answered INVALID_REQUEST ("Unsupported resource type"), since kmock has no log4j loggers;
+so are CLIENT_METRICS and GROUP resources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.config import SETTINGS, TOPIC_CONFIGS, Config, Setting
+from broker.topics import validate_topic_name
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+
+# ConfigResource.Type
+RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER",
+                  16: "CLIENT_METRICS", 32: "GROUP"}
+TOPIC, BROKER = 2, 4
+
+# DescribeConfigsResponse.ConfigSource
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+
+# DescribeConfigsResponse.ConfigType, by Setting.type
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "list": 7, "class": 8}
+
+# Broker settings that stand for one another, most specific first (Kafka's
+# DynamicBrokerConfig.brokerConfigSynonyms); every other setting stands alone.
+_SYNONYM_GROUPS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def render(setting: Setting, value: Any) -> str | None:
+    """A value as Kafka's ConfigDef.convertToString writes it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if setting.type in ("int", "long"):
+        return str(int(value))
+    if setting.type == "list":
+        return ",".join(item.strip() for item in str(value).split(","))
+    return str(value)
+
+
+def _synonym_group(name: str) -> tuple[str, ...]:
+    return next((group for group in _SYNONYM_GROUPS if name in group), (name,))
+
+
+def broker_synonyms(config: Config, name: str) -> list[DescribeConfigsSynonym]:
+    """Where broker setting `name` gets its value from, Kafka's configSynonyms."""
+    group = _synonym_group(name)
+    found = [
+        DescribeConfigsSynonym(name=n, value=render(SETTINGS[n], config[n]),
+                               source=STATIC_BROKER_CONFIG)
+        for n in group if n in config.explicit
+    ] + [
+        DescribeConfigsSynonym(name=n, value=render(SETTINGS[n], SETTINGS[n].default),
+                               source=DEFAULT_CONFIG)
+        for n in group if SETTINGS[n].default is not None
+    ]
+    while found and found[0].name != name:
+        found.pop(0)
+    return found
+
+
+def topic_value(config: Config, overrides: dict[str, str], name: str) -> str | None:
+    """The effective value of topic config `name`: the override, else the broker default."""
+    setting = TOPIC_CONFIGS[name]
+    if name in overrides:
+        return render(setting, overrides[name])
+    return render(setting, config.topic_default(name))
+
+
+def topic_synonyms(config: Config, overrides: dict[str, str], name: str
+                   ) -> list[DescribeConfigsSynonym]:
+    own = [DescribeConfigsSynonym(name=name, value=topic_value(config, overrides, name),
+                                  source=DYNAMIC_TOPIC_CONFIG)] if name in overrides else []
+    return own + broker_synonyms(config, TOPIC_CONFIGS[name].name)
+
+
+def effective_topic_source(config: Config, overrides: dict[str, str], name: str) -> int:
+    """The source CreateTopics reports (the controller's computeEffectiveTopicConfigs, which,
+    unlike DescribeConfigs, counts every configured broker synonym)."""
+    if name in overrides:
+        return DYNAMIC_TOPIC_CONFIG
+    if any(n in config.explicit for n in _synonym_group(TOPIC_CONFIGS[name].name)):
+        return STATIC_BROKER_CONFIG
+    return DEFAULT_CONFIG
+
+
+def _entry(setting: Setting, name: str, value: str | None, synonyms: list[DescribeConfigsSynonym],
+           request: DescribeConfigsRequest, read_only: bool) -> DescribeConfigsResourceResult:
+    return DescribeConfigsResourceResult(
+        name=name,
+        value=value,
+        read_only=read_only,
+        config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG,
+        is_sensitive=False,
+        synonyms=synonyms if request.include_synonyms else [],
+        config_type=CONFIG_TYPES[setting.type],
+        documentation=setting.doc if request.include_documentation else None,
+    )
+
+
+def _topic_configs(ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+                   ) -> list[DescribeConfigsResourceResult]:
+    validate_topic_name(resource.resource_name)
+    topic = ctx.broker.topics.get(resource.resource_name)
+    if topic is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)  # Kafka sends no message here
+    config = ctx.broker.config
+    return [
+        _entry(TOPIC_CONFIGS[name], name, topic_value(config, topic.configs, name),
+               topic_synonyms(config, topic.configs, name), request, read_only=False)
+        for name in sorted(TOPIC_CONFIGS)
+    ]
+
+
+def _broker_configs(ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+                    ) -> list[DescribeConfigsResourceResult]:
+    name, node_id = resource.resource_name, ctx.broker.node_id
+    if name == "":
+        return []
+    try:
+        wanted = int(name)
+    except ValueError:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"Broker id must be an integer, but it is: {name}") from None
+    if wanted != node_id:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {node_id} "
+                         f"or empty string, but received {name}")
+    config = ctx.broker.config
+    return [
+        _entry(s, s.name, render(s, config[s.name]), broker_synonyms(config, s.name), request,
+               read_only=s.read_only)
+        for s in SETTINGS.values()
+    ]
+
+
+def _describe(ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+              ) -> DescribeConfigsResult:
+    if resource.resource_type == TOPIC:
+        configs = _topic_configs(ctx, resource, request)
+    elif resource.resource_type == BROKER:
+        configs = _broker_configs(ctx, resource, request)
+    else:
+        kind = RESOURCE_TYPES.get(resource.resource_type, "UNKNOWN")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
+    if resource.configuration_keys:
+        keys = set(resource.configuration_keys)
+        configs = [c for c in configs if c.name in keys]
+    return DescribeConfigsResult(
+        error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
+        resource_name=resource.resource_name, configs=configs)
+
+
+async def handle(ctx: Any, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    results = []
+    for resource in request.resources:
+        try:
+            result = _describe(ctx, resource, request)
+        except KafkaError as e:
+            result = DescribeConfigsResult(
+                error_code=e.code, error_message=e.detail or None,
+                resource_type=resource.resource_type, resource_name=resource.resource_name)
+        results.append(result)
+    return DescribeConfigsResponse(results=results)

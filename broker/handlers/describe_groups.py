@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+
+
+async def handle(ctx: Any, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    runtime = ctx.broker.coordinator
+    runtime.check_loaded()
+    return runtime.coordinator.describe_groups(runtime.context(ctx), request)

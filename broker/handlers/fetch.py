@@ -1,0 +1,113 @@
+"""Fetch: whole record batches from each requested partition, with long polling.
+
+The response is built from the logs; if it holds fewer than `min_bytes` (and no partition
+has an error), the request parks on every partition it asked for until an append wakes it
+or `max_wait_ms` passes, then is built again. Limits follow Kafka (KIP-74): the first
+partition with data returns at least one whole batch even if it is larger than
+`partition_max_bytes` or `max_bytes`, so a consumer can always make progress; after that,
+`max_bytes` bounds the response and `partition_max_bytes` each partition.
+
+Fetch sessions (KIP-227, v7+) are not kept: every response carries session_id 0, which tells
+the client to send full fetch requests, as a Kafka broker with no free session slots does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages.fetch import (
+    FetchableTopicResponse,
+    FetchRequest,
+    FetchResponse,
+    PartitionData,
+)
+
+
+def _partition_data(ctx: Any, topic: Any, fp: Any, budget: int, first: bool) -> tuple[PartitionData, int]:
+    if topic is None:
+        return PartitionData(partition_index=fp.partition,
+                             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
+    if not 0 <= fp.partition < len(topic.partitions):
+        return PartitionData(partition_index=fp.partition,
+                             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
+    p = topic.partitions[fp.partition]
+    plog = p.log
+    base = dict(partition_index=fp.partition, high_watermark=plog.log_end_offset,
+                last_stable_offset=plog.log_end_offset, log_start_offset=plog.log_start_offset)
+    if fp.current_leader_epoch > p.leader_epoch:
+        return PartitionData(error_code=ErrorCode.UNKNOWN_LEADER_EPOCH, **base), 0
+    if 0 <= fp.current_leader_epoch < p.leader_epoch:
+        return PartitionData(error_code=ErrorCode.FENCED_LEADER_EPOCH, **base), 0
+    if not plog.log_start_offset <= fp.fetch_offset <= plog.log_end_offset:
+        return PartitionData(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, **base), 0
+    limit = min(fp.partition_max_bytes, budget)
+    data = b""
+    if fp.fetch_offset < plog.log_end_offset and (limit > 0 or first):
+        data = plog.read_bytes(fp.fetch_offset, limit, min_one=first)
+    return PartitionData(error_code=ErrorCode.NONE, records=data, **base), len(data)
+
+
+def _resolve(ctx: Any, request: FetchRequest) -> list[tuple[Any, Any, Any]]:
+    registry = ctx.broker.topics
+    out = []
+    for ft in request.topics:
+        if ctx.api_version >= 13:
+            out.append((ft, registry.by_id.get(ft.topic_id), ft.topic_id))
+        else:
+            out.append((ft, registry.get(ft.topic), None))
+    return out
+
+
+def _build(ctx: Any, request: FetchRequest, resolved: list[Any]) -> tuple[FetchResponse, int, bool]:
+    budget = request.max_bytes
+    total = 0
+    has_error = False
+    first = True
+    responses = []
+    for ft, topic, topic_id in resolved:
+        parts = []
+        for fp in ft.partitions:
+            if topic is None and topic_id is not None:
+                pd, n = PartitionData(partition_index=fp.partition,
+                                      error_code=ErrorCode.UNKNOWN_TOPIC_ID), 0
+            else:
+                pd, n = _partition_data(ctx, topic, fp, budget - total, first)
+            if n:
+                first = False
+                total += n
+            if pd.error_code:
+                has_error = True
+            parts.append(pd)
+        responses.append(FetchableTopicResponse(topic=ft.topic, topic_id=ft.topic_id,
+                                                partitions=parts))
+    return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses), total, has_error
+
+
+async def handle(ctx: Any, request: FetchRequest) -> FetchResponse:
+    if request.isolation_level not in (0, 1):
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"isolation_level={request.isolation_level}")
+    deadline = trio.current_time() + max(0, request.max_wait_ms) / 1000
+    resolved = _resolve(ctx, request)
+    while True:
+        response, total, has_error = _build(ctx, request, resolved)
+        if total >= request.min_bytes or has_error or trio.current_time() >= deadline:
+            return response
+        waiter = trio.Event()
+        partitions = [topic.partitions[fp.partition]
+                      for ft, topic, _ in resolved if topic is not None
+                      for fp in ft.partitions if 0 <= fp.partition < len(topic.partitions)]
+        if not partitions:
+            return response
+        for p in partitions:
+            p.waiters.add(waiter)
+        try:
+            with trio.move_on_at(deadline):
+                await waiter.wait()
+        finally:
+            for p in partitions:
+                p.waiters.discard(waiter)
+        # A topic deleted while we waited: resolve again.
+        resolved = _resolve(ctx, request)

@@ -1,0 +1,69 @@
+"""ListOffsets: offsets by timestamp, with Kafka's special timestamps.
+
+  -1 LATEST           the log end offset (= high watermark = last stable offset: one
+                      replica, no transactions)
+  -2 EARLIEST         the log start offset
+  -3 MAX_TIMESTAMP    the record with the largest timestamp (v7+, KIP-734)
+  -4 EARLIEST_LOCAL   the log start offset (no tiered storage: same as EARLIEST; v8+)
+  -5 LATEST_TIERED    no tiered storage: offset -1, as Kafka answers without it (v9+)
+  >= 0                the first offset whose timestamp is >= the given one, or -1
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.messages.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+def _lookup(plog: Any, timestamp: int) -> tuple[int, int]:
+    if timestamp == LATEST:
+        return plog.log_end_offset, -1
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return plog.log_start_offset, -1
+    if timestamp == LATEST_TIERED:
+        return -1, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = plog.max_timestamp_offset()
+    else:
+        found = plog.offset_for_timestamp(timestamp)
+    return found if found is not None else (-1, -1)
+
+
+async def handle(ctx: Any, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    registry = ctx.broker.topics
+    topics = []
+    for t in request.topics:
+        topic = registry.get(t.name)
+        parts = []
+        for p in t.partitions:
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                parts.append(ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1))
+                continue
+            partition = topic.partitions[p.partition_index]
+            if p.current_leader_epoch > partition.leader_epoch:
+                code = ErrorCode.UNKNOWN_LEADER_EPOCH
+            elif 0 <= p.current_leader_epoch < partition.leader_epoch:
+                code = ErrorCode.FENCED_LEADER_EPOCH
+            else:
+                code = ErrorCode.NONE
+            if code:
+                parts.append(ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=code, timestamp=-1, offset=-1))
+                continue
+            offset, ts = _lookup(partition.log, p.timestamp)
+            parts.append(ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=ErrorCode.NONE, timestamp=ts,
+                offset=offset, leader_epoch=partition.leader_epoch))
+        topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(topics=topics)

@@ -1,0 +1,110 @@
+"""Metadata: brokers, cluster id, controller, and every requested topic's partitions.
+
+kmock is one broker: it leads every partition (leader epoch 0), and is the only replica and
+the only in-sync replica. Topics are auto-created here when `auto.create.topics.enable` and
+the request allow it (v4+ `allow_auto_topic_creation`; always allowed before v4), as Kafka
+does. Kafka answers LEADER_NOT_AVAILABLE for a topic it has just created until the
+controller elects a leader; kmock creates the partitions synchronously and answers with
+them at once, which clients accept as the end state they would have retried for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.topics import OFFSETS_TOPIC, Topic, validate_topic_name
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+# Every ACL operation bit (Kafka's AclOperation codes 3..14): kmock has no authorizer.
+ALL_TOPIC_OPERATIONS = sum(1 << b for b in (3, 4, 5, 6, 7, 8, 10, 11, 12))
+ALL_CLUSTER_OPERATIONS = sum(1 << b for b in (2, 4, 7, 8, 9, 10, 11, 12))
+NOT_REQUESTED = -(2**31)
+
+
+def describe_topic(ctx: Any, topic: Topic, include_operations: bool) -> MetadataResponseTopic:
+    node = ctx.broker.node_id
+    return MetadataResponseTopic(
+        error_code=ErrorCode.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=[
+            MetadataResponsePartition(
+                error_code=ErrorCode.NONE,
+                partition_index=p.index,
+                leader_id=node,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=[node],
+                isr_nodes=[node],
+                offline_replicas=[],
+            )
+            for p in topic.partitions
+        ],
+        topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_operations else NOT_REQUESTED,
+    )
+
+
+def brokers(ctx: Any) -> list[MetadataResponseBroker]:
+    host, port = ctx.broker.advertised[0]
+    return [MetadataResponseBroker(node_id=ctx.broker.node_id, host=host, port=port, rack=None)]
+
+
+async def handle(ctx: Any, request: MetadataRequest) -> MetadataResponse:
+    broker = ctx.broker
+    registry = broker.topics
+    include_ops = bool(request.include_topic_authorized_operations)
+    # v0: an empty list means all topics; v1+: null means all, empty means none.
+    all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
+    allow_create = broker.config["auto.create.topics.enable"] and (
+        ctx.api_version < 4 or request.allow_auto_topic_creation
+    )
+    topics: list[MetadataResponseTopic] = []
+    if all_topics:
+        topics = [describe_topic(ctx, t, include_ops) for t in registry.topics.values()]
+    else:
+        for wanted in request.topics:
+            name = wanted.name
+            if name is None:  # v10+: by topic id
+                topic = registry.by_id.get(wanted.topic_id)
+                if topic is None:
+                    topics.append(MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
+                        topic_id=wanted.topic_id))
+                else:
+                    topics.append(describe_topic(ctx, topic, include_ops))
+                continue
+            topic = registry.get(name)
+            if topic is None:
+                try:
+                    validate_topic_name(name)
+                except KafkaError as e:
+                    topics.append(MetadataResponseTopic(error_code=e.code, name=name))
+                    continue
+                if not allow_create or name == OFFSETS_TOPIC:
+                    topics.append(MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name))
+                    continue
+                try:
+                    topic = registry.create(name, broker.config["num.partitions"], {},
+                                            now_wall_ms=broker.wall_ms())
+                except KafkaError as e:
+                    topics.append(MetadataResponseTopic(error_code=e.code, name=name))
+                    continue
+            topics.append(describe_topic(ctx, topic, include_ops))
+    return MetadataResponse(
+        brokers=brokers(ctx),
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        topics=topics,
+        cluster_authorized_operations=(
+            ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+            else NOT_REQUESTED
+        ),
+    )

@@ -1,0 +1,122 @@
+"""Produce: validate each partition's record batch, append it, and answer per partition.
+
+acks=0 gets no response at all; acks=1 is answered once the batch is in the log (the OS page
+cache); acks=-1 (all) once an fsync covers it, in the durability modes that fsync (see
+broker.durability). Per-partition failures are answered per partition, as Kafka does.
+
+Batches are validated (magic 2, length, CRC32C over attributes..end), never decoded on this
+path: storage rewrites only the base offset, which the CRC does not cover.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+import trio
+
+from broker.topics import OFFSETS_TOPIC
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages.produce import (
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from protocol.records import split_batches
+
+log = logging.getLogger("broker.produce")
+
+
+async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | None:
+    broker = ctx.broker
+    if request.acks not in (-1, 0, 1):
+        raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks}")
+    if request.transactional_id is not None:
+        # Transactions are not supported: InitProducerId refuses transactional ids, so a
+        # client cannot get here without ignoring that answer.
+        raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                         "transactions are not supported")
+    wall_ms = broker.wall_ms()
+    responses = []
+    durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
+    for topic_data in request.topic_data:
+        name = topic_data.name
+        partitions = []
+        for pdata in topic_data.partition_data:
+            try:
+                result = _append(broker, name, pdata, wall_ms)
+            except KafkaError as e:
+                if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,):
+                    log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
+                result = PartitionProduceResponse(
+                    index=pdata.index, error_code=e.code, base_offset=-1,
+                    error_message=e.detail or None)
+            else:
+                plog = broker.topics.partition(name, pdata.index).log
+                end = plog.log_end_offset
+                if request.acks == -1:
+                    durable.append((plog, end, len(responses), len(partitions)))
+                else:
+                    broker.durability.note_written(plog, end)
+            partitions.append(result)
+        responses.append((topic_data, partitions))
+    # acks=all: wait for the fsyncs, all partitions at once.
+    if durable:
+        failed: set[int] = set()
+
+        async def wait(i: int, plog: Any, end: int) -> None:
+            try:
+                await broker.durability.wait_durable(plog, end)
+            except KafkaError:
+                failed.add(i)
+
+        async with trio.open_nursery() as nursery:
+            for i, (plog, end, _, _) in enumerate(durable):
+                nursery.start_soon(wait, i, plog, end)
+        for i in failed:
+            # The batch is in the log but not known durable: the client must not count it as
+            # acknowledged, so it gets a retriable storage error (Kafka's answer to a failed
+            # log dir).
+            _, _, ti, pi = durable[i]
+            parts = responses[ti][1]
+            parts[pi] = replace(parts[pi], error_code=ErrorCode.KAFKA_STORAGE_ERROR)
+    if request.acks == 0:
+        return None
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(name=td.name, partition_responses=parts)
+            for td, parts in responses
+        ]
+    )
+
+
+def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduceResponse:
+    if name == OFFSETS_TOPIC:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "cannot produce to an internal topic")
+    partition = broker.topics.partition(name, pdata.index)
+    records = pdata.records
+    if records is None or len(records) == 0:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "no record batch")
+    batches = split_batches(records)
+    if len(batches) != 1:
+        # Kafka: "Produce requests with version 3 and above may only contain exactly one
+        # record batch" per partition.
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"{len(batches)} record batches")
+    _, header = batches[0]
+    if header.is_transactional:
+        raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactional batch without a transaction")
+    if header.size > partition.log.config.max_message_bytes:
+        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                         f"batch of {header.size} bytes > max.message.bytes")
+    info = partition.log.append(records, wall_ms=wall_ms)
+    partition.notify()
+    broker.metrics.messages_in.labels(name).inc(header.records_count)
+    return PartitionProduceResponse(
+        index=pdata.index,
+        error_code=ErrorCode.NONE,
+        base_offset=info.base_offset,
+        log_append_time_ms=info.log_append_time,
+        log_start_offset=partition.log.log_start_offset,
+    )

@@ -1,0 +1,114 @@
+"""ROUTES: request class -> handler. The one list of the APIs kmock speaks.
+
+It feeds both the decoder (api key -> request class) and ApiVersions (every routed class
+advertises its VERSIONS). An API that is not here is not advertised, and a request for it
+closes the connection, as Kafka does for an unknown key. Sorted by API key.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.handlers import (
+    api_versions,
+    delete_groups,
+    describe_groups,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    produce,
+    sync_group,
+)
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.delete_groups import DeleteGroupsRequest
+from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.fetch import FetchRequest
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.init_producer_id import InitProducerIdRequest
+from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.list_offsets import ListOffsetsRequest
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.messages.produce import ProduceRequest
+from protocol.messages.sync_group import SyncGroupRequest
+from protocol.schema import Message
+
+Handler = Callable[[Any, Any], Awaitable[Any]]
+
+ROUTES: dict[type[Message], Handler] = {
+    ProduceRequest: produce.handle,  # 0
+    FetchRequest: fetch.handle,  # 1
+    ListOffsetsRequest: list_offsets.handle,  # 2
+    MetadataRequest: metadata.handle,  # 3
+    OffsetCommitRequest: offset_commit.handle,  # 8
+    OffsetFetchRequest: offset_fetch.handle,  # 9
+    FindCoordinatorRequest: find_coordinator.handle,  # 10
+    JoinGroupRequest: join_group.handle,  # 11
+    HeartbeatRequest: heartbeat.handle,  # 12
+    LeaveGroupRequest: leave_group.handle,  # 13
+    SyncGroupRequest: sync_group.handle,  # 14
+    DescribeGroupsRequest: describe_groups.handle,  # 15
+    ListGroupsRequest: list_groups.handle,  # 16
+    ApiVersionsRequest: api_versions.handle,  # 18
+    InitProducerIdRequest: init_producer_id.handle,  # 22
+    DeleteGroupsRequest: delete_groups.handle,  # 42
+    OffsetDeleteRequest: offset_delete.handle,  # 47
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    api_key: int
+    name: str
+    request: type[Message]
+    response: type[Message]
+    handler: Handler
+    error_response: Callable[[Any, Any], Any]
+
+
+def _route(request: type[Message], handler: Handler) -> Route:
+    module = sys.modules[request.__module__]
+    stem = request.__name__.removesuffix("Request")
+    response = getattr(module, stem + "Response")
+    assert response.VERSIONS == request.VERSIONS, f"{stem}: request/response versions differ"
+    return Route(request.API_KEY, stem, request, response, handler, module.error_response)
+
+
+_BY_KEY: dict[int, Route] = {}
+
+
+def install(routes: dict[type[Message], Handler]) -> None:
+    """Build the key -> route index from ROUTES (called once at import)."""
+    _BY_KEY.clear()
+    for request, handler in sorted(routes.items(), key=lambda kv: kv[0].API_KEY):
+        route = _route(request, handler)
+        assert route.api_key not in _BY_KEY, f"API key {route.api_key} routed twice"
+        _BY_KEY[route.api_key] = route
+
+
+def route_for(api_key: int) -> Route | None:
+    return _BY_KEY.get(api_key)
+
+
+def all_routes() -> list[Route]:
+    return list(_BY_KEY.values())
+
+
+install(ROUTES)

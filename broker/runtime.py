@@ -1,0 +1,217 @@
+"""CoordinatorRuntime: drives the pure group coordinator from the trio world.
+
+The coordinator (coordinator/) is a synchronous state machine that returns
+`Outcome(replies, records)` and never waits. This runtime:
+
+  * issues an opaque token per request and parks the request until a reply for its token
+    appears in some outcome (JoinGroup and SyncGroup wait for other members);
+  * appends `outcome.records` to __consumer_offsets (the partition of each record's group),
+    waits until an fsync covers them (group commit: many commits share one fsync), then
+    calls `on_appended` — in log order, whatever order the fsync waits finish in — and only
+    then delivers the replies; a failed write calls `on_append_failed` instead;
+  * runs the timer task: sleep until `next_deadline_ms()` (or until a call may have moved
+    it), then `expire(now_ms, wall_ms)`;
+  * replays __consumer_offsets at start. Until that is done, group requests are answered
+    with COORDINATOR_LOAD_IN_PROGRESS and `broker.ready` stays unset.
+
+Coordinator methods are synchronous, so under trio they run without interruption: no locks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from broker.topics import OFFSETS_TOPIC
+from coordinator import (
+    CoordinatorConfig,
+    GroupCoordinator,
+    Outcome,
+    RequestContext as CoordinatorContext,
+)
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import build_batch, decode_records, iter_batches
+
+log = logging.getLogger("broker.runtime")
+
+REPLAY_READ_BYTES = 4 * 1024 * 1024
+
+
+class _Parked:
+    __slots__ = ("event", "response")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.response: Any = None
+
+
+class CoordinatorRuntime:
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        c = broker.config
+        self.coordinator = GroupCoordinator(CoordinatorConfig(
+            offsets_topic_num_partitions=c["offsets.topic.num.partitions"],
+            group_min_session_timeout_ms=c["group.min.session.timeout.ms"],
+            group_max_session_timeout_ms=c["group.max.session.timeout.ms"],
+            group_initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
+            group_max_size=c["group.max.size"],
+            offsets_retention_minutes=c["offsets.retention.minutes"],
+            offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
+            offset_metadata_max_bytes=c["offset.metadata.max.bytes"],
+        ))
+        self.loaded = False
+        self.replayed_records = 0
+        self._tokens = itertools.count(1)
+        self._parked: dict[int, _Parked] = {}
+        self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        # Appended outcomes not yet applied, in log order: [seq, outcome, done]
+        self._append_seq = itertools.count()
+        self._pending_apply: list[list[Any]] = []
+
+    # --- startup ---------------------------------------------------------------------------
+
+    def _offsets_topic(self) -> Any:
+        registry = self.broker.topics
+        topic = registry.get(OFFSETS_TOPIC)
+        if topic is None:
+            c = self.broker.config
+            topic = registry.create(
+                OFFSETS_TOPIC, c["offsets.topic.num.partitions"],
+                {"cleanup.policy": "compact",
+                 "segment.bytes": str(c["offsets.topic.segment.bytes"])},
+                now_wall_ms=self.broker.wall_ms(), internal=True)
+        return topic
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        topic = self._offsets_topic()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            started = time.monotonic()
+            for p in topic.partitions:
+                await self._replay_partition(p.log)
+            self.coordinator.finish_load(self.broker.now_ms())
+            self.loaded = True
+            self.broker.ready.set()
+            log.info("replayed %d __consumer_offsets records (%d groups) in %.0f ms",
+                     self.replayed_records, len(self.coordinator.group_ids()),
+                     (time.monotonic() - started) * 1000)
+            await self._timer()
+
+    async def _replay_partition(self, plog: Any) -> None:
+        offset = plog.log_start_offset
+        end = plog.log_end_offset
+        while offset < end:
+            data = await trio.to_thread.run_sync(plog.read_bytes, offset, REPLAY_READ_BYTES)
+            if not data:
+                break
+            for pos, header in iter_batches(data):
+                if header.is_control or header.next_offset <= offset:
+                    offset = max(offset, header.next_offset)
+                    continue
+                batch = memoryview(data)[pos:pos + header.size]
+                for record in decode_records(batch):
+                    if record.offset < offset or record.key is None:
+                        continue
+                    self.coordinator.replay(record.key, record.value)
+                    self.replayed_records += 1
+                offset = header.next_offset
+            await trio.sleep(0)
+
+    # --- calls -----------------------------------------------------------------------------
+
+    def context(self, ctx: Any) -> CoordinatorContext:
+        return CoordinatorContext(api_version=ctx.api_version, client_id=ctx.client_id,
+                                  client_host=ctx.client_host)
+
+    def check_loaded(self) -> None:
+        if not self.loaded:
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "replaying __consumer_offsets")
+
+    async def call(self, method: Callable[..., Outcome], ctx: Any, request: Any, **kw: Any) -> Any:
+        """Run a coordinator method that takes a token; wait for the reply to that token."""
+        self.check_loaded()
+        token = next(self._tokens)
+        slot = self._parked[token] = _Parked()
+        try:
+            outcome = method(self.context(ctx), request, token, self.broker.now_ms(), **kw)
+            self._wake.set()
+            await self.complete(outcome)
+            await slot.event.wait()
+            return slot.response
+        finally:
+            self._parked.pop(token, None)
+
+    async def complete(self, outcome: Outcome) -> None:
+        """Append the outcome's records (durably), apply them, then deliver its replies."""
+        if outcome.records:
+            entry = [next(self._append_seq), outcome, False]
+            self._pending_apply.append(entry)
+            try:
+                await self._append(outcome)
+            except (KafkaError, OSError) as e:
+                self._pending_apply.remove(entry)
+                code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
+                log.error("__consumer_offsets write failed: %s", e)
+                failed = self.coordinator.on_append_failed(outcome, code, self.broker.now_ms())
+                self._apply_in_order()
+                self._deliver(failed)
+                self._wake.set()
+                return
+            entry[2] = True
+            self._apply_in_order()
+        else:
+            self._deliver(outcome)
+
+    def _apply_in_order(self) -> None:
+        while self._pending_apply and self._pending_apply[0][2]:
+            _, outcome, _ = self._pending_apply.pop(0)
+            self.coordinator.on_appended(outcome, self.broker.now_ms())
+            self._deliver(outcome)
+        self._wake.set()
+
+    def _deliver(self, outcome: Outcome) -> None:
+        for reply in outcome.replies:
+            slot = self._parked.get(reply.token)
+            if slot is not None and not slot.event.is_set():
+                slot.response = reply.response
+                slot.event.set()
+
+    async def _append(self, outcome: Outcome) -> None:
+        topic = self.broker.topics.get(OFFSETS_TOPIC)
+        wall_ms = self.broker.wall_ms()
+        by_partition: dict[int, list[tuple[bytes, bytes | None, tuple[()], int]]] = {}
+        for record in outcome.records:
+            pid = self.coordinator.partition_for(record.group_id)
+            by_partition.setdefault(pid, []).append(
+                (record.key_bytes(), record.value_bytes(), (), wall_ms))
+        waits = []
+        for pid, records in by_partition.items():
+            partition = topic.partitions[pid]
+            partition.log.append(build_batch(records), wall_ms=wall_ms)
+            partition.notify()
+            waits.append((partition.log, partition.log.log_end_offset))
+        for plog, end in waits:
+            await self.broker.durability.wait_durable(plog, end)
+
+    # --- timers ----------------------------------------------------------------------------
+
+    async def _timer(self) -> None:
+        while True:
+            deadline_ms = self.coordinator.next_deadline_ms()
+            deadline = math.inf if deadline_ms is None else deadline_ms / 1000
+            with trio.move_on_at(deadline):
+                await self._wake.wait()
+            self._wake = trio.Event()
+            if trio.current_time() * 1000 >= (deadline_ms if deadline_ms is not None else math.inf):
+                outcome = self.coordinator.expire(self.broker.now_ms(), self.broker.wall_ms())
+                if outcome.records or outcome.replies:
+                    assert self._nursery is not None
+                    self._nursery.start_soon(self.complete, outcome)

@@ -1,0 +1,28 @@
+"""The group coordinator (classic protocol) as a pure, synchronous state machine.
+
+Owns: groups, members, rebalances, committed offsets, their timers and expiry, the
+__consumer_offsets record formats it writes, and replay of that log at startup.
+Must not import: trio, `storage`, `broker`, or anything that reads a clock or does I/O;
+time comes in as `now_ms` (monotonic) and `wall_ms` arguments.
+"""
+
+from coordinator.coordinator import (
+    CoordinatorConfig,
+    GroupCoordinator,
+    Outcome,
+    Reply,
+    RequestContext,
+)
+from coordinator.records import CoordinatorRecord
+from coordinator.state import TRANSITIONS, GroupState
+
+__all__ = [
+    "TRANSITIONS",
+    "CoordinatorConfig",
+    "CoordinatorRecord",
+    "GroupCoordinator",
+    "GroupState",
+    "Outcome",
+    "Reply",
+    "RequestContext",
+]

@@ -1,0 +1,149 @@
+"""The coordinator's records in __consumer_offsets: what handlers produce and replay consumes.
+
+The byte formats are Kafka's own (coordinator-records/*.json), declared and encoded in
+`protocol.consumer_offsets`; this module decides what goes into them.
+
+    key                                       value
+    OffsetCommitKey v1 (group, topic, part.)  OffsetCommitValue v3, or v1 when the commit
+                                              carries an expire timestamp; null: tombstone
+    GroupMetadataKey v2 (group)               GroupMetadataValue v3; null: tombstone
+
+These are the versions Kafka 3.x and 4.x write (OffsetCommitValue v1 is the only one with
+expireTimestamp, set by OffsetCommit v2-4 with a retention time; GroupMetadataValue v3 has
+groupInstanceId). Replay reads every version 0-4.
+
+What a GroupMetadataValue holds, and what is lost: protocol type, generation, the selected
+protocol, the leader, the time of the last state change, and per member its ids, client id
+and host, timeouts, its metadata for the selected protocol and its assignment. The other
+protocols a member offered are not stored (Kafka stores the same), nor is the state: a
+group read back is Stable when it has members and Empty when not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from coordinator.group import Group, OffsetAndMetadata
+from protocol.consumer_offsets import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_key,
+    encode_value,
+)
+
+__all__ = [
+    "CoordinatorRecord",
+    "group_metadata_record",
+    "group_tombstone",
+    "offset_commit_record",
+    "offset_from_value",
+    "offset_tombstone",
+]
+
+# Value versions Kafka writes (MetadataVersion 2.3+).
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
+GROUP_METADATA_VALUE_VERSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorRecord:
+    """One __consumer_offsets record: a key and a value, or None for a tombstone."""
+
+    key: OffsetCommitKey | GroupMetadataKey
+    value: OffsetCommitValue | GroupMetadataValue | None
+    value_version: int = -1  # the version `value` is written with (-1 for a tombstone)
+
+    @property
+    def group_id(self) -> str:
+        """The group whose __consumer_offsets partition the record belongs to."""
+        return self.key.group
+
+    def key_bytes(self) -> bytes:
+        return encode_key(self.key)
+
+    def value_bytes(self) -> bytes | None:
+        if self.value is None:
+            return None
+        return encode_value(self.value, self.value_version)
+
+
+def offset_commit_record(
+    group_id: str, topic: str, partition: int, offset: OffsetAndMetadata
+) -> CoordinatorRecord:
+    if offset.expire_timestamp_ms is None:
+        version, expire = OFFSET_COMMIT_VALUE_VERSION, -1
+    else:
+        version, expire = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY, offset.expire_timestamp_ms
+    return CoordinatorRecord(
+        OffsetCommitKey(group=group_id, topic=topic, partition=partition),
+        OffsetCommitValue(
+            offset=offset.offset,
+            leader_epoch=offset.leader_epoch,
+            metadata=offset.metadata,
+            commit_timestamp=offset.commit_timestamp_ms,
+            expire_timestamp=expire,
+        ),
+        version,
+    )
+
+
+def offset_tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        OffsetCommitKey(group=group_id, topic=topic, partition=partition), None
+    )
+
+
+def offset_from_value(value: OffsetCommitValue) -> OffsetAndMetadata:
+    return OffsetAndMetadata(
+        offset=value.offset,
+        leader_epoch=value.leader_epoch,
+        metadata=value.metadata,
+        commit_timestamp_ms=value.commit_timestamp,
+        expire_timestamp_ms=None if value.expire_timestamp == -1 else value.expire_timestamp,
+    )
+
+
+def group_metadata_record(
+    group: Group, assignment: Mapping[str, bytes], current_state_timestamp: int
+) -> CoordinatorRecord:
+    """The group as Kafka's storeGroup writes it, with `assignment` for every member.
+
+    `current_state_timestamp` is wall-clock ms, or -1 when unknown.
+    """
+    protocol = group.protocol_name
+    members = []
+    for m in group.members.values():
+        assert protocol is not None, "a group with members has a protocol"
+        members.append(
+            MemberMetadata(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms,
+                subscription=m.metadata(protocol),
+                assignment=assignment[m.member_id],
+            )
+        )
+    return CoordinatorRecord(
+        GroupMetadataKey(group=group.group_id),
+        GroupMetadataValue(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=protocol,
+            leader=group.leader_id,
+            current_state_timestamp=current_state_timestamp,
+            members=members,
+        ),
+        GROUP_METADATA_VALUE_VERSION,
+    )
+
+
+def group_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(GroupMetadataKey(group=group_id), None)

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Container entry point: container defaults for a few settings, then `exec kmock serve`.
+#
+# Defaults (each only when the variable is unset; an empty value is kept as given):
+#   KAFKA_LISTENERS             PLAINTEXT://0.0.0.0:9092   (every interface, not loopback)
+#   KAFKA_LOG_DIRS              /var/lib/kmock             (the image's volume)
+#   KAFKA_ADMIN_PORT            8080                       (health checks, /metrics)
+#   KAFKA_ADMIN_HOST            0.0.0.0
+#   KAFKA_ADVERTISED_LISTENERS  PLAINTEXT://<container hostname>:<listener port>
+#                               what clients are told to connect to: set it to the name
+#                               clients use, e.g. PLAINTEXT://kmock:9092 in a compose file
+#                               or PLAINTEXT://localhost:9092 for clients on the host.
+# Every other KAFKA_* variable is read by kmock itself (broker/config.py: KAFKA_LOG_DIRS ->
+# log.dirs, `__` for `_`, `___` for `-`). Arguments go to `kmock serve` (flags, or a
+# properties file); an admin command (`topics list ...`) runs that instead of the broker.
+set -eu
+
+case "${1:-}" in
+    topics|groups|offsets|produce|consume|dump-log|report|--help|-h|--version)
+        exec kmock "$@" ;;
+    serve)
+        shift ;;
+esac
+
+: "${KAFKA_LISTENERS=PLAINTEXT://0.0.0.0:9092}"
+: "${KAFKA_LOG_DIRS=/var/lib/kmock}"
+: "${KAFKA_ADMIN_PORT=8080}"
+: "${KAFKA_ADMIN_HOST=0.0.0.0}"
+if [ -z "${KAFKA_ADVERTISED_LISTENERS+set}" ]; then
+    # The port of the first listener; the host this container is known by on its network.
+    port="${KAFKA_LISTENERS%%,*}"
+    port="${port##*:}"
+    KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://${HOSTNAME:-$(hostname)}:${port}"
+fi
+export KAFKA_LISTENERS KAFKA_LOG_DIRS KAFKA_ADMIN_PORT KAFKA_ADMIN_HOST KAFKA_ADVERTISED_LISTENERS
+
+exec kmock serve "$@"

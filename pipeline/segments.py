@@ -1,0 +1,499 @@
+"""Planning and scanning kmock's log segments: the half of the data source that needs no Spark.
+
+Layout (DESIGN.md, "Storage layout"):
+
+    <data dir>/<topic>-<partition>/<20-digit base offset>.log   v2 record batches, back to back
+
+Planning (`partition_dirs`, `plan`) lists partition directories and their segments, and
+prunes them by topic, partition and offset range before anything is read. A segment covers
+the offsets from its base offset up to the next segment's base offset, so a range prunes
+whole files. Each planned `Segment` records the file's size at planning time: a segment the
+broker is still appending to is read as the snapshot it was then.
+
+Scanning (`scan`) walks a segment batch by batch, using protocol.records' header parser and
+validation (magic, length, CRC-32C: what the broker's recovery checks). It never raises on
+bad bytes; it records what it skipped as a `Skipped(position, length, reason)` and goes on:
+
+* a torn tail (the last batch cut short, as a crash leaves it) ends the scan;
+* a corrupt batch (bad magic, impossible length, CRC mismatch) is skipped, and the scan
+  resynchronises at the next position where a whole batch with a valid CRC starts. Kafka's
+  recovery truncates the log there instead; a reader loses less by reading on.
+
+Decoding (`decode_columns`) turns batches into column lists, the shape Arrow wants. The
+common record shape (no record headers) goes through a column-oriented fast path built on
+protocol.records' varint reader; everything else, and every malformed batch, goes through
+protocol.records.decode_records, the one authority on what a valid record is. Both give the
+same rows (tests/pipeline/test_segments.py checks that).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from protocol.compression import decompress
+from protocol.errors import KafkaError
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    _read_varint,
+    decode_records,
+    parse_batch_header,
+    validate_batch,
+)
+
+__all__ = [
+    "Columns",
+    "Segment",
+    "SegmentScan",
+    "Skipped",
+    "decode_columns",
+    "iter_columns",
+    "open_segment",
+    "partition_dirs",
+    "plan",
+    "scan",
+    "scan_segment",
+]
+
+log = logging.getLogger(__name__)
+
+_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
+_SEGMENT_FILE = re.compile(r"(?P<base>\d{20})\.log")
+_MAGIC_AT = 16  # the magic byte's position in every message format
+_MAGIC = b"\x02"
+# Offsets within one segment are relative int32s in its .index (Kafka's LogSegment rule),
+# which bounds where a resynchronised batch's base offset may lie.
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One segment file as planned: where it is and what it may hold."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    path: str
+    size_bytes: int  # the file's size when planned; bytes appended later are not read
+    next_base_offset: int | None  # the next segment's base offset; None for the last one
+
+
+class Skipped(NamedTuple):
+    """A byte range of a segment that was not read, and why."""
+
+    position: int
+    length: int
+    reason: str
+
+
+def partition_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, int, Path]]:
+    """The (topic, partition, directory) of every partition under `paths`, sorted.
+
+    Each path is a data dir (its `<topic>-<partition>` subdirectories are partitions) or a
+    partition dir itself: a directory named `<topic>-<partition>` with no partition
+    directories inside. Topic names may contain '-': the partition is the last field.
+    Directories such as Kafka's `<topic>-<n>.<uuid>-delete` do not match and are ignored.
+
+    Raises:
+        FileNotFoundError: a path that is not a directory.
+    """
+    found: dict[Path, tuple[str, int, Path]] = {}
+    for path in map(Path, paths):
+        if not path.is_dir():
+            raise FileNotFoundError(f"{path}: not a directory")
+        children = [c for c in sorted(path.iterdir()) if c.is_dir() and _PARTITION_DIR.fullmatch(c.name)]
+        m = _PARTITION_DIR.fullmatch(path.name)
+        if m and not children:
+            children = [path]
+        for child in children:
+            m = _PARTITION_DIR.fullmatch(child.name)
+            assert m is not None
+            found.setdefault(child.resolve(), (m["topic"], int(m["partition"]), child))
+    return sorted(found.values(), key=lambda t: (t[0], t[1]))
+
+
+def plan(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[int] | None = None,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+) -> list[Segment]:
+    """The segments to read, pruned by topic, partition and offset range [start, end).
+
+    A segment is kept when the offsets it can hold, [base offset, next segment's base
+    offset), meet the range. Empty files are kept: they carry a partition's log end offset
+    when retention left nothing else.
+    """
+    topic_set = None if topics is None else set(topics)
+    partition_set = None if partitions is None else set(partitions)
+    segments = []
+    for topic, partition, directory in partition_dirs(paths):
+        if topic_set is not None and topic not in topic_set:
+            continue
+        if partition_set is not None and partition not in partition_set:
+            continue
+        files = sorted(
+            (int(m["base"]), entry)
+            for entry in os.scandir(directory)
+            if (m := _SEGMENT_FILE.fullmatch(entry.name)) and entry.is_file()
+        )
+        for i, (base, entry) in enumerate(files):
+            next_base = files[i + 1][0] if i + 1 < len(files) else None
+            if end_offset is not None and base >= end_offset:
+                break
+            if start_offset is not None and next_base is not None and next_base <= start_offset:
+                continue
+            segments.append(Segment(topic, partition, base, entry.path, entry.stat().st_size, next_base))
+    return segments
+
+
+class open_segment:  # noqa: N801 (a context manager used like a function)
+    """`with open_segment(segment) as buf:` maps the planned bytes of a segment read-only.
+
+    `buf` supports len, slicing, find and the buffer protocol (an mmap, or b"" for an
+    empty file). Bytes past `segment.size_bytes` are not mapped.
+    """
+
+    def __init__(self, segment: Segment) -> None:
+        self._segment = segment
+        self._file = None
+        self._map: mmap.mmap | None = None
+
+    def __enter__(self) -> mmap.mmap | bytes:
+        if self._segment.size_bytes == 0:
+            return b""
+        self._file = open(self._segment.path, "rb")  # noqa: SIM115 (closed in __exit__)
+        self._map = mmap.mmap(self._file.fileno(), self._segment.size_bytes, access=mmap.ACCESS_READ)
+        return self._map
+
+    def __exit__(self, *exc: object) -> None:
+        if self._map is not None:
+            self._map.close()
+        if self._file is not None:
+            self._file.close()
+
+
+def scan(
+    buf: mmap.mmap | bytes,
+    *,
+    base_offset: int = 0,
+    check_crc: bool = True,
+    skipped: list[Skipped],
+) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) for each valid batch; append what is not valid to `skipped`.
+
+    `base_offset` is the segment's: a resynchronised batch must lie in its offset range.
+    """
+    size = len(buf)
+    pos = 0
+    while pos < size:
+        try:
+            header = validate_batch(buf, pos, check_crc=check_crc)
+        except KafkaError as e:
+            resume = _resync(buf, pos + 1, base_offset)
+            if resume == size and _looks_torn(buf, pos):
+                skipped.append(Skipped(pos, size - pos, f"truncated: {e.detail}"))
+            else:
+                skipped.append(Skipped(pos, resume - pos, f"corrupt: {e.detail}"))
+            pos = resume
+            continue
+        yield pos, header
+        pos += header.size
+
+
+def _looks_torn(buf: mmap.mmap | bytes, pos: int) -> bool:
+    """True when the bytes at `pos` are the start of a batch that the file cuts short."""
+    if len(buf) - pos < BATCH_HEADER_SIZE:
+        return True
+    header = parse_batch_header(buf, pos)
+    return header.magic == 2 and header.batch_length >= BATCH_HEADER_SIZE - 12 and pos + header.size > len(buf)
+
+
+def _resync(buf: mmap.mmap | bytes, start: int, base_offset: int) -> int:
+    """The first position from `start` where a whole batch with a valid CRC starts (or the end).
+
+    Candidates are found by their magic byte, then must have a plausible base offset and
+    length before the CRC is computed, so garbage costs about one `find` per 0x02 byte.
+    """
+    size = len(buf)
+    at = start + _MAGIC_AT
+    while True:
+        i = buf.find(_MAGIC, at)
+        if i < 0 or i - _MAGIC_AT + BATCH_HEADER_SIZE > size:
+            return size
+        candidate = i - _MAGIC_AT
+        at = i + 1
+        header = parse_batch_header(buf, candidate)
+        if not base_offset <= header.base_offset <= base_offset + _MAX_RELATIVE_OFFSET:
+            continue
+        if header.batch_length < BATCH_HEADER_SIZE - 12 or candidate + header.size > size:
+            continue
+        try:
+            validate_batch(buf, candidate, check_crc=True)
+        except KafkaError:
+            continue
+        return candidate
+
+
+# --- decoding records into columns ------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Columns:
+    """Decoded records as parallel lists (one entry per record), ready for Arrow.
+
+    `header_offsets` are Arrow list offsets into `header_keys`/`header_values` and hold
+    one more entry than there are records.
+    """
+
+    offset: list[int] = field(default_factory=list)
+    timestamp: list[int] = field(default_factory=list)  # ms since the epoch; -1 = none
+    timestamp_type: list[int] = field(default_factory=list)
+    key: list[bytes | None] = field(default_factory=list)
+    value: list[bytes | None] = field(default_factory=list)
+    header_offsets: list[int] = field(default_factory=lambda: [0])
+    header_keys: list[str] = field(default_factory=list)
+    header_values: list[bytes | None] = field(default_factory=list)
+    producer_id: list[int] = field(default_factory=list)
+    producer_epoch: list[int] = field(default_factory=list)
+    is_transactional: list[bool] = field(default_factory=list)
+    is_control: list[bool] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+
+class _Fallback(Exception):
+    """The fast path met something it leaves to protocol.records.decode_records."""
+
+
+def decode_columns(
+    buf: mmap.mmap | bytes,
+    pos: int,
+    header: BatchHeader,
+    out: Columns,
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+) -> int:
+    """Append the records of the batch at `pos` with offsets in [start, end) to `out`.
+
+    Returns the number of records appended.
+
+    Raises:
+        KafkaError: CORRUPT_MESSAGE or UNSUPPORTED_COMPRESSION_TYPE for a batch whose
+            records cannot be decoded (nothing is appended then).
+    """
+    whole = (start_offset is None or header.base_offset >= start_offset) and (
+        end_offset is None or header.last_offset < end_offset
+    )
+    if whole and header.compression <= 4:
+        with memoryview(buf) as view:
+            section = view[pos + BATCH_HEADER_SIZE:pos + header.size]
+            body = decompress(header.compression, section) if header.compression else bytes(section)
+        try:
+            offsets, timestamps, keys, values = _decode_plain(body, header)
+        except (_Fallback, IndexError):
+            pass
+        else:
+            n = len(offsets)
+            out.offset += offsets
+            out.timestamp += [header.max_timestamp] * n if header.timestamp_type else timestamps
+            out.key += keys
+            out.value += values
+            out.header_offsets += [out.header_offsets[-1]] * n
+            _append_batch_fields(out, header, n)
+            return n
+    with memoryview(buf) as view:
+        records = decode_records(view[pos:pos + header.size])
+    n = 0
+    for r in records:
+        if (start_offset is not None and r.offset < start_offset) or (end_offset is not None and r.offset >= end_offset):
+            continue
+        out.offset.append(r.offset)
+        out.timestamp.append(r.timestamp)
+        out.key.append(r.key)
+        out.value.append(r.value)
+        for k, v in r.headers:
+            out.header_keys.append(k)
+            out.header_values.append(v)
+        out.header_offsets.append(len(out.header_keys))
+        n += 1
+    _append_batch_fields(out, header, n)
+    return n
+
+
+def _append_batch_fields(out: Columns, header: BatchHeader, n: int) -> None:
+    out.timestamp_type += [header.timestamp_type] * n
+    out.producer_id += [header.producer_id] * n
+    out.producer_epoch += [header.producer_epoch] * n
+    out.is_transactional += [header.is_transactional] * n
+    out.is_control += [header.is_control] * n
+
+
+def _decode_plain(
+    body: bytes, header: BatchHeader
+) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None]]:
+    """Decode records that carry no headers, column-wise; `_Fallback` for anything else.
+
+    Grammar in protocol/records.py. Each varint is read inline when it fits one byte (the
+    usual case for lengths up to 63 and small deltas) and by protocol.records' reader
+    otherwise. Anything unexpected, a header, a negative length other than -1, a field
+    running past its record, a record whose fields do not fill it, bytes left over,
+    raises `_Fallback`, and decode_records redoes the batch and names the problem.
+    """
+    read_varint = _read_varint
+    base_offset = header.base_offset
+    base_timestamp = header.base_timestamp
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    if header.records_count < 0:
+        raise _Fallback
+    p = 0
+    for _ in range(header.records_count):
+        b = body[p]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            length, p = read_varint(body, p)
+        end = p + length
+        b = body[p + 1]  # after the unused attributes byte
+        if b < 0x80:
+            timestamp_delta = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            timestamp_delta, p = read_varint(body, p + 1)
+        b = body[p]
+        if b < 0x80:
+            offset_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            offset_delta, p = read_varint(body, p)
+        b = body[p]
+        if b < 0x80:
+            key_length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            key_length, p = read_varint(body, p)
+        if key_length >= 0:
+            keys.append(body[p:p + key_length])
+            p += key_length
+        elif key_length == -1:
+            keys.append(None)
+        else:
+            raise _Fallback
+        b = body[p]
+        if b < 0x80:
+            value_length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            value_length, p = read_varint(body, p)
+        if value_length >= 0:
+            values.append(body[p:p + value_length])
+            p += value_length
+        elif value_length == -1:
+            values.append(None)
+        else:
+            raise _Fallback
+        if body[p] != 0:  # headersCount
+            raise _Fallback
+        p += 1
+        if p != end:
+            raise _Fallback
+        offsets.append(base_offset + offset_delta)
+        timestamps.append(base_timestamp + timestamp_delta)
+    if p != len(body):
+        raise _Fallback
+    return offsets, timestamps, keys, values
+
+
+# --- one segment, summarised ------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SegmentScan:
+    """What a scan of one segment found: its batches in brief, and what it skipped."""
+
+    segment: Segment
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    next_offset: int | None = None  # the last valid batch's baseOffset + lastOffsetDelta + 1
+    max_timestamp: int = -1
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def log_end_offset(self) -> int:
+        """Where the next record would go: the last batch's next offset, or the base offset."""
+        return self.segment.base_offset if self.next_offset is None else self.next_offset
+
+    @property
+    def skipped_bytes(self) -> int:
+        return sum(s.length for s in self.skipped)
+
+
+def scan_segment(segment: Segment, *, check: str = "crc") -> SegmentScan:
+    """Scan one segment's batch headers (`check`: "none", "crc", or "records" to decode too)."""
+    result = SegmentScan(segment)
+    with open_segment(segment) as buf:
+        for pos, header in scan(buf, base_offset=segment.base_offset, check_crc=check != "none", skipped=result.skipped):
+            if check == "records":
+                try:
+                    decode_columns(buf, pos, header, Columns())
+                except KafkaError as e:
+                    result.skipped.append(Skipped(pos, header.size, f"records: {e.detail}"))
+                    continue
+            result.batches += 1
+            result.records += header.records_count
+            if result.first_offset is None:
+                result.first_offset = header.base_offset
+            result.next_offset = header.next_offset
+            result.max_timestamp = max(result.max_timestamp, header.max_timestamp)
+    if result.skipped:
+        log.warning("%s: skipped %d bytes: %s", segment.path, result.skipped_bytes,
+                    "; ".join(f"{s.length} bytes at {s.position} ({s.reason})" for s in result.skipped))
+    return result
+
+
+def iter_columns(
+    segment: Segment,
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    check_crc: bool = True,
+    rows: int = 65536,
+    skipped: list[Skipped],
+) -> Iterator[Columns]:
+    """Decode one segment's records with offsets in [start, end), in chunks of about `rows`.
+
+    A batch whose records cannot be decoded is skipped whole and recorded in `skipped`.
+    """
+    chunk = Columns()
+    with open_segment(segment) as buf:
+        for pos, header in scan(buf, base_offset=segment.base_offset, check_crc=check_crc, skipped=skipped):
+            if (start_offset is not None and header.next_offset <= start_offset) or (
+                end_offset is not None and header.base_offset >= end_offset
+            ):
+                continue
+            try:
+                decode_columns(buf, pos, header, chunk, start_offset=start_offset, end_offset=end_offset)
+            except KafkaError as e:
+                skipped.append(Skipped(pos, header.size, f"records: {e.detail}"))
+                continue
+            if len(chunk) >= rows:
+                yield chunk
+                chunk = Columns()
+    if len(chunk):
+        yield chunk

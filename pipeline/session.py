@@ -1,0 +1,159 @@
+"""The SparkSession the jobs run in: local by default, a cluster when asked, spark-submit's own.
+
+How a job starts decides what this module does (PYSPARK-NOTES §1 and §6):
+
+* `kmock report ...` with no --master and no SPARK_MASTER: local[*] in this process, with
+  the local tweaks below;
+* `--master URL` (or SPARK_MASTER=URL): that cluster, with this process as the driver.
+  The `protocol` and `pipeline` packages are zipped and shipped with addPyFile, because
+  executors import the data source by reference; they also need pyarrow, construct,
+  crc32c and cramjam installed;
+* `spark-submit [--master URL] --py-files kmock.zip pipeline/cli.py report ...`:
+  spark-submit has already chosen the master and the configuration, so no .master() call is
+  made and nothing local is changed. It is recognised by PYSPARK_GATEWAY_PORT, which
+  spark-submit sets (SparkConf().contains("spark.master") is False there before the
+  context exists, so it cannot tell).
+
+Local tweaks, for local masters only: traffic pinned to 127.0.0.1 (the host name resolves
+to loopback, and Spark would otherwise bind to eth0), Python workers run this interpreter
+(PYSPARK_PYTHON) with this source tree importable (PYTHONPATH), no UI, no console progress
+bar, as many shuffle partitions as local threads (not 200), and log4j2.properties, shipped
+beside this module, keeping Spark quiet.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "LOCAL_MASTER",
+    "build_session",
+    "is_spark_submit",
+    "register",
+    "resolve_master",
+    "ship_code",
+]
+
+LOCAL_MASTER = "local[*]"
+DRIVER_MEMORY = "2g"  # spark.driver.memory for local runs; only effective before the JVM starts
+_HERE = Path(__file__).resolve().parent
+_ROOT = _HERE.parent  # the directory holding the protocol and pipeline packages
+_SHIPPED_PACKAGES = ("protocol", "pipeline")
+_LOCAL_THREADS = re.compile(r"local(?:\[(\*|\d+)(?:,\d+)?\])?")
+
+
+def is_spark_submit() -> bool:
+    """True when this Python process was started by spark-submit (or pyspark's shell)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def resolve_master(master: str | None = None) -> str | None:
+    """The master to ask for: `master`, else SPARK_MASTER, else local[*]; None under spark-submit."""
+    if is_spark_submit():
+        return None
+    return master or os.environ.get("SPARK_MASTER") or LOCAL_MASTER
+
+
+def _local_threads(master: str) -> int | None:
+    m = _LOCAL_THREADS.fullmatch(master)
+    if m is None:
+        return None
+    if m[1] is None:
+        return 1
+    return (os.cpu_count() or 1) if m[1] == "*" else int(m[1])
+
+
+def build_session(
+    master: str | None = None,
+    *,
+    app_name: str = "kmock-pipeline",
+    conf: Mapping[str, str] | None = None,
+    java_options: Iterable[str] = (),
+) -> Any:
+    """Get or create the SparkSession for a job and register the "kmock-log" data source.
+
+    Args:
+      master: a Spark master URL; None means SPARK_MASTER or local[*]. Ignored under
+        spark-submit.
+      conf: extra settings, applied last (tests pass their small-session settings here).
+      java_options: extra driver JVM options for local runs (tests pass the C1-only JIT).
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    # Job semantics, wherever the job runs: report times in UTC, and write Parquet
+    # timestamps as INT64 microseconds (Spark's default INT96 is deprecated in Parquet).
+    settings: dict[str, str] = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    }
+    resolved = resolve_master(master)
+    threads = None if resolved is None else _local_threads(resolved)
+    if resolved is not None:
+        builder = builder.master(resolved)
+    if threads is not None:
+        settings.update(_local_settings(threads, java_options))
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if threads is not None:
+        spark.sparkContext.setLogLevel("ERROR")
+    elif resolved is not None:
+        ship_code(spark)
+    register(spark)
+    return spark
+
+
+def _local_settings(threads: int, java_options: Iterable[str]) -> dict[str, str]:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Python workers are started by the JVM with its environment, which it inherits from
+    # this process when getOrCreate launches it.
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(_ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *paths])
+    jvm = list(java_options)
+    log4j = _HERE / "log4j2.properties"
+    if log4j.exists():
+        jvm.append(f"-Dlog4j.configurationFile=file:{log4j}")
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(threads),
+        "spark.default.parallelism": str(threads),
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": DRIVER_MEMORY,
+        "spark.driver.extraJavaOptions": " ".join(jvm),
+    }
+
+
+def ship_code(spark: Any) -> str:
+    """Zip the protocol and pipeline packages and add them to the job (SparkContext.addPyFile).
+
+    Returns the zip's path. Executors still need the third-party packages installed.
+    """
+    fd, name = tempfile.mkstemp(prefix="kmock-pipeline-", suffix=".zip")
+    os.close(fd)
+    with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as z:
+        for package in _SHIPPED_PACKAGES:
+            for path in sorted((_ROOT / package).rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    z.write(path, path.relative_to(_ROOT).as_posix())
+    spark.sparkContext.addPyFile(name)
+    return name
+
+
+def register(spark: Any) -> None:
+    """Register the "kmock-log" data source with `spark` (harmless to repeat)."""
+    from pipeline.source import KmockLogDataSource
+
+    spark.dataSource.register(KmockLogDataSource)

@@ -1,0 +1,7 @@
+"""Kafka's wire protocol: bytes in, Python values out, and back.
+
+Owns: framing, request/response headers, every supported API message for every supported
+version (declared once in `protocol.messages`), RecordBatch v2, compression, CRC32C, the
+error table and the `__consumer_offsets` record formats.
+Must not import: trio, `coordinator`, `storage`, `broker`; it knows nothing of behaviour.
+"""

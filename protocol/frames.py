@@ -1,0 +1,173 @@
+"""Size-prefixed frames and the request/response headers.
+
+    frame           = size:int32 payload[size]
+    request header  v0: api_key:int16 api_version:int16 correlation_id:int32
+                    v1: v0 + client_id:NULLABLE_STRING (int16 length, even when flexible)
+                    v2: v1 + TAG_BUFFER
+    response header v0: correlation_id:int32
+                    v1: v0 + TAG_BUFFER
+
+Header quirks live here and nowhere else: a request uses header v2 from its API's first
+flexible version and v1 below it; a response uses v1 from the flexible version and v0 below,
+except ApiVersions, whose response header is always v0 (a client that does not yet know our
+versions must be able to read the answer, KIP-511).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.primitives import DecodeError, Reader, read_nullable_string, read_tagged
+
+__all__ = [
+    "API_VERSIONS_KEY",
+    "FrameBuffer",
+    "FrameTooLarge",
+    "RequestHeader",
+    "frame_request",
+    "frame_response",
+    "parse_request_header",
+    "parse_response_header",
+    "peek_request_key",
+]
+
+API_VERSIONS_KEY = 18
+
+_SIZE = struct.Struct(">i")
+_KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+_CORRELATION = struct.Struct(">ii")
+
+
+class FrameTooLarge(Exception):
+    """A peer announced a frame larger than socket.request.max.bytes (or a negative one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    request_api_key: int
+    request_api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def peek_request_key(frame: bytes | memoryview) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) from the fixed first 8 bytes of a request."""
+    if len(frame) < 8:
+        raise DecodeError(f"request of {len(frame)} bytes has no header")
+    key, version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(frame, 0)
+    return key, version, correlation_id
+
+
+def parse_request_header(frame: bytes | memoryview, flexible: bool) -> tuple[RequestHeader, int]:
+    """Parse a request header (v1, or v2 when `flexible`); returns it and where the body starts.
+
+    Tagged fields in the header (none defined for requests today) are skipped.
+    """
+    key, version, correlation_id = peek_request_key(frame)
+    r = Reader(frame, 8)
+    try:
+        client_id = read_nullable_string(r)
+        if flexible:
+            read_tagged(r)
+    except (struct.error, ValueError) as e:
+        if isinstance(e, DecodeError):
+            raise
+        raise DecodeError(f"request header: {e}") from e
+    return RequestHeader(key, version, correlation_id, client_id), r.pos
+
+
+def frame_response(correlation_id: int, body: list[Any], flexible_header: bool) -> list[Any]:
+    """Prefix body chunks with the size and response header (v1 when `flexible_header`)."""
+    size = 4 + (1 if flexible_header else 0) + sum(len(c) for c in body)
+    head = _CORRELATION.pack(size, correlation_id)
+    if flexible_header:
+        head += b"\x00"
+    return [head, *body]
+
+
+def frame_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: list[Any],
+    flexible_header: bool,
+) -> list[Any]:
+    """Prefix request body chunks with the size and a v1 (or, when flexible, v2) header."""
+    head = [_KEY_VERSION_CORRELATION.pack(api_key, api_version, correlation_id)]
+    if client_id is None:
+        head.append(b"\xff\xff")
+    else:
+        cid = client_id.encode()
+        head.append(struct.pack(">h", len(cid)) + cid)
+    if flexible_header:
+        head.append(b"\x00")
+    size = sum(len(c) for c in head) + sum(len(c) for c in body)
+    return [_SIZE.pack(size), *head, *body]
+
+
+def parse_response_header(frame: bytes | memoryview, flexible_header: bool) -> tuple[int, int]:
+    """(correlation_id, body start) of a response frame without its size prefix."""
+    r = Reader(frame)
+    try:
+        (correlation_id,) = _SIZE.unpack_from(frame, 0)
+        r.pos = 4
+        if flexible_header:
+            read_tagged(r)
+    except struct.error as e:
+        raise DecodeError(f"response header: {e}") from e
+    return correlation_id, r.pos
+
+
+class FrameBuffer:
+    """Bytes received so far on a connection, cut into whole frames (h11's ReceiveBuffer idea).
+
+    Each frame is returned as its own `bytes` object, so memoryview slices of it (records)
+    stay valid after the buffer moves on.
+    """
+
+    def __init__(self, max_frame_bytes: int) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._data = bytearray()
+        self._start = 0
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._start and self._start == len(self._data):
+            self._data.clear()
+            self._start = 0
+        self._data += data
+
+    def __len__(self) -> int:
+        return len(self._data) - self._start
+
+    def next_frame(self) -> bytes | None:
+        """The next whole frame without its size prefix, or None until more bytes arrive.
+
+        Raises:
+          FrameTooLarge: the announced size is negative or above max_frame_bytes.
+        """
+        avail = len(self._data) - self._start
+        if avail < 4:
+            return None
+        (size,) = _SIZE.unpack_from(self._data, self._start)
+        if size < 0 or size > self.max_frame_bytes:
+            raise FrameTooLarge(f"frame of {size} bytes (limit {self.max_frame_bytes})")
+        if avail < 4 + size:
+            return None
+        begin = self._start + 4
+        frame = bytes(self._data[begin : begin + size])
+        self._start = begin + size
+        if self._start > 1 << 20 and self._start * 2 > len(self._data):
+            del self._data[: self._start]
+            self._start = 0
+        return frame
+
+    def bytes_needed(self) -> int:
+        """How many more bytes complete the frame in progress (at least 1)."""
+        avail = len(self._data) - self._start
+        if avail < 4:
+            return 4 - avail
+        (size,) = _SIZE.unpack_from(self._data, self._start)
+        return max(1, 4 + size - avail)

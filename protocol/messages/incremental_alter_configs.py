@@ -1,0 +1,69 @@
+"""IncrementalAlterConfigs (key 44): set, delete, append to or subtract from configs (KIP-339).
+
+Spec: IncrementalAlterConfigsRequest.json / IncrementalAlterConfigsResponse.json. Versions
+0-1, flexible from 1.
+
+Version notes:
+  v0: config_operation per config: 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT.
+  v1: flexible.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from protocol.schema import Array, Bool, Int8, Int16, Int32, Message, String, Struct, wire
+
+
+class AlterableConfig(Struct):
+    name: str = wire(String)
+    config_operation: int = wire(Int8)
+    value: str | None = wire(String, nullable=True)
+
+
+class AlterConfigsResource(Struct):
+    resource_type: int = wire(Int8)
+    resource_name: str = wire(String)
+    configs: list[AlterableConfig] = wire(Array(AlterableConfig))
+
+
+class IncrementalAlterConfigsRequest(Message):
+    API_KEY = 44
+    VERSIONS = range(0, 2)
+    FLEXIBLE_FROM = 1
+    resources: list[AlterConfigsResource] = wire(Array(AlterConfigsResource))
+    validate_only: bool = wire(Bool)
+
+
+class AlterConfigsResourceResponse(Struct):
+    error_code: int = wire(Int16)
+    error_message: str | None = wire(String, nullable=True)
+    resource_type: int = wire(Int8)
+    resource_name: str = wire(String)
+
+
+class IncrementalAlterConfigsResponse(Message):
+    API_KEY = 44
+    VERSIONS = range(0, 2)
+    FLEXIBLE_FROM = 1
+    throttle_time_ms: int = wire(Int32)
+    responses: list[AlterConfigsResourceResponse] = wire(Array(AlterConfigsResourceResponse))
+
+
+def error_response(
+    request: IncrementalAlterConfigsRequest, code: ErrorCode
+) -> IncrementalAlterConfigsResponse:
+    """The code on every requested resource (Kafka's getErrorResponse).
+
+    Kafka also sends the error's default message; we send null and let the client name it.
+    """
+    return IncrementalAlterConfigsResponse(
+        responses=[
+            AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=None,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+            for resource in request.resources
+        ]
+    )

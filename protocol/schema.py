@@ -1,0 +1,508 @@
+"""The declarative message layer: one dataclass per message covers every version.
+
+A message is declared once, with its fields in wire order and each field's wire type and
+version range given by `wire()`:
+
+    class HeartbeatRequest(Message):
+        API_KEY = 12
+        VERSIONS = range(0, 5)          # what we decode and what ApiVersions advertises
+        FLEXIBLE_FROM = 4
+        group_id: str = wire(String)
+        generation_id: int = wire(Int32)
+        member_id: str = wire(String)
+        group_instance_id: str | None = wire(String, since=3, nullable=3, default=None)
+
+`build_struct(cls, version)` turns the declaration into a construct for one version: fields
+outside their version range are left out (the dataclass default applies), STRING becomes
+COMPACT_STRING and ARRAY becomes COMPACT_ARRAY from `FLEXIBLE_FROM` on, and flexible versions
+get the tagged-field section. Wire types never say "compact" and never say "nullable":
+both are decided per version here, as in Kafka's JSON (`flexibleVersions`,
+`nullableVersions`). Unknown tagged fields are skipped, as Kafka does.
+
+`decode`/`encode` use the compiled construct for (class, version), built lazily on first
+use (about 2 ms each; most pairs are never used). Decoding checks that the whole buffer was
+consumed, and every failure of malformed input surfaces as `DecodeError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import uuid
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from construct import Construct, ConstructError
+
+from protocol import primitives as p
+from protocol.primitives import DecodeError, KArray, Leaf, Reader
+
+__all__ = [
+    "Array",
+    "Bool",
+    "Bytes",
+    "DecodeError",
+    "Float64",
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "Message",
+    "Records",
+    "String",
+    "Struct",
+    "UInt16",
+    "UInt32",
+    "Uuid",
+    "build_struct",
+    "decode",
+    "decode_versioned",
+    "encode",
+    "encode_versioned",
+    "encode_chunks",
+    "wire",
+]
+
+
+# --- wire types ---------------------------------------------------------------------------
+
+
+class WireType:
+    """A Kafka field type, independent of version; makes the construct for one version."""
+
+    def construct(self, version: int, flexible: bool, nullable: bool) -> Construct:
+        raise NotImplementedError  # pragma: no cover - every subclass overrides
+
+    def default(self, nullable: bool) -> Any:
+        raise NotImplementedError  # pragma: no cover
+
+
+class _Fixed(WireType):
+    def __init__(self, name: str, zero: Any) -> None:
+        self.name = name
+        self.zero = zero
+        self._leaf = Leaf(name)
+
+    def construct(self, version: int, flexible: bool, nullable: bool) -> Construct:
+        return self._leaf
+
+    def default(self, nullable: bool) -> Any:
+        return self.zero
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class _Variable(WireType):
+    """STRING, BYTES, RECORDS: the length prefix depends on flexibility and nullability."""
+
+    def __init__(self, name: str, zero: Any, *, always_nullable: bool = False) -> None:
+        self.name = name
+        self.zero = zero
+        self.always_nullable = always_nullable
+        self._leaves: dict[tuple[bool, bool], Leaf] = {}
+
+    def construct(self, version: int, flexible: bool, nullable: bool) -> Construct:
+        nullable = nullable or self.always_nullable
+        key = (flexible, nullable)
+        leaf = self._leaves.get(key)
+        if leaf is None:
+            if self.name == "records":
+                name = "compact_records" if flexible else "records"
+            else:
+                name = ("compact_" if flexible else "") + ("nullable_" if nullable else "")
+                name += self.name
+            leaf = self._leaves[key] = Leaf(name)
+        return leaf
+
+    def default(self, nullable: bool) -> Any:
+        return None if self.always_nullable else self.zero
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+Int8 = _Fixed("int8", 0)
+Int16 = _Fixed("int16", 0)
+UInt16 = _Fixed("uint16", 0)
+Int32 = _Fixed("int32", 0)
+UInt32 = _Fixed("uint32", 0)
+Int64 = _Fixed("int64", 0)
+Float64 = _Fixed("float64", 0.0)
+Bool = _Fixed("bool", False)
+Uuid = _Fixed("uuid", uuid.UUID(int=0))
+String = _Variable("string", "")
+Bytes = _Variable("bytes", b"")
+# RECORDS: always nullable, decoded as a zero-copy memoryview of the frame.
+Records = _Variable("records", None, always_nullable=True)
+
+
+class Array(WireType):
+    """ARRAY of a wire type or of a nested `Struct` subclass."""
+
+    def __init__(self, element: WireType | type[Struct]) -> None:
+        self.element = element
+
+    def construct(self, version: int, flexible: bool, nullable: bool) -> Construct:
+        if isinstance(self.element, WireType):
+            element = self.element.construct(version, flexible, False)
+        else:
+            element = build_struct(self.element, version, flexible)
+        return KArray(element, flexible=flexible, nullable=nullable)
+
+    def default(self, nullable: bool) -> Any:
+        return list
+
+    def __repr__(self) -> str:
+        name = getattr(self.element, "__name__", repr(self.element))
+        return f"Array({name})"
+
+
+class _StructType(WireType):
+    """A field holding one nested struct (Kafka's `"type": "X"` with fields, not `[]X`).
+
+    Its default is the struct with its own defaults, which is also what Kafka compares a
+    tagged struct with before writing it.
+    """
+
+    def __init__(self, cls: type[Struct]) -> None:
+        self.cls = cls
+
+    def construct(self, version: int, flexible: bool, nullable: bool) -> Construct:
+        return build_struct(self.cls, version, flexible)
+
+    def default(self, nullable: bool) -> Any:
+        return self.cls()
+
+    def __repr__(self) -> str:
+        return self.cls.__name__
+
+
+# --- fields -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WireField:
+    type: WireType
+    since: int
+    until: int | None
+    nullable: int | None
+    tag: int | None
+
+    def present_in(self, version: int) -> bool:
+        return version >= self.since and (self.until is None or version <= self.until)
+
+
+_MISSING: Any = dataclasses.MISSING
+
+
+def wire(
+    type: WireType | type[Struct],
+    *,
+    since: int = 0,
+    until: int | None = None,
+    nullable: int | bool | None = None,
+    tag: int | None = None,
+    default: Any = _MISSING,
+) -> Any:
+    """Declare a field: its wire type, the versions that carry it, and its default.
+
+    Args:
+      type: a wire type (Int32, String, Array(X), ...) or a `Struct` subclass for a field
+        holding one nested struct.
+      since/until: the first and last version with this field (Kafka's "versions": "3-7").
+      nullable: the first version in which the field may be null (True: all versions).
+      tag: the tag of a tagged field (Kafka's "taggedVersions"); only in flexible versions.
+      default: the value for versions without the field; Kafka's zero value if omitted.
+    """
+    if not isinstance(type, WireType):
+        type = _StructType(type)
+    if nullable is True:
+        nullable = 0
+    elif nullable is False:
+        nullable = None
+    meta = {"wire": WireField(type, since, until, nullable, tag)}
+    if default is _MISSING:
+        default = type.default(nullable is not None)
+    if default is list:
+        return dataclasses.field(default_factory=list, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+class Struct:
+    """A frozen, keyword-only dataclass whose fields are declared with `wire()`."""
+
+    _wire_fields: ClassVar[tuple[tuple[str, WireField], ...]] = ()
+
+    if TYPE_CHECKING:  # the dataclass __init__ is made at class creation, out of mypy's sight
+
+        def __init__(self, **fields: Any) -> None: ...
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+        cls._wire_fields = tuple(
+            (f.name, f.metadata["wire"])
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if "wire" in f.metadata
+        )
+
+
+class Message(Struct):
+    """A top-level request or response. The version travels in the header, not in here."""
+
+    API_KEY: ClassVar[int] = -1
+    VERSIONS: ClassVar[range] = range(0)
+    FLEXIBLE_FROM: ClassVar[int | None] = None
+
+    @classmethod
+    def is_flexible(cls, version: int) -> bool:
+        return cls.FLEXIBLE_FROM is not None and version >= cls.FLEXIBLE_FROM
+
+
+# --- the struct construct -------------------------------------------------------------------
+
+# Classes and tagged-field defaults the generated code refers to, by a small integer id.
+_REGISTRY: dict[int, Any] = {}
+
+
+def _register(obj: Any) -> int:
+    key = len(_REGISTRY)
+    _REGISTRY[key] = obj
+    return key
+
+
+class KStruct(Construct):  # type: ignore[misc]
+    """The fields of one `Struct` subclass at one version, parsed straight into the dataclass."""
+
+    def __init__(
+        self,
+        cls: type[Struct],
+        fields: list[tuple[str, Construct]],
+        tagged: list[tuple[int, str, Construct, Any]],
+        flexible: bool,
+    ) -> None:
+        super().__init__()
+        self.cls = cls
+        self.fields = fields
+        self.tagged = tagged
+        self.flexible = flexible
+        self.cls_key = _register(cls)
+        self.default_keys = [_register(default) for _, _, _, default in tagged]
+
+    def __repr__(self) -> str:
+        return f"KStruct({self.cls.__name__})"
+
+    def _parse(self, stream: Reader, context: Any, path: str) -> Any:
+        values = {name: c._parse(stream, context, path) for name, c in self.fields}
+        if self.flexible:
+            raw = p.read_tagged(stream)
+            for tag, name, c, _ in self.tagged:
+                if tag in raw:
+                    sub = Reader(raw[tag])
+                    values[name] = c._parse(sub, context, path)
+                    p.check_consumed(sub)
+        return self.cls(**values)
+
+    def _build(self, obj: Any, stream: list[Any], context: Any, path: str) -> Any:
+        for name, c in self.fields:
+            c._build(getattr(obj, name), stream, context, path)
+        if self.flexible:
+            tags = []
+            for tag, name, c, default in self.tagged:
+                value = getattr(obj, name)
+                if value != default:
+                    chunks: list[Any] = []
+                    c._build(value, chunks, context, path)
+                    tags.append((tag, chunks))
+            p.write_tagged(stream, tags)
+        return obj
+
+    def _emitparse(self, code: Any) -> str:
+        n = code.allocateId()
+        code.append(f"""
+            from protocol.schema import _REGISTRY
+            from protocol.primitives import Reader, read_tagged, check_consumed
+            C_{self.cls_key} = _REGISTRY[{self.cls_key}]
+        """)
+        lines = [f"def parse_struct_{n}(io, this):"]
+        for i, (_, c) in enumerate(self.fields):
+            lines.append(f"    v{i} = {c._compileparse(code)}")
+        args = ", ".join(f"{name}=v{i}" for i, (name, _) in enumerate(self.fields))
+        if self.flexible and self.tagged:
+            lines.append("    raw = read_tagged(io)")
+            lines.append("    kw = {}")
+            lines.append("    if raw:")
+            for tag, name, c, _ in self.tagged:
+                helper = f"parse_tag_{n}_{tag}"
+                code.append(f"""
+                    def {helper}(io, this):
+                        value = {c._compileparse(code)}
+                        check_consumed(io)
+                        return value
+                """)
+                lines.append(f"        if {tag} in raw:")
+                lines.append(f"            kw[{name!r}] = {helper}(Reader(raw[{tag}]), this)")
+            lines.append(f"    return C_{self.cls_key}({args}{', ' if args else ''}**kw)")
+        else:
+            if self.flexible:
+                lines.append("    read_tagged(io)")
+            lines.append(f"    return C_{self.cls_key}({args})")
+        code.append("\n".join(lines))
+        return f"parse_struct_{n}(io, this)"
+
+    def _emitbuild(self, code: Any) -> str:
+        n = code.allocateId()
+        code.append("""
+            from protocol.schema import _REGISTRY
+            from protocol.primitives import write_tagged
+        """)
+        lines = [f"def build_struct_{n}(obj, io, this):", "    msg = obj"]
+        for name, c in self.fields:
+            lines.append(f"    obj = msg.{name}")
+            lines.append(f"    {c._compilebuild(code)}")
+        if self.flexible:
+            if self.tagged:
+                lines.append("    tags = []")
+                for (tag, name, c, _), dkey in zip(self.tagged, self.default_keys, strict=True):
+                    helper = f"build_tag_{n}_{tag}"
+                    code.append(f"""
+                        def {helper}(obj, io, this):
+                            return {c._compilebuild(code)}
+                    """)
+                    code.append(f"D_{dkey} = _REGISTRY[{dkey}]")
+                    lines.append(f"    if msg.{name} != D_{dkey}:")
+                    lines.append("        chunks = []")
+                    lines.append(f"        {helper}(msg.{name}, chunks, this)")
+                    lines.append(f"        tags.append(({tag}, chunks))")
+                lines.append("    write_tagged(io, tags)")
+            else:
+                lines.append("    io.append(b'\\x00')")
+        lines.append("    return msg")
+        code.append("\n".join(lines))
+        return f"build_struct_{n}(obj, io, this)"
+
+
+def build_struct(cls: type[Struct], version: int, flexible: bool | None = None) -> KStruct:
+    """The (interpreted) construct for `cls` at `version`; nested structs inherit `flexible`."""
+    if flexible is None:
+        flexible = issubclass(cls, Message) and cls.is_flexible(version)
+    fields: list[tuple[str, Construct]] = []
+    tagged: list[tuple[int, str, Construct, Any]] = []
+    defaults = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    for name, w in cls._wire_fields:
+        if not w.present_in(version):
+            continue
+        nullable = w.nullable is not None and version >= w.nullable
+        c = w.type.construct(version, flexible, nullable)
+        if w.tag is None:
+            fields.append((name, c))
+        elif flexible:
+            f = defaults[name]
+            default = [] if f.default is dataclasses.MISSING else f.default
+            tagged.append((w.tag, name, c, default))
+    tagged.sort(key=lambda t: t[0])
+    return KStruct(cls, fields, tagged, flexible)
+
+
+# --- encode / decode ----------------------------------------------------------------------
+
+_COMPILED: dict[tuple[type[Message], int], Any] = {}
+
+# What a malformed buffer can raise from inside the generated code: our own DecodeError,
+# struct.error from unpack_from past the end, UnicodeDecodeError (a ValueError) from a bad
+# string, IndexError from a byte read past the end, and construct's own errors. Nothing
+# else is caught: anything else is a bug.
+_MALFORMED = (DecodeError, struct.error, ValueError, IndexError, ConstructError)
+
+
+def _compiled(cls: type[Message], version: int) -> Any:
+    c = _COMPILED.get((cls, version))
+    if c is None:
+        if version not in cls.VERSIONS:
+            raise ValueError(f"{cls.__name__} has no version {version}")
+        c = _COMPILED[(cls, version)] = build_struct(cls, version).compile()
+    return c
+
+
+def decode(cls: type[Message], version: int, buf: bytes | memoryview, pos: int = 0) -> Any:
+    """Decode exactly `buf[pos:]` as `cls` at `version`.
+
+    Raises:
+      DecodeError: the bytes are short, have bytes left over, or hold an invalid value.
+    """
+    r = Reader(buf, pos)
+    try:
+        msg = _compiled(cls, version).parsefunc(r, None)
+    except _MALFORMED as e:
+        if isinstance(e, DecodeError):
+            raise
+        raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+    if r.pos != len(r.buf):
+        raise DecodeError(f"{cls.__name__} v{version}: {len(r.buf) - r.pos} bytes left over")
+    return msg
+
+
+def encode_chunks(msg: Message, version: int) -> list[Any]:
+    """Encode `msg` at `version` as a list of byte chunks (memoryviews are not copied)."""
+    chunks: list[Any] = []
+    _compiled(type(msg), version).buildfunc(msg, chunks, None)
+    return chunks
+
+
+def encode(msg: Message, version: int) -> bytes:
+    return b"".join(encode_chunks(msg, version))
+
+
+# --- versioned data: int16 version + struct -----------------------------------------------
+#
+# Kafka's MessageUtil.serializeVersionedData: the format of __consumer_offsets keys and
+# values and of the consumer protocol's subscription and assignment bytes. The struct class
+# carries VERSIONS (and FLEXIBLE_FROM when it has flexible versions).
+
+_VERSION = struct.Struct(">h")
+_VERSIONED: dict[tuple[type[Struct], int], Any] = {}
+
+
+def _versioned_codec(cls: type[Struct], version: int) -> Any:
+    c = _VERSIONED.get((cls, version))
+    if c is None:
+        flexible_from = getattr(cls, "FLEXIBLE_FROM", None)
+        flexible = flexible_from is not None and version >= flexible_from
+        c = _VERSIONED[(cls, version)] = build_struct(cls, version, flexible).compile()
+    return c
+
+
+def encode_versioned(obj: Struct, version: int) -> bytes:
+    """`obj` at `version`, prefixed by the version as int16."""
+    cls = type(obj)
+    if version not in cls.VERSIONS:  # type: ignore[attr-defined]
+        raise ValueError(f"{cls.__name__} has no version {version}")
+    chunks: list[Any] = [_VERSION.pack(version)]
+    _versioned_codec(cls, version).buildfunc(obj, chunks, None)
+    return b"".join(chunks)
+
+
+def decode_versioned(cls: type[Struct], data: bytes | memoryview) -> Any:
+    """Decode int16 version + struct. A version newer than we know is read with our newest
+    layout and its extra trailing bytes ignored (newer versions only append fields, which is
+    how Kafka reads them too); a known version must use every byte.
+
+    Raises:
+      DecodeError: short, invalid, an unknown old version, or bytes left over.
+    """
+    versions: range = cls.VERSIONS  # type: ignore[attr-defined]
+    r = Reader(data)
+    try:
+        (version,) = _VERSION.unpack_from(r.buf, 0)
+        r.pos = 2
+        if version < versions.start:
+            raise DecodeError(f"{cls.__name__}: unknown version {version}")
+        newer = version >= versions.stop
+        obj = _versioned_codec(cls, versions.stop - 1 if newer else version).parsefunc(r, None)
+    except _MALFORMED as e:
+        if isinstance(e, DecodeError):
+            raise
+        raise DecodeError(f"{cls.__name__}: {e}") from e
+    if r.remaining() and not newer:
+        raise DecodeError(f"{cls.__name__} v{version}: {r.remaining()} bytes left over")
+    return obj

@@ -1,0 +1,26 @@
+"""Durable partition logs in Kafka's on-disk layout: segments, offset and time indexes,
+crash recovery, idempotent-producer state, retention and compaction.
+
+Owns: files under a partition directory. Imports only the stdlib and `protocol` (record
+batches, error codes). Must not import trio, `coordinator` or `broker`: it is plain
+synchronous file I/O, run by the broker on its own thread (fsync possibly in a worker).
+"""
+
+from storage.compaction import CompactionReport, compact
+from storage.log import AppendInfo, Log, LogConfig, RecoveryEvent, apply_retention
+from storage.producer_state import BatchMetadata, ProducerStateManager
+from storage.segment import FileSlice, Segment
+
+__all__ = [
+    "AppendInfo",
+    "BatchMetadata",
+    "CompactionReport",
+    "FileSlice",
+    "Log",
+    "LogConfig",
+    "ProducerStateManager",
+    "RecoveryEvent",
+    "Segment",
+    "apply_retention",
+    "compact",
+]

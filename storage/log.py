@@ -1,0 +1,826 @@
+"""One partition's log: a directory of segments, with recovery, appends, reads, retention.
+
+Layout (Kafka's): `<topic>-<partition>/` holds `<20-digit base offset>.log` segments with
+their `.index` and `.timeindex` (see segment.py), and `log-start-offset-checkpoint`, written
+atomically (temp file, fsync, rename, fsync of the directory) whenever retention or
+DeleteRecords moves the log start offset past the first segment's base offset.
+
+Recovery (`Log.open`) — why each step:
+
+1. Leftovers of an interrupted compaction: a `*.cleaned` file was never finished, so it is
+   deleted; a `*.log.swap` file was complete (it is fsynced before it gets that name), so
+   the swap is finished: the segments it replaces are deleted and it becomes their `.log`.
+   `*.tmp` files (index rewrites, checkpoints) are deleted.
+2. Every segment is walked batch by batch (headers only, through an mmap). The walk
+   rebuilds the in-memory indexes and the producer state, and cuts the file at the first
+   batch that is cut short, has a bad magic or length, or has offsets going backwards
+   (Segment.recover explains each check). The last segment's CRCs are verified too: it is
+   the one that was being written when a crash could happen. Older segments were fsynced
+   when they rolled; verifying their CRCs would mean reading every byte of the log at
+   every start.
+3. A segment that had to be cut, or that overlaps the one before it, ends the log: every
+   later segment is deleted (as Kafka does), since offsets must follow on.
+4. Index files that differ from the recomputed indexes are rewritten.
+
+Everything dropped is listed in `recovery_report` for the broker to log.
+
+Durability (`LogConfig.flush_mode`): "none" leaves flushing to the OS (Kafka's default;
+a crash of the machine loses what the page cache had not written back, typically up to 30
+s); "interval" is group commit: the broker runs `flush()` in a worker thread at most every
+`flush_interval_ms` while there is unflushed data, and completes acks=all produces whose
+offsets are below the offset it returns, so acknowledged data is never lost, and only
+unacknowledged appends of the last interval may be; "always" fsyncs inside `append`. In
+every mode a segment is fsynced when it rolls (as Kafka does), so only the active segment
+can hold unflushed data, and a crash of the process alone (not the machine) loses nothing.
+
+Threads: a Log belongs to one thread (the broker's trio thread). The only method another
+thread may call is `flush()` (alias `sync()`), concurrently with that thread's appends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from protocol.compression import BytesLike
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    MAGIC,
+    BatchHeader,
+    decode_records,
+    parse_batch_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from storage.producer_state import ProducerStateManager
+from storage.segment import (
+    CLEANED_SUFFIX,
+    EMPTY_SLICE,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIMEINDEX_SUFFIX,
+    FileSlice,
+    Segment,
+    fsync_directory,
+    last_offset_in_file,
+    parse_segment_name,
+    segment_path,
+)
+
+__all__ = ["AppendInfo", "Log", "LogConfig", "RecoveryEvent", "apply_retention"]
+
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+_CHECKPOINT_VERSION = 0
+_TMP_SUFFIX = ".tmp"
+
+_DAY_MS = 24 * 60 * 60 * 1000
+_FLUSH_MODES = ("none", "interval", "always")
+_CLEANUP_POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
+_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogConfig:
+    """Per-log settings, named after Kafka's topic configs (broker default in brackets)."""
+
+    segment_bytes: int = 1024 * 1024 * 1024  # segment.bytes [log.segment.bytes]
+    segment_ms: int = 7 * _DAY_MS  # segment.ms [log.roll.ms]
+    retention_ms: int = 7 * _DAY_MS  # retention.ms [log.retention.ms]; -1 = forever
+    retention_bytes: int = -1  # retention.bytes [log.retention.bytes]; -1 = no limit
+    index_interval_bytes: int = 4096  # index.interval.bytes [log.index.interval.bytes]
+    cleanup_policy: str = "delete"  # cleanup.policy [log.cleanup.policy]
+    delete_retention_ms: int = _DAY_MS  # delete.retention.ms [log.cleaner.delete.retention.ms]
+    max_message_bytes: int = 1048588  # max.message.bytes [message.max.bytes]
+    # message.timestamp.type [log.message.timestamp.type]: "CreateTime" or "LogAppendTime"
+    message_timestamp_type: str = "CreateTime"
+    # Not Kafka's: see the module docstring. Kafka's log.flush.interval.ms/messages default to
+    # "never" and rely on replication, which a single broker does not have.
+    flush_mode: str = "interval"
+    flush_interval_ms: int = 5
+
+    def __post_init__(self) -> None:
+        if self.flush_mode not in _FLUSH_MODES:
+            raise ValueError(f"flush_mode must be one of {_FLUSH_MODES}, not {self.flush_mode!r}")
+        if self.cleanup_policy not in _CLEANUP_POLICIES:
+            raise ValueError(
+                f"cleanup_policy must be one of {_CLEANUP_POLICIES}, not {self.cleanup_policy!r}"
+            )
+        if self.message_timestamp_type not in _TIMESTAMP_TYPES:
+            raise ValueError(f"message_timestamp_type must be one of {_TIMESTAMP_TYPES}")
+        if (
+            self.segment_bytes < BATCH_HEADER_SIZE
+            or self.index_interval_bytes < 0
+            or self.flush_interval_ms < 0
+        ):
+            raise ValueError(
+                "segment_bytes, index_interval_bytes or flush_interval_ms out of range"
+            )
+
+    @property
+    def compacts(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def deletes(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+
+class AppendInfo(NamedTuple):
+    """Where one batch went: what a Produce partition response reports."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the log uses LogAppendTime (and for duplicates)
+    log_start_offset: int
+    duplicate: bool = False  # a producer retry acknowledged with its original offsets
+
+
+class RecoveryEvent(NamedTuple):
+    """Something `Log.open` changed on disk, for the broker to log."""
+
+    path: Path
+    action: str  # "truncated", "deleted", "index rebuilt", "swap completed", "leftover removed"
+    bytes: int
+    reason: str
+
+
+class Log:
+    """A partition's log. Use `Log.open`."""
+
+    def __init__(self, path: Path, config: LogConfig) -> None:
+        self.path = path
+        self.config = config
+        self.producer_state = ProducerStateManager()
+        self.recovery_report: list[RecoveryEvent] = []
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []  # base offsets of _segments, for bisect
+        self._log_start_offset = 0
+        self._flushed_offset = 0
+        self._failure: str | None = None
+        self._closed = False
+
+    # --- open and recover --------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], config: LogConfig | None = None, *, now_wall_ms: int
+    ) -> Log:
+        """Open (or create) the log in directory `path`, recovering it after a crash.
+
+        Raises:
+            KafkaError: KAFKA_STORAGE_ERROR when the directory cannot be read or repaired.
+        """
+        log = cls(Path(path), config or LogConfig())
+        try:
+            log._recover(now_wall_ms)
+        except OSError as e:
+            log._drop_handles()
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{path}: cannot open log: {e}") from e
+        return log
+
+    def _recover(self, now_wall_ms: int) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._clean_leftovers()
+        checkpoint = self._read_checkpoint()
+        bases = sorted(
+            b for b in (parse_segment_name(p.name) for p in self.path.iterdir()) if b is not None
+        )
+        last_offset = -1
+        for i, base in enumerate(bases):
+            segment_file = segment_path(self.path, base)
+            if base <= last_offset:
+                self._delete_segment_files(
+                    bases[i:], f"overlaps the previous segment, which ends at {last_offset}"
+                )
+                break
+            segment = Segment.open(
+                self.path, base, index_interval_bytes=self.config.index_interval_bytes
+            )
+            is_last = i == len(bases) - 1
+            cut = segment.recover(
+                verify_crc=is_last, min_offset=last_offset + 1, on_batch=self.producer_state.replay
+            )
+            if segment.roll_base_ms < 0:
+                segment.roll_base_ms = now_wall_ms
+            self._segments.append(segment)
+            last_offset = segment.next_offset - 1
+            if cut is not None:
+                self._report(segment_file, "truncated", cut[0], cut[1])
+                if not is_last:
+                    self._delete_segment_files(
+                        bases[i + 1 :], f"follows {segment_file.name}, which was truncated"
+                    )
+                    break
+        for segment in self._segments:
+            for what in segment.sync_index_files():
+                self._report(segment.path, "index rebuilt", 0, what)
+        log_end_offset = self._segments[-1].next_offset if self._segments else 0
+        if checkpoint > log_end_offset:
+            # DeleteRecords (or retention) had moved the start past data that a crash then
+            # lost: the log restarts empty at the checkpoint, as Kafka's does.
+            for segment in self._segments:
+                segment.delete_files()
+                self._report(
+                    segment.path,
+                    "deleted",
+                    segment.size,
+                    f"below the log start offset {checkpoint}",
+                )
+            self._segments.clear()
+            self.producer_state = ProducerStateManager()
+        if not self._segments:
+            self._segments.append(
+                Segment.create(
+                    self.path,
+                    max(checkpoint, log_end_offset),
+                    index_interval_bytes=self.config.index_interval_bytes,
+                    wall_ms=now_wall_ms,
+                )
+            )
+        self._bases = [s.base_offset for s in self._segments]
+        self._log_start_offset = max(checkpoint, self._segments[0].base_offset)
+        self.producer_state.evict_below(self._log_start_offset)
+        # What survived recovery is what the disk holds: treat it as flushed.
+        self._flushed_offset = self.log_end_offset
+
+    def _clean_leftovers(self) -> None:
+        for file in sorted(self.path.iterdir()):
+            name = file.name
+            ours_tmp = name.endswith(_TMP_SUFFIX) and (
+                name == LOG_START_OFFSET_CHECKPOINT + _TMP_SUFFIX or name[:20].isdigit()
+            )
+            if name.endswith(CLEANED_SUFFIX) or ours_tmp:
+                self._report(file, "leftover removed", file.stat().st_size, "unfinished write")
+                file.unlink()
+            elif name.endswith(SWAP_SUFFIX):
+                self._finish_swap(file)
+
+    def _finish_swap(self, swap: Path) -> None:
+        base = parse_segment_name(swap.name, SWAP_SUFFIX)
+        if base is None:
+            return
+        size, last_offset = last_offset_in_file(swap)
+        last_offset = max(last_offset, base)
+        covered = [
+            b
+            for b in (parse_segment_name(p.name) for p in self.path.iterdir())
+            if b is not None and base < b <= last_offset
+        ]
+        for other in covered:
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+                segment_path(self.path, other, suffix).unlink(missing_ok=True)
+        os.replace(swap, segment_path(self.path, base))
+        fsync_directory(self.path)
+        self._report(
+            swap, "swap completed", size, f"compaction replaced {len(covered) + 1} segment(s)"
+        )
+
+    def _delete_segment_files(self, bases: list[int], reason: str) -> None:
+        for base in bases:
+            path = segment_path(self.path, base)
+            self._report(path, "deleted", path.stat().st_size, reason)
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+                segment_path(self.path, base, suffix).unlink(missing_ok=True)
+
+    def _report(self, path: Path, action: str, size: int, reason: str) -> None:
+        self.recovery_report.append(RecoveryEvent(path, action, size, reason))
+
+    def _read_checkpoint(self) -> int:
+        try:
+            text = (self.path / LOG_START_OFFSET_CHECKPOINT).read_text()
+        except FileNotFoundError:
+            return 0
+        lines = text.split()
+        if len(lines) == 2 and lines[0] == str(_CHECKPOINT_VERSION) and lines[1].isdigit():
+            return int(lines[1])
+        # It is written by rename, so it cannot be torn; anything else is not ours to guess.
+        raise OSError(f"unreadable {LOG_START_OFFSET_CHECKPOINT}: {text[:40]!r}")
+
+    def _write_checkpoint(self) -> None:
+        path = self.path / LOG_START_OFFSET_CHECKPOINT
+        tmp = path.with_name(path.name + _TMP_SUFFIX)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, f"{_CHECKPOINT_VERSION}\n{self._log_start_offset}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_directory(self.path)
+
+    # --- properties --------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next record will get."""
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Equal to the log end offset: a single broker has no followers to wait for."""
+        return self._segments[-1].next_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        """Every offset below this is on disk (fsynced, or recovered at open)."""
+        return self._flushed_offset
+
+    @property
+    def has_unflushed(self) -> bool:
+        return self._flushed_offset < self.log_end_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The segments, oldest first; the last is the active one. Read-only use."""
+        return tuple(self._segments)
+
+    # --- append ------------------------------------------------------------------------
+
+    def append(
+        self, batch: BytesLike, *, wall_ms: int, partition_leader_epoch: int | None = None
+    ) -> AppendInfo:
+        """Append one validated v2 batch (see `append_batches`)."""
+        return self.append_batches(
+            [batch], wall_ms=wall_ms, partition_leader_epoch=partition_leader_epoch
+        )[0]
+
+    def append_batches(
+        self,
+        batches: Iterable[BytesLike],
+        *,
+        wall_ms: int,
+        partition_leader_epoch: int | None = None,
+    ) -> list[AppendInfo]:
+        """Assign offsets to batches and append them, all or none, to the active segment.
+
+        The batches must have passed `protocol.records.split_batches` (CRC and header
+        checks); storage only re-checks what the file format depends on (magic, length).
+        Each is written as received, except for the 61-byte header, which is copied and
+        patched (baseOffset; partitionLeaderEpoch when given; maxTimestamp, timestamp type
+        and CRC for LogAppendTime): the records section is written from the caller's buffer.
+
+        Returns:
+            One AppendInfo per batch, in order. A producer retry of a batch already in the
+            log is not written again and gets its original offsets (duplicate=True).
+
+        Raises:
+            KafkaError: MESSAGE_SIZE_TOO_LARGE (a batch over max_message_bytes),
+                RECORD_LIST_TOO_LARGE (all together over segment_bytes), CORRUPT_MESSAGE,
+                INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, KAFKA_STORAGE_ERROR
+                (the write failed: nothing of this call is in the log, which stays usable
+                unless it could not be restored, when every later append fails too).
+        """
+        self._check_writable()
+        views = []
+        for batch in batches:
+            view = memoryview(batch)
+            header = parse_batch_header(view)
+            if header.magic != MAGIC or header.size != len(view):
+                raise KafkaError(
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"batch of {len(view)} bytes declares {header.size} bytes, "
+                    f"magic {header.magic}",
+                )
+            if header.size > self.config.max_message_bytes:
+                raise KafkaError(
+                    ErrorCode.MESSAGE_SIZE_TOO_LARGE,
+                    f"batch of {header.size} bytes exceeds "
+                    f"max.message.bytes {self.config.max_message_bytes}",
+                )
+            views.append((view, header))
+        log_append_time = self.config.message_timestamp_type == "LogAppendTime"
+        producers = self.producer_state.begin_append()
+        infos: list[AppendInfo] = []
+        parts: list[bytes | bytearray | memoryview] = []
+        headers: list[BatchHeader] = []
+        next_offset = self.log_end_offset
+        for view, header in views:
+            original = producers.check(header)
+            if original is not None:
+                infos.append(
+                    AppendInfo(
+                        original.base_offset, original.last_offset, -1, self._log_start_offset, True
+                    )
+                )
+                continue
+            patched = bytearray(view[:BATCH_HEADER_SIZE])
+            set_base_offset(patched, 0, next_offset)
+            if partition_leader_epoch is not None:
+                set_partition_leader_epoch(patched, 0, partition_leader_epoch)
+            if log_append_time:
+                set_log_append_time(patched, 0, wall_ms, body=view[BATCH_HEADER_SIZE:])
+            assigned = parse_batch_header(patched)
+            producers.add(assigned)
+            parts += (patched, view[BATCH_HEADER_SIZE:])
+            headers.append(assigned)
+            infos.append(
+                AppendInfo(
+                    next_offset,
+                    assigned.last_offset,
+                    wall_ms if log_append_time else -1,
+                    self._log_start_offset,
+                )
+            )
+            next_offset = assigned.next_offset
+        if not headers:
+            return infos
+        total = sum(h.size for h in headers)
+        if total > self.config.segment_bytes:
+            raise KafkaError(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                f"{total} bytes of batches exceed segment.bytes {self.config.segment_bytes}",
+            )
+        try:
+            self._maybe_roll(total, headers[-1].last_offset, wall_ms)
+            active = self._segments[-1]
+            active.append(parts, headers, wall_ms=wall_ms)
+        except OSError as e:
+            if self._segments[-1].broken:
+                self._failure = f"could not undo a failed write: {e}"
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: append failed: {e}"
+            ) from e
+        producers.commit()
+        if self.config.flush_mode == "always":
+            self.flush()
+        return infos
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: log is closed")
+        if self._failure is not None:
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: log is offline: {self._failure}"
+            )
+
+    def _maybe_roll(self, size: int, last_offset: int, wall_ms: int) -> None:
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        too_old = wall_ms - active.roll_base_ms >= self.config.segment_ms
+        if too_old or not active.fits(size, last_offset, self.config.segment_bytes):
+            self._roll(wall_ms)
+
+    def _roll(self, wall_ms: int) -> None:
+        """Close the active segment (fsync it, write its indexes) and start a new one."""
+        old = self._segments[-1]
+        old.flush()
+        old.sync_index_files()
+        self._flushed_offset = max(self._flushed_offset, old.next_offset)
+        new = Segment.create(
+            self.path,
+            old.next_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            wall_ms=wall_ms,
+        )
+        fsync_directory(self.path)
+        self._segments.append(new)
+        self._bases.append(new.base_offset)
+
+    def roll(self, *, wall_ms: int) -> None:
+        """Start a new segment now (unless the active one is empty)."""
+        self._check_writable()
+        if self._segments[-1].size:
+            try:
+                self._roll(wall_ms)
+            except OSError as e:
+                raise KafkaError(
+                    ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: roll failed: {e}"
+                ) from e
+
+    # --- durability --------------------------------------------------------------------
+
+    def flush(self) -> int:
+        """fdatasync what was appended before the call; return the offset below which
+        everything is now durable.
+
+        Safe in a worker thread while the log's thread appends, rolls or deletes segments:
+        the log end offset is read first, so everything below it was written already; then
+        the active segment's handle is taken (the reference keeps its descriptor open). If
+        a roll came in between, the older segment holding part of that data was fsynced by
+        the roll before the new segment became active. Concurrent updates of
+        `flushed_offset` can only lose a raise, never claim too much.
+
+        Raises:
+            KafkaError: KAFKA_STORAGE_ERROR. After a failed fsync the kernel may have
+                dropped the dirty pages, so nothing unflushed can be trusted: the log goes
+                offline (appends fail) until it is reopened, and recovery then finds out
+                what reached the disk.
+        """
+        offset = self.log_end_offset
+        handle = self._segments[-1].handle
+        if handle is None:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: log is closed")
+        if offset <= self._flushed_offset:
+            return self._flushed_offset
+        try:
+            os.fdatasync(handle.fd)
+        except OSError as e:
+            self._failure = f"fdatasync failed: {e}"
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {self._failure}"
+            ) from e
+        if offset > self._flushed_offset:
+            self._flushed_offset = offset
+        return offset
+
+    sync = flush  # the broker's name for it
+
+    # --- read --------------------------------------------------------------------------
+
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one: bool = True
+    ) -> FileSlice:
+        """Whole batches from the one holding `offset`, from a single segment.
+
+        At most `max_bytes`, except that with `min_one` (KIP-74, Fetch v3+) the first batch
+        is returned even when it is larger. Batches starting at or after `max_offset`
+        (exclusive; the high watermark or last stable offset) are not returned. The first
+        batch may start before `offset` (a batch is never split); consumers skip the
+        records below the offset they asked for, as with Kafka. Unlike Kafka, which may cut
+        the last batch of a fetch short, a slice always ends on a batch boundary.
+
+        Raises:
+            KafkaError: OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset].
+        """
+        self._check_readable()
+        log_end_offset = self.log_end_offset
+        if offset < self._log_start_offset or offset > log_end_offset:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"{self.path.name}: offset {offset} outside "
+                f"[{self._log_start_offset}, {log_end_offset}]",
+            )
+        end_offset = log_end_offset if max_offset is None else min(max_offset, log_end_offset)
+        if offset >= end_offset:
+            return EMPTY_SLICE
+        for segment in self._segments[self._segment_index(offset) :]:
+            found = segment.slice_from(offset, max_bytes, end_offset, min_one=min_one)
+            if found is not None:
+                return found
+        return EMPTY_SLICE
+
+    def read_bytes(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one: bool = True
+    ) -> bytes:
+        """`read`, as bytes."""
+        return self.read(offset, max_bytes, max_offset=max_offset, min_one=min_one).read_bytes()
+
+    def _segment_index(self, offset: int) -> int:
+        return max(bisect_right(self._bases, offset) - 1, 0)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets by timestamp: the first record (offset, timestamp) with a timestamp
+        >= `timestamp` at or after the log start offset, or None if there is none.
+
+        Segments whose largest timestamp is smaller are skipped; in the first other one the
+        time index gives where to start walking batch headers, and only the first batch
+        whose maxTimestamp is large enough is decoded.
+        """
+        self._check_readable()
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            for position, header in segment.iter_batches(segment.position_for_timestamp(timestamp)):
+                if header.max_timestamp < timestamp or header.last_offset < self._log_start_offset:
+                    continue
+                for record in decode_records(segment.read(position, header.size)):
+                    if record.timestamp >= timestamp and record.offset >= self._log_start_offset:
+                        return record.offset, record.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """ListOffsets MAX_TIMESTAMP (-3, KIP-734): (offset, timestamp) of the first record
+        holding the largest timestamp in the log, or None when no batch has one."""
+        self._check_readable()
+        best = None
+        for segment in self._segments:
+            if segment.max_timestamp >= 0 and (
+                best is None or segment.max_timestamp > best.max_timestamp
+            ):
+                best = segment
+        if best is None:
+            return None
+        header = best.header_at(best.position_of_max_timestamp)
+        for record in decode_records(best.read(best.position_of_max_timestamp, header.size)):
+            if record.timestamp == header.max_timestamp:
+                return record.offset, record.timestamp
+        return header.last_offset, header.max_timestamp  # emptied by compaction
+
+    # --- retention, DeleteRecords, truncation -------------------------------------------
+
+    def apply_retention(self, now_wall_ms: int) -> int:
+        """Delete the oldest segments past retention.ms or retention.bytes (when the cleanup
+        policy includes "delete"), and any segment wholly below the log start offset.
+
+        As in Kafka, a segment goes when its largest timestamp is more than retention.ms
+        old, or when the log minus that segment is still at least retention.bytes; deletion
+        stops at the first segment that may stay. When every segment may go, the log rolls
+        first so that it keeps an (empty) active segment at the log end offset.
+
+        Returns:
+            The number of segments deleted.
+        """
+        self._check_writable()
+        deleted = 0
+        if self.config.deletes and self.config.retention_ms >= 0:
+            limit = self.config.retention_ms
+            deleted += self._delete_oldest(
+                lambda segment: now_wall_ms - segment.largest_timestamp_ms() > limit, now_wall_ms
+            )
+        if self.config.deletes and self.config.retention_bytes >= 0:
+            excess = self.size_bytes - self.config.retention_bytes
+
+            def over_size(segment: Segment) -> bool:
+                nonlocal excess
+                if excess - segment.size < 0:
+                    return False
+                excess -= segment.size
+                return True
+
+            deleted += self._delete_oldest(over_size, now_wall_ms)
+        deleted += self._delete_below_start()
+        return deleted
+
+    def _delete_oldest(self, expired: Callable[[Segment], bool], now_wall_ms: int) -> int:
+        count = 0
+        for segment in self._segments:
+            if (segment is self._segments[-1] and segment.size == 0) or not expired(segment):
+                break
+            count += 1
+        if count == 0:
+            return 0
+        try:
+            if count == len(self._segments):
+                self._roll(now_wall_ms)
+            self._remove_segments(count)
+        except OSError as e:
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: retention failed: {e}"
+            ) from e
+        return count
+
+    def _delete_below_start(self) -> int:
+        count = 0
+        while (
+            count + 1 < len(self._segments)
+            and self._segments[count + 1].base_offset <= self._log_start_offset
+        ):
+            count += 1
+        if count:
+            try:
+                self._remove_segments(count)
+            except OSError as e:
+                raise KafkaError(
+                    ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: retention failed: {e}"
+                ) from e
+        return count
+
+    def _remove_segments(self, count: int) -> None:
+        """Delete the `count` oldest segments (never the active one) and move the start."""
+        assert count < len(self._segments)
+        removed, self._segments = self._segments[:count], self._segments[count:]
+        self._bases = self._bases[count:]
+        for segment in removed:
+            segment.delete_files()
+        if self._segments[0].base_offset > self._log_start_offset:
+            self._log_start_offset = self._segments[0].base_offset
+            self._write_checkpoint()
+        self.producer_state.evict_below(self._log_start_offset)
+
+    def advance_log_start_offset(self, offset: int) -> int:
+        """DeleteRecords: make `offset` the log start offset (never moving it back), persist
+        it, and delete the segments wholly below it. Returns the log start offset.
+
+        Raises:
+            KafkaError: OFFSET_OUT_OF_RANGE beyond the log end offset; KAFKA_STORAGE_ERROR.
+        """
+        self._check_writable()
+        if offset > self.log_end_offset:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"{self.path.name}: {offset} is past the log end {self.log_end_offset}",
+            )
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            try:
+                self._write_checkpoint()  # before acknowledging, and before deleting
+            except OSError as e:
+                self._failure = f"cannot write {LOG_START_OFFSET_CHECKPOINT}: {e}"
+                raise KafkaError(
+                    ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {self._failure}"
+                ) from e
+            self._delete_below_start()
+            self.producer_state.evict_below(offset)
+        return self._log_start_offset
+
+    def truncate_to(self, offset: int, *, wall_ms: int) -> None:
+        """Remove every batch holding an offset >= `offset`.
+
+        A batch is never split: one that straddles `offset` goes entirely, so the log end
+        offset may end up below `offset` (Kafka truncates the same way). Truncating to at or
+        below the log start offset empties the log and restarts it at `offset`.
+        """
+        self._check_writable()
+        if offset >= self.log_end_offset:
+            return
+        try:
+            if offset <= self._log_start_offset:
+                for segment in self._segments:
+                    segment.delete_files()
+                self._segments = [
+                    Segment.create(
+                        self.path,
+                        offset,
+                        index_interval_bytes=self.config.index_interval_bytes,
+                        wall_ms=wall_ms,
+                    )
+                ]
+                self._log_start_offset = offset
+                self._write_checkpoint()
+            else:
+                while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                    self._segments.pop().delete_files()
+                active = self._segments[-1]
+                found = active.find_batch(offset)
+                if found is not None:
+                    active.truncate(found[0])
+                active.sync_index_files()
+            self._bases = [s.base_offset for s in self._segments]
+            self.producer_state = ProducerStateManager()
+            for segment in self._segments:
+                for _, header in segment.iter_batches():
+                    self.producer_state.replay(header)
+            self.producer_state.evict_below(self._log_start_offset)
+        except OSError as e:
+            self._failure = f"truncation failed: {e}"
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {self._failure}"
+            ) from e
+        self._flushed_offset = min(self._flushed_offset, self.log_end_offset)
+
+    # --- compaction support (storage.compaction) -----------------------------------------
+
+    def _replace_segments(self, old: list[Segment], new: Segment | None) -> None:
+        """Put `new` in place of the consecutive segments `old` (after their files were
+        swapped on disk by compaction)."""
+        first = self._segments.index(old[0])
+        assert self._segments[first : first + len(old)] == old
+        assert first + len(old) < len(self._segments), "the active segment is never replaced"
+        self._segments[first : first + len(old)] = [new] if new is not None else []
+        self._bases = [s.base_offset for s in self._segments]
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush (whatever the flush mode: a clean shutdown loses nothing), write the
+        index files, and let go of the files."""
+        if self._closed:
+            return
+        try:
+            if self._failure is None:
+                self.flush()
+                self._segments[-1].sync_index_files()
+        except OSError as e:
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: close failed: {e}"
+            ) from e
+        finally:
+            self._closed = True
+            self._drop_handles()
+
+    def delete(self) -> None:
+        """Remove the log and its directory (DeleteTopics)."""
+        self._closed = True
+        self._drop_handles()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def _drop_handles(self) -> None:
+        # Descriptors close when the last FileSlice or FlushTicket using them is gone.
+        for segment in self._segments:
+            segment.handle = None
+
+    def _check_readable(self) -> None:
+        if self._closed:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: log is closed")
+
+
+def apply_retention(log: Log, now_wall_ms: int) -> int:
+    """`Log.apply_retention` as a function, the way the broker calls it beside `compact`."""
+    return log.apply_retention(now_wall_ms)

@@ -1,0 +1,509 @@
+"""One log segment in Kafka's on-disk layout.
+
+    <20-digit base offset>.log        v2 record batches, verbatim as received except for the
+                                      baseOffset (and partitionLeaderEpoch) the log assigned
+    <20-digit base offset>.index      sparse offset index: 8-byte entries
+                                      (int32 lastOffset - baseOffset, int32 file position)
+    <20-digit base offset>.timeindex  sparse time index: 12-byte entries
+                                      (int64 largest timestamp so far, int32 relative offset)
+
+Index entries follow Kafka's LogSegment.append (3.6+, one decision per batch): when more
+than `index.interval.bytes` have been appended since the last entry, the next batch gets an
+offset entry (its last offset, its position) and the time index gets (largest timestamp
+so far, last offset of the batch that holds it) if that timestamp grew. An index is
+therefore a pure function of the batches in the segment and the interval, which recovery
+uses: it recomputes the index while walking the batches and rewrites the files when they
+differ. The index files are written when a segment rolls or the log closes, not on each
+append; after a crash they are simply recomputed (they are derived data, never trusted).
+
+The segment keeps its indexes in memory (two `array`s each), plus the aggregates the log
+needs without reading the file: size, next offset, largest timestamp and where it is.
+
+A segment's file descriptor lives in a `FileHandle` that is closed when the last holder
+lets go of it. Reads hand out `FileSlice`s that hold the handle, so retention, compaction
+or shutdown never close a descriptor under a sendfile in progress: an unlinked file stays
+readable through an open descriptor (Kafka gets the same effect by deleting segment files
+asynchronously, file.delete.delay.ms later).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import sys
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from protocol.errors import KafkaError
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    iter_batches,
+    parse_batch_header,
+    validate_batch,
+)
+
+__all__ = [
+    "CLEANED_SUFFIX",
+    "EMPTY_SLICE",
+    "INDEX_SUFFIX",
+    "LOG_SUFFIX",
+    "SWAP_SUFFIX",
+    "TIMEINDEX_SUFFIX",
+    "FileHandle",
+    "FileSlice",
+    "Segment",
+    "fsync_directory",
+    "last_offset_in_file",
+    "parse_segment_name",
+    "segment_path",
+    "write_all",
+]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIMEINDEX_SUFFIX = ".timeindex"
+# Compaction's output while it is written, and once it is complete (see compaction.py).
+CLEANED_SUFFIX = LOG_SUFFIX + ".cleaned"
+SWAP_SUFFIX = LOG_SUFFIX + ".swap"
+
+_INT32_MAX = 2**31 - 1
+_TIME_ENTRY = struct.Struct(">qi")
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+
+
+def segment_path(directory: Path, base_offset: int, suffix: str = LOG_SUFFIX) -> Path:
+    """Kafka's file name for a segment file: the base offset in 20 digits, then the suffix."""
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+def parse_segment_name(name: str, suffix: str = LOG_SUFFIX) -> int | None:
+    """The base offset encoded in a segment file name, or None if `name` is not one."""
+    stem = name[: -len(suffix)] if name.endswith(suffix) else ""
+    if len(stem) == 20 and stem.isdigit():
+        return int(stem)
+    return None
+
+
+class FileHandle:
+    """An open descriptor, closed when the last reference to it goes away."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        _close(self.fd)
+
+
+class FileSlice(NamedTuple):
+    """A run of whole batches in one segment file: what a Fetch sends (os.sendfile on `fd`).
+
+    Holding the slice keeps the file open, so it stays readable even if the segment is
+    deleted or replaced meanwhile.
+    """
+
+    handle: FileHandle | None
+    position: int
+    size: int
+
+    @property
+    def fd(self) -> int:
+        assert self.handle is not None, "an empty slice has no file"
+        return self.handle.fd
+
+    def read_bytes(self) -> bytes:
+        """The slice's bytes, read with pread (for callers that cannot sendfile)."""
+        if self.handle is None or self.size == 0:
+            return b""
+        return _pread_exact(self.handle.fd, self.size, self.position)
+
+
+EMPTY_SLICE = FileSlice(None, 0, 0)
+
+
+def _pread_exact(fd: int, size: int, position: int) -> bytes:
+    data = os.pread(fd, size, position)
+    if len(data) == size:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = os.pread(fd, size - got, position + got)
+        if not more:
+            raise OSError(f"read of {size} bytes at {position} ended after {got}")
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def fsync_directory(path: Path) -> None:
+    """Make file creations, renames and deletions in `path` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, parts: list[bytes | bytearray | memoryview]) -> None:
+    """Write every part, in order, with as few writev calls as the kernel allows.
+
+    Raises OSError; some prefix of the data may have been written (the caller truncates
+    the file back).
+    """
+    views = [memoryview(p) for p in parts if len(p)]
+    while views:
+        written = os.writev(fd, views[:_IOV_MAX])
+        if written == 0:
+            raise OSError("writev wrote nothing")
+        while written:
+            if written >= len(views[0]):
+                written -= len(views[0])
+                views.pop(0)
+            else:
+                views[0] = views[0][written:]
+                written = 0
+
+
+def last_offset_in_file(path: Path) -> tuple[int, int]:
+    """(size, last offset of the last whole batch) of a segment-format file; -1 if none.
+
+    Walks headers only; stops at the first batch that is cut short or malformed.
+    """
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size == 0:
+            return 0, -1
+        last_offset = -1
+        with mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) as buf:
+            try:
+                for _, header in iter_batches(buf):
+                    last_offset = header.last_offset
+            except KafkaError:
+                pass  # Log.open's walk cuts the segment there
+        return size, last_offset
+
+
+class Segment:
+    """A segment file, its in-memory indexes, and the aggregates the log reads from it.
+
+    Attributes:
+        base_offset: from the file name; every batch in the file has offsets >= it.
+        size: bytes of whole, trusted batches (the file is never longer after recovery).
+        next_offset: last offset in the segment + 1, or base_offset when it is empty.
+        max_timestamp: largest batch maxTimestamp, -1 when there is none.
+        offset_of_max_timestamp / position_of_max_timestamp: the first batch holding it.
+        roll_base_ms: wall time the segment's age is counted from, for segment.ms.
+    """
+
+    def __init__(
+        self, directory: Path, base_offset: int, handle: FileHandle, *, index_interval_bytes: int
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.path = segment_path(directory, base_offset)
+        self.handle: FileHandle | None = handle  # None once the log is closed
+        self.index_interval_bytes = index_interval_bytes
+        self.roll_base_ms = -1
+        self.broken = False
+        self._reset()
+
+    @property
+    def fd(self) -> int:
+        assert self.handle is not None, f"{self.path.name}: used after its log closed"
+        return self.handle.fd
+
+    def _reset(self) -> None:
+        self.size = 0
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.position_of_max_timestamp = -1
+        self._index_offsets = array("i")
+        self._index_positions = array("i")
+        self._time_timestamps = array("q")
+        self._time_offsets = array("i")
+        self._bytes_since_index_entry = 0
+
+    # --- opening -----------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls, directory: Path, base_offset: int, *, index_interval_bytes: int, wall_ms: int
+    ) -> Segment:
+        """Create an empty segment file (it must not exist yet)."""
+        fd = os.open(
+            segment_path(directory, base_offset),
+            os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL,
+            0o644,
+        )
+        segment = cls(
+            directory, base_offset, FileHandle(fd), index_interval_bytes=index_interval_bytes
+        )
+        segment.roll_base_ms = wall_ms
+        return segment
+
+    @classmethod
+    def open(cls, directory: Path, base_offset: int, *, index_interval_bytes: int) -> Segment:
+        """Open an existing segment file. Call `recover` before using it."""
+        fd = os.open(segment_path(directory, base_offset), os.O_RDWR | os.O_APPEND)
+        return cls(
+            directory, base_offset, FileHandle(fd), index_interval_bytes=index_interval_bytes
+        )
+
+    def recover(
+        self,
+        *,
+        verify_crc: bool,
+        min_offset: int,
+        on_batch: Callable[[BatchHeader], None] | None = None,
+    ) -> tuple[int, str] | None:
+        """Walk every batch, rebuild the in-memory indexes, and cut the file at the first
+        batch that cannot be trusted.
+
+        A batch is trusted when, in this order:
+          * its 61-byte header is all there, and the whole batch is: a crash cut a write
+            short (or the file size reached disk before the data did);
+          * its magic is 2 and its length covers its own header: otherwise these are bytes
+            that were never a batch, typically zero-filled blocks that a crash left behind
+            a size update;
+          * its CRC matches (when `verify_crc`): Kafka's "nonsense block ADDED to the file"
+            case, where the inode says the file grew but the blocks hold stale data;
+          * its base offset is >= `min_offset` (the segment's base offset, and past the
+            previous batch) and its lastOffsetDelta is not negative: a well-formed batch
+            with offsets going backwards is stale data from an earlier use of the blocks.
+        Everything from the first untrusted batch on is truncated: later batches cannot be
+        reached without it (the format is a chain of lengths), and the offsets after a gap
+        would not be the ones that were acknowledged anyway.
+
+        `on_batch` sees each trusted batch header in order (producer state is rebuilt from it).
+
+        Returns:
+            (bytes truncated, reason) when the file was cut, else None.
+        """
+        self._reset()
+        min_offset = max(min_offset, self.base_offset)
+        file_size = os.fstat(self.fd).st_size
+        reason = ""
+        pos = 0
+        if file_size:
+            with mmap.mmap(self.fd, file_size, access=mmap.ACCESS_READ) as buf:
+                while pos < file_size:
+                    try:
+                        header = validate_batch(buf, pos, check_crc=verify_crc)
+                    except KafkaError as e:
+                        reason = e.detail
+                        break
+                    if header.base_offset < min_offset or header.last_offset_delta < 0:
+                        reason = (
+                            f"batch at {pos} has offsets "
+                            f"{header.base_offset}..{header.last_offset}, "
+                            f"expected a base offset from {min_offset}"
+                        )
+                        break
+                    self._add_batch(pos, header)
+                    if on_batch is not None:
+                        on_batch(header)
+                    min_offset = header.next_offset
+                    pos += header.size
+        if self.size > 0 and self.roll_base_ms < 0:
+            first = parse_batch_header(os.pread(self.fd, BATCH_HEADER_SIZE, 0))
+            self.roll_base_ms = first.max_timestamp
+        if pos < file_size:
+            os.ftruncate(self.fd, pos)
+            return file_size - pos, reason
+        return None
+
+    # --- writing -----------------------------------------------------------------------
+
+    def append(
+        self,
+        parts: list[bytes | bytearray | memoryview],
+        headers: list[BatchHeader],
+        *,
+        wall_ms: int,
+    ) -> None:
+        """Append batches (given as byte parts) and index them.
+
+        `headers` are the batches' final headers (offsets assigned), in order; their sizes
+        must add up to the parts' total. On OSError the file is truncated back to where it
+        was and the error re-raised; if even that fails, `broken` is set: the file may end
+        in a partial batch, and nothing more may be appended to it.
+        """
+        start = self.size
+        try:
+            write_all(self.fd, parts)
+        except OSError:
+            try:
+                os.ftruncate(self.fd, start)
+            except OSError:
+                self.broken = True
+            raise
+        if self.size == 0:
+            self.roll_base_ms = wall_ms
+        pos = start
+        for header in headers:
+            self._add_batch(pos, header)
+            pos += header.size
+
+    def _add_batch(self, pos: int, header: BatchHeader) -> None:
+        # Kafka's LogSegment.append, one batch at a time (see the module docstring).
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+            self.position_of_max_timestamp = pos
+        if self._bytes_since_index_entry > self.index_interval_bytes:
+            self._index_offsets.append(header.last_offset - self.base_offset)
+            self._index_positions.append(pos)
+            last_indexed_ts = self._time_timestamps[-1] if self._time_timestamps else -1
+            if self.max_timestamp > last_indexed_ts:
+                self._time_timestamps.append(self.max_timestamp)
+                self._time_offsets.append(self.offset_of_max_timestamp - self.base_offset)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += header.size
+        self.size = pos + header.size
+        self.next_offset = header.next_offset
+
+    def fits(self, size: int, last_offset: int, segment_bytes: int) -> bool:
+        """Whether batches of `size` bytes ending at `last_offset` may go in this segment."""
+        if self.size == 0:
+            return last_offset - self.base_offset <= _INT32_MAX
+        return self.size + size <= segment_bytes and last_offset - self.base_offset <= _INT32_MAX
+
+    def truncate(self, position: int) -> None:
+        """Cut the file at a batch boundary and recompute the indexes."""
+        os.ftruncate(self.fd, position)
+        self.recover(verify_crc=False, min_offset=self.base_offset)
+
+    def flush(self) -> None:
+        os.fdatasync(self.fd)
+
+    # --- index files -------------------------------------------------------------------
+
+    def index_bytes(self) -> bytes:
+        flat = array("i", [0]) * (2 * len(self._index_offsets))
+        flat[0::2] = self._index_offsets
+        flat[1::2] = self._index_positions
+        if sys.byteorder == "little":
+            flat.byteswap()
+        return flat.tobytes()
+
+    def time_index_bytes(self) -> bytes:
+        pairs = zip(self._time_timestamps, self._time_offsets, strict=True)
+        return b"".join(_TIME_ENTRY.pack(t, o) for t, o in pairs)
+
+    def sync_index_files(self) -> list[str]:
+        """Make the .index/.timeindex files equal to the in-memory indexes.
+
+        Returns what had to be rewritten and why, e.g. ["index: missing"]; files already
+        right are left alone.
+        """
+        rewritten = []
+        for suffix, expected in (
+            (INDEX_SUFFIX, self.index_bytes()),
+            (TIMEINDEX_SUFFIX, self.time_index_bytes()),
+        ):
+            path = segment_path(self.directory, self.base_offset, suffix)
+            try:
+                current = path.read_bytes()
+            except FileNotFoundError:
+                current = None
+            if current == expected:
+                continue
+            if current is None:
+                why = "missing"
+            elif len(expected) > len(current) and expected.startswith(current):
+                why = "behind the log"
+            else:
+                why = f"inconsistent ({len(current)} bytes on disk, {len(expected)} expected)"
+            rewritten.append(f"{suffix[1:]}: {why}")
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(expected)
+            os.replace(tmp, path)
+        return rewritten
+
+    # --- reading -----------------------------------------------------------------------
+
+    def header_at(self, position: int) -> BatchHeader:
+        return parse_batch_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
+
+    def iter_batches(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from `position` (a batch boundary) to the end."""
+        end = self.size
+        while position < end:
+            header = self.header_at(position)
+            yield position, header
+            position += header.size
+
+    def read(self, position: int, size: int) -> bytes:
+        return _pread_exact(self.fd, size, position)
+
+    def position_for_offset(self, offset: int) -> int:
+        """A batch boundary at or before the batch holding `offset` (offset index lookup)."""
+        i = bisect_right(self._index_offsets, offset - self.base_offset) - 1
+        return self._index_positions[i] if i >= 0 else 0
+
+    def position_for_timestamp(self, timestamp: int) -> int:
+        """A batch boundary before any batch whose maxTimestamp may be >= `timestamp`."""
+        i = bisect_right(self._time_timestamps, timestamp) - 1
+        if i < 0:
+            return 0
+        return self.position_for_offset(self.base_offset + self._time_offsets[i])
+
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is >= `offset`, if the segment has one."""
+        if offset >= self.next_offset:
+            return None
+        for position, header in self.iter_batches(self.position_for_offset(offset)):
+            if header.last_offset >= offset:
+                return position, header
+        return None
+
+    def slice_from(
+        self, offset: int, max_bytes: int, end_offset: int, *, min_one: bool
+    ) -> FileSlice | None:
+        """Whole batches from the one holding `offset`: at most `max_bytes` (but at least
+        the first batch when `min_one`), none starting at or after `end_offset`.
+
+        Returns None when the segment has no batch at or after `offset`, and an empty
+        slice when there is one but none may be returned.
+        """
+        found = self.find_batch(offset)
+        if found is None:
+            return None
+        position, header = found
+        if header.base_offset >= end_offset or (header.size > max_bytes and not min_one):
+            return EMPTY_SLICE
+        limit = position + max_bytes
+        end = position + header.size
+        if end_offset >= self.next_offset:
+            # Only bytes limit the run: jump to the last indexed batch start within the limit
+            # (every batch before it fits), then walk the few batches after it.
+            i = bisect_right(self._index_positions, limit) - 1
+            if i >= 0 and self._index_positions[i] > end:
+                end = self._index_positions[i]
+        for batch_position, batch in self.iter_batches(end):
+            if batch_position + batch.size > limit or batch.base_offset >= end_offset:
+                break
+            end = batch_position + batch.size
+        return FileSlice(self.handle, position, end - position)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def largest_timestamp_ms(self) -> int:
+        """The segment's largest timestamp, or the file's mtime when no batch has one
+        (Kafka's LogSegment.largestTimestamp), for time-based retention."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return int(os.fstat(self.fd).st_mtime * 1000)
+
+    def delete_files(self) -> None:
+        """Unlink the segment's files. Open slices keep reading the old data."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+            segment_path(self.directory, self.base_offset, suffix).unlink(missing_ok=True)

@@ -1,0 +1,184 @@
+"""The admin endpoint: HTTP edge cases over memory streams, then /readyz and /metrics of a
+live broker after real kafka-python traffic."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+import trio
+import trio.testing
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.admin_http import MAX_REQUEST_BYTES, PROMETHEUS_CONTENT_TYPE, _serve_one, serve_admin
+from broker.config import load_config
+from broker.metrics import Metrics
+from broker.server import serve
+
+SCENARIO_S = 30
+
+
+class FakeBroker:
+    """What the endpoint reads from a broker, before any coordinator exists."""
+
+    def __init__(self) -> None:
+        self.config = {"admin.host": "127.0.0.1", "admin.port": 0}
+        self.ready = trio.Event()
+        self.metrics = Metrics()
+        self.coordinator = None
+
+
+async def exchange(broker, request: bytes) -> bytes:
+    """Send `request` on a memory stream to one `_serve_one`; everything it answered."""
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve_one, broker, server)
+        if request:
+            await client.send_all(request)
+        response = bytearray()
+        while data := await client.receive_some():
+            response += data
+    return bytes(response)
+
+
+def parse(response: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, _, body = response.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode().split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines)
+    return int(status_line.split()[1]), headers, body
+
+
+async def get(broker, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    return parse(await exchange(broker, f"{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()))
+
+
+async def test_readyz_is_503_until_the_broker_is_ready_and_healthz_always_200():
+    broker = FakeBroker()
+    status, headers, body = await get(broker, "/readyz")
+    assert (status, body) == (503, b"replaying __consumer_offsets\n")
+    assert headers["Connection"] == "close"
+    assert (await get(broker, "/healthz"))[0] == 200
+    broker.ready.set()
+    assert (await get(broker, "/readyz?verbose=1"))[:3:2] == (200, b"ready\n")
+
+
+async def test_metrics_content_type_and_head():
+    broker = FakeBroker()
+    status, headers, body = await get(broker, "/metrics")
+    assert status == 200
+    assert headers["Content-Type"] == PROMETHEUS_CONTENT_TYPE
+    assert b"# TYPE kmock_connections gauge" in body
+    assert int(headers["Content-Length"]) == len(body)
+    status, headers, body = await get(broker, "/metrics", "HEAD")
+    assert (status, body) == (200, b"")
+    assert int(headers["Content-Length"]) > 0
+
+
+@pytest.mark.parametrize(("request_bytes", "status"), [
+    (b"GET /nope HTTP/1.1\r\n\r\n", 404),
+    (b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405),
+    (b"GET /metrics\r\n\r\n", 400),  # HTTP/0.9 style: no version
+    (b"\xff\xfe /x HTTP/1.1\r\n\r\n", 400),
+    (b"GET /" + b"a" * MAX_REQUEST_BYTES + b" HTTP/1.1\r\n\r\n", 431),
+])
+async def test_bad_requests_get_an_answer_and_a_close(request_bytes, status):
+    got, headers, _ = parse(await exchange(FakeBroker(), request_bytes))
+    assert got == status
+    if status == 405:
+        assert headers["Allow"] == "GET, HEAD"
+
+
+async def test_a_silent_client_gets_408(autojump_clock):
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve_one, FakeBroker(), server)
+        await client.send_all(b"GET /healthz HTTP/1.1\r\n")  # and never the blank line
+        response = bytearray()
+        while data := await client.receive_some():
+            response += data
+    assert parse(bytes(response))[0] == 408
+
+
+async def test_serve_admin_reports_its_address_over_tcp(nursery):
+    broker = FakeBroker()
+    host, port = await nursery.start(serve_admin, broker)
+    assert broker.admin_address == (host, port)
+
+    def fetch(path: str) -> int:
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=10) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    with trio.fail_after(SCENARIO_S):
+        assert await trio.to_thread.run_sync(fetch, "/readyz") == 503
+        broker.ready.set()
+        assert await trio.to_thread.run_sync(fetch, "/readyz") == 200
+
+
+# --- a live broker -----------------------------------------------------------------------------
+
+
+def metric_values(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+@pytest.mark.integration
+async def test_metrics_after_kafka_python_traffic(nursery, tmp_path):
+    from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+
+    config = load_config(overrides={"listeners": "PLAINTEXT://127.0.0.1:0",
+                                    "log.dirs": str(tmp_path), "admin.port": 0})
+    broker = await nursery.start(serve, config)
+    host, port = broker.admin_address
+
+    def scrape() -> dict:
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as r:
+            assert r.headers["Content-Type"] == PROMETHEUS_CONTENT_TYPE
+            return metric_values(r.read().decode())
+
+    def ready() -> int:
+        with urllib.request.urlopen(f"http://{host}:{port}/readyz", timeout=10) as r:
+            return r.status
+
+    def produce() -> None:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all")
+        for i in range(5):
+            producer.send("metered", f"m{i}".encode(), partition=0)
+        producer.flush()
+        producer.close()
+
+    def join_and_commit_two() -> KafkaConsumer:
+        consumer = KafkaConsumer("metered", bootstrap_servers=broker.bootstrap_servers,
+                                 group_id="meter", auto_offset_reset="earliest",
+                                 enable_auto_commit=False)
+        while not consumer.assignment():
+            consumer.poll(timeout_ms=200)
+        consumer.commit({TopicPartition("metered", 0): OffsetAndMetadata(2, "", -1)})
+        return consumer
+
+    with trio.fail_after(SCENARIO_S):
+        await broker.ready.wait()
+        assert await trio.to_thread.run_sync(ready) == 200
+        await trio.to_thread.run_sync(produce)
+        consumer = await trio.to_thread.run_sync(join_and_commit_two)
+        try:
+            stable = await trio.to_thread.run_sync(scrape)
+        finally:
+            await trio.to_thread.run_sync(consumer.close)
+        empty = await trio.to_thread.run_sync(scrape)
+
+    lag = ("kmock_consumer_lag",
+           frozenset({("group", "meter"), ("topic", "metered"), ("partition", "0")}))
+    assert stable[lag] == 3
+    assert stable[("kmock_groups", frozenset({("state", "Stable")}))] == 1
+    assert stable[("kmock_groups", frozenset({("state", "Empty")}))] == 0
+    assert empty[("kmock_groups", frozenset({("state", "Empty")}))] == 1
+    assert empty[("kmock_groups", frozenset({("state", "Stable")}))] == 0
+    assert empty[lag] == 3
+    produced = ("kmock_requests_total", frozenset({("api", "Produce"), ("error", "NONE")}))
+    assert empty[produced] >= 1
+    assert empty[("kmock_connections_opened_total", frozenset())] >= 2

@@ -1,0 +1,434 @@
+"""What every client's scenarios share: a broker in a background thread, deadlines, CLI
+processes with their output kept for the report, and the expected records.
+
+Records are keyed `key-<i>` with value `<prefix>-<i>` (what sarama-check and kafkajs-check
+produce too), so a consumer's output can be checked for loss, duplicates and order without
+sharing state with the producer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from broker.config import load_config
+from broker.server import serve
+
+ROOT = Path(__file__).resolve().parents[2]
+JS_DIR = ROOT / "tests" / "integration" / "js"
+SARAMA_BIN = ROOT / "tests" / "integration" / "sarama" / "sarama-check"
+
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+# RecordBatch attributes bits 0-2.
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+# Headers every producer that can set them sends; the value is not ASCII on purpose.
+HEADERS = [("trace", "t-1"), ("origin", "kmock-über")]
+
+# Client-side timing for group scenarios: fast heartbeats so that a rebalance completes
+# within a second or two, and the smallest session timeout the broker accepts by default.
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_MS = 1000
+POLL_S = 0.05
+
+
+class ScenarioDeadline(Exception):
+    """A scenario ran past its deadline (raised in the test's thread by the conftest guard)."""
+
+
+def unique(prefix: str) -> str:
+    """A topic or group name no other scenario on a shared broker uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def key(i: int) -> str:
+    return f"key-{i}"
+
+
+def value(prefix: str, i: int) -> str:
+    return f"{prefix}-{i}"
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
+               detail: Callable[[], str] | None = None) -> Any:
+    """Poll `predicate` until it returns something truthy, for at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    tick = threading.Event()
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            extra = f"\n{detail()}" if detail else ""
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{extra}")
+        tick.wait(POLL_S)
+
+
+def run_in_thread(fn: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Run `fn` in a daemon thread and wait at most `timeout` s for it (asyncio clients run
+    their own loop in there). On timeout the thread's stack is part of the error."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as e:  # re-raised in the caller's thread below
+            box["error"] = e
+
+    t = threading.Thread(target=target, name=f"scenario-{what}", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        frame = sys._current_frames().get(t.ident or -1)
+        stack = "".join(traceback.format_stack(frame)) if frame else "(no stack)"
+        raise AssertionError(f"{what}: still running after {timeout:g} s; it was at:\n{stack}")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+# --- the broker -------------------------------------------------------------------------
+
+
+class BrokerThread:
+    """A kmock broker served by `trio.run` in a daemon thread, for synchronous tests.
+
+    `restart()` stops it gracefully and starts it again on the same port and data dir,
+    so clients keep their bootstrap address.
+    """
+
+    START_TIMEOUT_S = 30.0
+
+    def __init__(self, data_dir: Path, **overrides: Any) -> None:
+        self.data_dir = Path(data_dir)
+        self.overrides = overrides
+        self.port = 0
+        self.broker: Any = None
+        self._token: Any = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def cluster_id(self) -> str:
+        return str(self.broker.cluster_id)
+
+    @property
+    def node_id(self) -> int:
+        return int(self.broker.node_id)
+
+    def start(self) -> BrokerThread:
+        started = threading.Event()
+        self._error = None
+
+        async def main() -> None:
+            config = load_config(overrides={
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                "log.dirs": str(self.data_dir),
+                **self.overrides,
+            })
+            async with trio.open_nursery() as nursery:
+                self.broker = await nursery.start(serve, config)
+                await self.broker.ready.wait()
+                self._token = trio.lowlevel.current_trio_token()
+                self.port = self.broker.addresses[0][1]
+                started.set()
+
+        def run() -> None:
+            try:
+                trio.run(main)
+            except BaseException as e:  # reported by start() or stop()
+                self._error = e
+            finally:
+                started.set()
+
+        self._thread = threading.Thread(target=run, name="kmock-broker", daemon=True)
+        self._thread.start()
+        if not started.wait(self.START_TIMEOUT_S):
+            raise RuntimeError(f"kmock did not start within {self.START_TIMEOUT_S:g} s")
+        if self._error is not None:
+            raise RuntimeError(f"kmock failed to start: {self._error!r}") from self._error
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        if self._thread.is_alive() and self._token is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(self.broker.shutdown, trio_token=self._token)
+        self._thread.join(self.START_TIMEOUT_S)
+        alive = self._thread.is_alive()
+        self._thread = None
+        self._token = None
+        if alive:
+            raise RuntimeError(f"kmock did not stop within {self.START_TIMEOUT_S:g} s")
+        if self._error is not None:
+            raise RuntimeError(f"kmock stopped with an error: {self._error!r}") from self._error
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+# --- what is on disk --------------------------------------------------------------------
+
+# RecordBatch v2 header, up to the record count (61 bytes).
+_BATCH = struct.Struct(">qiiBihiqqqhii")
+
+
+@dataclass(frozen=True)
+class BatchHeader:
+    partition: int
+    base_offset: int
+    attributes: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def codec(self) -> str:
+        return {v: k for k, v in CODEC_IDS.items()}.get(self.attributes & 7, "?")
+
+
+def batches_on_disk(data_dir: Path, topic: str) -> list[BatchHeader]:
+    """The batch headers of every partition of `topic`, read from the segment files.
+
+    This is what the client actually sent (the broker stores batches as they arrive),
+    so it tells whether a client really compressed, or really produced idempotently.
+    """
+    out = []
+    for pdir in sorted(Path(data_dir).glob(f"{topic}-*")):
+        part = pdir.name[len(topic) + 1:]
+        if not part.isdigit():
+            continue
+        for seg in sorted(pdir.glob("*.log")):
+            data = seg.read_bytes()
+            pos = 0
+            while pos + _BATCH.size <= len(data):
+                (base_offset, length, _epoch, magic, _crc, attributes, _lod, _bts, _mts,
+                 producer_id, producer_epoch, base_sequence, count) = _BATCH.unpack_from(data, pos)
+                if magic != 2 or length <= 0:
+                    break
+                out.append(BatchHeader(int(part), base_offset, attributes, producer_id,
+                                       producer_epoch, base_sequence, count))
+                pos += 12 + length
+    return out
+
+
+# --- records ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rec:
+    """One consumed record, whichever client read it."""
+
+    partition: int
+    offset: int
+    key: str | None
+    value: str | None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def check_records(got: Iterable[Rec], prefix: str, n: int, *, start: int = 0,
+                  exactly_once: bool = True, headers: list[tuple[str, str]] | None = None,
+                  contiguous_from_zero: bool = False) -> None:
+    """`got` holds records `start`..`n-1` of `prefix`, each key matching its value, in
+    produce order within each partition, (when `exactly_once`) with no duplicates, and
+    (when given) carrying `headers`."""
+    got = list(got)
+    want = {value(prefix, i) for i in range(start, n)}
+    values = [r.value for r in got]
+    missing = sorted(want - set(values), key=lambda v: int(str(v).rsplit("-", 1)[1]))
+    extra = sorted({str(v) for v in values} - want)
+    assert not missing, f"{len(missing)} records never consumed, e.g. {missing[:5]}"
+    assert not extra, f"unexpected records consumed: {extra[:5]}"
+    if exactly_once:
+        dups = sorted({v for v in values if values.count(v) > 1})
+        assert not dups, f"records consumed twice: {dups[:5]}"
+    for r in got:
+        i = int(str(r.value).rsplit("-", 1)[1])
+        assert r.key == key(i), f"record {r.value!r} has key {r.key!r}, not {key(i)!r}"
+        if headers is not None:
+            assert list(r.headers) == headers, f"record {r.value!r} has headers {r.headers!r}"
+    by_partition: dict[int, list[Rec]] = {}
+    for r in got:
+        by_partition.setdefault(r.partition, []).append(r)
+    for p, recs in by_partition.items():
+        seen = sorted({(r.offset, r.value) for r in recs})
+        indexes = [int(str(v).rsplit("-", 1)[1]) for _, v in seen]
+        assert indexes == sorted(indexes), (
+            f"partition {p}: records out of produce order: {indexes[:20]}")
+        if contiguous_from_zero:
+            offsets = [o for o, _ in seen]
+            assert offsets == list(range(len(offsets))), (
+                f"partition {p}: offsets not contiguous from 0: {offsets[:20]}")
+
+
+def check_compressed(data_dir: Path, topic: str, codec: str) -> None:
+    batches = batches_on_disk(data_dir, topic)
+    assert batches, f"no batches of {topic} on disk"
+    codecs = {b.codec for b in batches}
+    assert codecs == {codec}, f"batches on disk use {sorted(codecs)}, not {codec}"
+
+
+def check_idempotent(data_dir: Path, topic: str, n: int) -> None:
+    """Every batch carries one producer id and per-partition sequences without gaps."""
+    batches = batches_on_disk(data_dir, topic)
+    assert batches, f"no batches of {topic} on disk"
+    pids = {b.producer_id for b in batches}
+    assert len(pids) == 1, f"producer ids on disk: {sorted(pids)}"
+    assert min(pids) >= 0, f"producer ids on disk: {sorted(pids)}"
+    by_partition: dict[int, list[BatchHeader]] = {}
+    for b in batches:
+        by_partition.setdefault(b.partition, []).append(b)
+    for p, bs in by_partition.items():
+        seq = 0
+        for b in bs:
+            assert b.base_sequence == seq, (
+                f"partition {p}: batch at offset {b.base_offset} has base_sequence "
+                f"{b.base_sequence}, expected {seq}")
+            seq += b.records_count
+    assert sum(b.records_count for b in batches) == n, "records on disk != records produced"
+
+
+# --- CLI clients ------------------------------------------------------------------------
+
+
+def tail(text: str, lines: int = 60) -> str:
+    parts = text.rstrip().splitlines()
+    cut = len(parts) - lines
+    body = "\n".join(parts[-lines:])
+    return (f"[{cut} earlier lines cut]\n" if cut > 0 else "") + body
+
+
+@dataclass
+class Proc:
+    """A client process whose stdout (JSON lines where it prints them) and stderr are
+    collected by two reader threads, so that a test can wait on what it printed."""
+
+    args: list[str]
+    name: str
+    cwd: Path | None = None
+    stdin_data: bytes | None = None
+    keep_stdin_open: bool = False
+    popen: subprocess.Popen[bytes] = field(init=False)
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.lock = threading.Lock()
+        self.popen = subprocess.Popen(
+            self.args, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.popen.stdout, self.stdout),
+                             daemon=True),
+            threading.Thread(target=self._read, args=(self.popen.stderr, self.stderr),
+                             daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
+        assert self.popen.stdin is not None
+        if self.stdin_data is not None:
+            self.popen.stdin.write(self.stdin_data)
+            self.popen.stdin.flush()
+        if not self.keep_stdin_open:
+            self.popen.stdin.close()
+
+    def _read(self, stream: Any, into: list[str]) -> None:
+        for raw in iter(stream.readline, b""):
+            with self.lock:
+                into.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        stream.close()
+
+    def lines(self) -> list[str]:
+        with self.lock:
+            return list(self.stdout)
+
+    def err_lines(self) -> list[str]:
+        with self.lock:
+            return list(self.stderr)
+
+    def events(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.lines():
+            with contextlib.suppress(ValueError):
+                obj = json.loads(line)
+                if isinstance(obj, dict):
+                    out.append(obj)
+        return out
+
+    def output(self) -> str:
+        return (f"--- {self.name}: {' '.join(self.args)}\n"
+                f"--- exit status: {self.popen.poll()}\n"
+                f"--- stdout:\n{tail(chr(10).join(self.lines()))}\n"
+                f"--- stderr:\n{tail(chr(10).join(self.err_lines()))}")
+
+    def close_stdin(self) -> None:
+        if self.popen.stdin and not self.popen.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.popen.stdin.close()
+
+    def wait(self, timeout: float) -> int:
+        try:
+            rc = self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(
+                f"{self.name} still running after {timeout:g} s\n{self.output()}") from None
+        for t in self._readers:
+            t.join(5)
+        return rc
+
+    def check(self, timeout: float) -> Proc:
+        """Wait for exit; fail with the client's own output unless it exited 0."""
+        rc = self.wait(timeout)
+        assert rc == 0, f"{self.name} exited with status {rc}\n{self.output()}"
+        return self
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, 9)
+            self.popen.wait(10)
+
+
+@contextlib.contextmanager
+def explain(*procs: Proc) -> Iterator[None]:
+    """Append the processes' output to any assertion raised inside, and kill them on exit."""
+    try:
+        yield
+    except AssertionError as e:
+        outputs = "\n".join(p.output() for p in procs if p.output() not in str(e))
+        raise AssertionError(f"{e}\n{outputs}" if outputs else str(e)) from None
+    finally:
+        for p in procs:
+            p.kill()
+
+
+def run(args: list[str], name: str, timeout: float, *, stdin: bytes | None = None,
+        cwd: Path | None = None) -> Proc:
+    """Run a client command to completion; fail with its output unless it exits 0."""
+    p = Proc(args, name, cwd=cwd, stdin_data=stdin)
+    try:
+        return p.check(timeout)
+    finally:
+        p.kill()

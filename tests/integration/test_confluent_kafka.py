@@ -1,0 +1,323 @@
+"""confluent-kafka (librdkafka) against kmock: every scenario of the matrix.
+
+librdkafka logs through a Python logger, and its `error_cb` errors are logged as warnings,
+so its own words appear in the captured log of a failed scenario.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer as _Consumer
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka import Producer as _Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration import scenarios
+from tests.integration.harness import (
+    CODECS,
+    HEADERS,
+    HEARTBEAT_MS,
+    SESSION_TIMEOUT_MS,
+    Rec,
+    check_compressed,
+    check_idempotent,
+    check_records,
+    key,
+    unique,
+    value,
+    wait_until,
+)
+from tests.integration.matrix import scenario
+
+pytestmark = pytest.mark.integration
+
+CLIENT = "confluent-kafka"
+NOT_EXPRESSIBLE: dict[str, str] = {}
+
+CLIENT_ID = "kmock-confluent-kafka"
+log = logging.getLogger("confluent_kafka.librdkafka")
+errors: list[str] = []
+
+
+def _on_error(err: KafkaError) -> None:
+    errors.append(str(err))
+    log.warning("error_cb: %s", err)
+
+
+def common(bootstrap: str, **kw: Any) -> dict[str, Any]:
+    conf = {"bootstrap.servers": bootstrap, "client.id": CLIENT_ID, "logger": log,
+            "error_cb": _on_error, "socket.timeout.ms": 10000}
+    conf.update({k.replace("_", "."): v for k, v in kw.items()})
+    return conf
+
+
+def Producer(bootstrap: str, **kw: Any) -> _Producer:
+    return _Producer(common(bootstrap, **{"linger_ms": 5, "acks": "all", **kw}))
+
+
+def Consumer(bootstrap: str, **kw: Any) -> _Consumer:
+    return _Consumer(common(bootstrap, **{
+        "group_id": unique("ck-assign"), "auto_offset_reset": "earliest",
+        "enable_auto_commit": False, "fetch_wait_max_ms": 100,
+        "session_timeout_ms": SESSION_TIMEOUT_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
+        **kw}))
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient(common(bootstrap))
+
+
+def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
+            **kw: Any) -> None:
+    failed: list[str] = []
+
+    def delivered(err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            failed.append(f"{msg.value()!r}: {err}")
+
+    p = Producer(bootstrap, **kw)
+    hdrs = [(k, v.encode()) for k, v in HEADERS]
+    for i in range(start, n):
+        p.produce(topic, key=key(i).encode(), value=value(prefix, i).encode(), headers=hdrs,
+                  on_delivery=delivered)
+        p.poll(0)
+    left = p.flush(20)
+    assert left == 0, f"{left} records not delivered in 20 s (librdkafka errors: {errors})"
+    assert not failed, f"delivery failed: {failed[:3]}"
+
+
+def rec(m: Any) -> Rec:
+    k, v = m.key(), m.value()
+    return Rec(m.partition(), m.offset(), k.decode() if k is not None else None,
+               v.decode() if v is not None else None,
+               tuple((hk, hv.decode()) for hk, hv in m.headers() or ()))
+
+
+def take(c: _Consumer, n: int, timeout: float = 30, *, commit: bool = False) -> list[Rec]:
+    got: list[Rec] = []
+
+    def more() -> bool:
+        for m in c.consume(num_messages=n - len(got), timeout=0.1):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(m.error())
+            got.append(rec(m))
+            if commit:
+                c.commit(message=m, asynchronous=False)
+        return len(got) >= n
+
+    wait_until(more, timeout, f"{n} records (got {len(got)})")
+    return got
+
+
+def consume_all(bootstrap: str, topic: str, n: int) -> list[Rec]:
+    c = Consumer(bootstrap)
+    try:
+        md = c.list_topics(topic, timeout=10)
+        parts = sorted(md.topics[topic].partitions)
+        c.assign([TopicPartition(topic, p, 0) for p in parts])
+        return take(c, n)
+    finally:
+        c.close()
+
+
+@contextmanager
+def group_consumer(bootstrap: str, topic: str, group: str) -> Iterator[_Consumer]:
+    c = Consumer(bootstrap, group_id=group)
+    c.subscribe([topic])
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
+    with group_consumer(bootstrap, topic, group) as c:
+        return take(c, n, commit=True)
+
+
+@scenario("metadata")
+def test_metadata(shared_broker):
+    topic = unique("ck-meta")
+    produce(shared_broker.bootstrap_servers, topic, "m", 3)
+    md = admin(shared_broker.bootstrap_servers).list_topics(timeout=10)
+    scenarios.check_cluster(shared_broker, cluster_id=md.cluster_id,
+                            controller_id=md.controller_id,
+                            brokers=[(b.id, b.host, b.port) for b in md.brokers.values()])
+    t = md.topics[topic]
+    assert t.error is None, t.error
+    scenarios.check_partitions(shared_broker, [
+        (p.id, p.leader, p.replicas, p.isrs, p.error.code() if p.error else 0)
+        for p in t.partitions.values()])
+
+
+@scenario("create-delete-topic")
+def test_create_delete_topic(shared_broker):
+    topic = unique("ck-admin")
+    a = admin(shared_broker.bootstrap_servers)
+    a.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)],
+                    request_timeout=10)[topic].result(timeout=15)
+    md = a.list_topics(topic, timeout=10)
+    assert sorted(md.topics[topic].partitions) == [0, 1, 2]
+    a.delete_topics([topic], request_timeout=10)[topic].result(timeout=15)
+    wait_until(lambda: topic not in a.list_topics(timeout=10).topics, 10,
+               f"{topic} to disappear from metadata")
+
+
+@scenario("keys-headers")
+def test_keys_and_headers(shared_broker):
+    topic = unique("ck-keys")
+    produce(shared_broker.bootstrap_servers, topic, "kh", 200)
+    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), "kh", 200,
+                  headers=HEADERS, contiguous_from_zero=True)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@scenario("compression-{codec}")
+def test_compression(shared_broker, codec):
+    topic = unique(f"ck-{codec}")
+    produce(shared_broker.bootstrap_servers, topic, codec, 200, compression_type=codec)
+    check_compressed(shared_broker.data_dir, topic, codec)
+    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), codec, 200,
+                  headers=HEADERS, contiguous_from_zero=True)
+
+
+class Member:
+    """One group member consuming in its own thread."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, name: str) -> None:
+        self.name = name
+        self._assignment: frozenset[int] | None = None
+        self._records: list[Rec] = []
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, args=(bootstrap, topic, group),
+                                        name=f"ck-member-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self, bootstrap: str, topic: str, group: str) -> None:
+        try:
+            c = Consumer(bootstrap, group_id=group, client_id=f"{CLIENT_ID}-{self.name}",
+                         enable_auto_commit=True, auto_commit_interval_ms=500)
+            c.subscribe([topic])
+            try:
+                while not self._stop.is_set():
+                    msgs = c.consume(num_messages=100, timeout=0.1)
+                    with self._lock:
+                        for m in msgs:
+                            if m.error():
+                                raise KafkaException(m.error())
+                            self._records.append(rec(m))
+                        self._assignment = frozenset(tp.partition for tp in c.assignment())
+            finally:
+                c.close()
+        except BaseException as e:  # reported through assignment()/stop()
+            self._error = e
+
+    def assignment(self) -> frozenset[int] | None:
+        self._raise()
+        with self._lock:
+            return self._assignment
+
+    def records(self) -> list[Rec]:
+        with self._lock:
+            return list(self._records)
+
+    def stop(self, timeout: float = 15) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"member {self.name} did not close in {timeout} s"
+        self._raise()
+
+    def describe(self) -> str:
+        return (f"member {self.name}: assignment {sorted(self._assignment or ())}, "
+                f"{len(self._records)} records, error {self._error!r}")
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise AssertionError(f"member {self.name} failed: {self._error!r}") from self._error
+
+
+@scenario("group-rebalance", deadline=90)
+def test_group_rebalance(shared_broker):
+    topic, group = unique("ck-group"), unique("ck-group")
+    bootstrap = shared_broker.bootstrap_servers
+    scenarios.group_rebalance(
+        start_member=lambda name: Member(bootstrap, topic, group, name),
+        produce=lambda prefix, n: produce(bootstrap, topic, prefix, n),
+    )
+
+
+@scenario("commit-resume")
+def test_commit_and_resume(shared_broker):
+    topic, group = unique("ck-commit"), unique("ck-commit")
+    bootstrap = shared_broker.bootstrap_servers
+    produce(bootstrap, topic, "c", 200)
+    first = consume_and_commit(bootstrap, topic, group, 120)
+    rest = consume_and_commit(bootstrap, topic, group, 80)
+    check_records(first + rest, "c", 200)
+
+
+@scenario("restart-resume", deadline=90)
+def test_resume_after_broker_restart(fresh_broker):
+    b = fresh_broker()
+    topic, group = unique("ck-restart"), unique("ck-restart")
+    bootstrap = b.bootstrap_servers
+    produce(bootstrap, topic, "r", 200)
+    first = consume_and_commit(bootstrap, topic, group, 120)
+    b.restart()
+    produce(bootstrap, topic, "r", 260, start=200)
+    rest = consume_and_commit(bootstrap, topic, group, 140)
+    check_records(first + rest, "r", 260)
+    check_records(consume_all(bootstrap, topic, 260), "r", 260, contiguous_from_zero=True)
+
+
+@scenario("list-describe-groups")
+def test_list_and_describe_groups(shared_broker):
+    topic, group = unique("ck-desc"), unique("ck-desc")
+    bootstrap = shared_broker.bootstrap_servers
+    produce(bootstrap, topic, "d", 30)
+    a = admin(bootstrap)
+    with group_consumer(bootstrap, topic, group) as c:
+        take(c, 30, commit=True)
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in range(3)}
+        listed = a.list_consumer_groups(request_timeout=10).result(timeout=15)
+        described = a.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+        offsets = a.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=10)[group].result(15)
+    assert not listed.errors, listed.errors
+    mine = [g for g in listed.valid if g.group_id == group]
+    assert mine, f"{group} not in {[g.group_id for g in listed.valid]}"
+    assert not mine[0].is_simple_consumer_group
+    assert described.group_id == group
+    assert not described.is_simple_consumer_group
+    assert str(described.state).endswith("STABLE"), described.state
+    assert described.partition_assignor in ("range", "roundrobin"), described.partition_assignor
+    (m,) = described.members
+    assert m.client_id == CLIENT_ID
+    assert sorted(tp.partition for tp in m.assignment.topic_partitions) == [0, 1, 2]
+    committed = {tp.partition: tp.offset for tp in offsets.topic_partitions if tp.topic == topic}
+    assert committed == ends
+
+
+@scenario("idempotent-producer")
+def test_idempotent_producer(shared_broker):
+    topic = unique("ck-idem")
+    produce(shared_broker.bootstrap_servers, topic, "i", 200, enable_idempotence=True)
+    check_idempotent(shared_broker.data_dir, topic, 200)
+    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), "i", 200,
+                  contiguous_from_zero=True)

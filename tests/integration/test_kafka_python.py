@@ -1,0 +1,293 @@
+"""kafka-python (pure Python, sync) against kmock: every scenario of the matrix.
+
+The producer runs with the client's defaults (in 3.x: idempotent, acks=all) unless the
+scenario says otherwise. Consumers commit by hand so that resume points are exact.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+from tests.integration import scenarios
+from tests.integration.harness import (
+    CODECS,
+    HEADERS,
+    HEARTBEAT_MS,
+    SESSION_TIMEOUT_MS,
+    Rec,
+    check_compressed,
+    check_idempotent,
+    check_records,
+    key,
+    unique,
+    value,
+    wait_until,
+)
+from tests.integration.matrix import scenario
+
+pytestmark = pytest.mark.integration
+
+CLIENT = "kafka-python"
+NOT_EXPRESSIBLE: dict[str, str] = {}
+
+CLIENT_ID = "kmock-kafka-python"
+
+
+def producer(bootstrap: str, **kw: Any) -> KafkaProducer:
+    return KafkaProducer(bootstrap_servers=bootstrap, client_id=CLIENT_ID, linger_ms=5,
+                         max_block_ms=15000, request_timeout_ms=10000, **kw)
+
+
+def consumer(bootstrap: str, **kw: Any) -> KafkaConsumer:
+    opts: dict[str, Any] = {
+        "bootstrap_servers": bootstrap, "client_id": CLIENT_ID,
+        "auto_offset_reset": "earliest", "enable_auto_commit": False,
+        "fetch_max_wait_ms": 100, "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_MS, "request_timeout_ms": 10000,
+    }
+    opts.update(kw)
+    return KafkaConsumer(**opts)
+
+
+def admin(bootstrap: str) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id=CLIENT_ID,
+                            request_timeout_ms=10000)
+
+
+def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
+            headers: bool = True, **kw: Any) -> list[Any]:
+    hdrs = [(k, v.encode()) for k, v in HEADERS] if headers else None
+    p = producer(bootstrap, **kw)
+    try:
+        futures = [p.send(topic, key=key(i).encode(), value=value(prefix, i).encode(),
+                          headers=hdrs) for i in range(start, n)]
+        p.flush(timeout=20)
+        return [f.get(timeout=1) for f in futures]
+    finally:
+        p.close(timeout=5)
+
+
+def rec(r: Any) -> Rec:
+    return Rec(r.partition, r.offset, r.key.decode() if r.key is not None else None,
+               r.value.decode() if r.value is not None else None,
+               tuple((k, v.decode()) for k, v in r.headers or ()))
+
+
+def poll_until(c: KafkaConsumer, n: int, timeout: float, *, commit: bool = False) -> list[Rec]:
+    """Poll until `n` records arrived (no more are taken); optionally commit each batch."""
+    got: list[Rec] = []
+
+    def more() -> bool:
+        batch = c.poll(timeout_ms=100, max_records=n - len(got))
+        for records in batch.values():
+            got.extend(rec(r) for r in records)
+        if commit and batch:
+            c.commit()
+        return len(got) >= n
+
+    wait_until(more, timeout, f"{n} records (got {len(got)})")
+    return got
+
+
+def consume_all(bootstrap: str, topic: str, n: int, timeout: float = 20) -> list[Rec]:
+    """Read `n` records from the beginning of every partition, without a group."""
+    with closing(consumer(bootstrap, group_id=None)) as c:
+        parts = wait_until(lambda: c.partitions_for_topic(topic), timeout, f"partitions of {topic}")
+        c.assign([TopicPartition(topic, p) for p in sorted(parts)])
+        return poll_until(c, n, timeout)
+
+
+@scenario("metadata")
+def test_metadata(shared_broker):
+    topic = unique("kp-meta")
+    produce(shared_broker.bootstrap_servers, topic, "m", 3)  # auto-creates it
+    with closing(admin(shared_broker.bootstrap_servers)) as a:
+        cluster = a.describe_cluster()
+        described = a.describe_topics([topic])
+    scenarios.check_cluster(shared_broker, cluster_id=cluster["cluster_id"],
+                            controller_id=cluster["controller_id"],
+                            brokers=[(b["node_id"], b["host"], b["port"])
+                                     for b in cluster["brokers"]])
+    (t,) = described
+    assert t["error_code"] == 0
+    assert t["topic"] == topic
+    scenarios.check_partitions(shared_broker, [
+        (p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["error_code"])
+        for p in t["partitions"]])
+
+
+@scenario("create-delete-topic")
+def test_create_delete_topic(shared_broker):
+    topic = unique("kp-admin")
+    with closing(admin(shared_broker.bootstrap_servers)) as a:
+        a.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
+        (t,) = a.describe_topics([topic])
+        assert t["error_code"] == 0
+        assert sorted(p["partition_index"] for p in t["partitions"]) == [0, 1, 2]
+        assert topic in a.list_topics()
+        a.delete_topics([topic])
+        wait_until(lambda: topic not in a.list_topics(), 10, f"{topic} to disappear")
+
+
+@scenario("keys-headers")
+def test_keys_and_headers(shared_broker):
+    topic = unique("kp-keys")
+    produce(shared_broker.bootstrap_servers, topic, "kh", 200)
+    got = consume_all(shared_broker.bootstrap_servers, topic, 200)
+    check_records(got, "kh", 200, headers=HEADERS, contiguous_from_zero=True)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@scenario("compression-{codec}")
+def test_compression(shared_broker, codec):
+    topic = unique(f"kp-{codec}")
+    produce(shared_broker.bootstrap_servers, topic, codec, 200, compression_type=codec)
+    check_compressed(shared_broker.data_dir, topic, codec)
+    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), codec, 200,
+                  headers=HEADERS, contiguous_from_zero=True)
+
+
+class Member:
+    """One group member polling in its own thread (kafka-python consumers are not
+    thread-safe, so the consumer lives and dies in that thread)."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, name: str) -> None:
+        self.name = name
+        self._assignment: frozenset[int] | None = None
+        self._records: list[Rec] = []
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, args=(bootstrap, topic, group),
+                                        name=f"kp-member-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self, bootstrap: str, topic: str, group: str) -> None:
+        try:
+            c = consumer(bootstrap, group_id=group, client_id=f"{CLIENT_ID}-{self.name}",
+                         enable_auto_commit=True, auto_commit_interval_ms=500)
+            c.subscribe([topic])
+            try:
+                while not self._stop.is_set():
+                    batch = c.poll(timeout_ms=100)
+                    with self._lock:
+                        for records in batch.values():
+                            self._records.extend(rec(r) for r in records)
+                        self._assignment = frozenset(tp.partition for tp in c.assignment())
+            finally:
+                c.close()
+        except BaseException as e:  # reported through describe()/stop()
+            self._error = e
+
+    def assignment(self) -> frozenset[int] | None:
+        self._raise()
+        with self._lock:
+            return self._assignment
+
+    def records(self) -> list[Rec]:
+        with self._lock:
+            return list(self._records)
+
+    def stop(self, timeout: float = 15) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"member {self.name} did not close in {timeout} s"
+        self._raise()
+
+    def describe(self) -> str:
+        return (f"member {self.name}: assignment {sorted(self._assignment or ())}, "
+                f"{len(self._records)} records, error {self._error!r}")
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise AssertionError(f"member {self.name} failed: {self._error!r}") from self._error
+
+
+@scenario("group-rebalance", deadline=90)
+def test_group_rebalance(shared_broker):
+    topic, group = unique("kp-group"), unique("kp-group")
+    bootstrap = shared_broker.bootstrap_servers
+    scenarios.group_rebalance(
+        start_member=lambda name: Member(bootstrap, topic, group, name),
+        produce=lambda prefix, n: produce(bootstrap, topic, prefix, n),
+    )
+
+
+@contextmanager
+def group_consumer(bootstrap: str, topic: str, group: str) -> Iterator[KafkaConsumer]:
+    c = consumer(bootstrap, group_id=group)
+    c.subscribe([topic])
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
+    with group_consumer(bootstrap, topic, group) as c:
+        return poll_until(c, n, 30, commit=True)
+
+
+@scenario("commit-resume")
+def test_commit_and_resume(shared_broker):
+    topic, group = unique("kp-commit"), unique("kp-commit")
+    bootstrap = shared_broker.bootstrap_servers
+    produce(bootstrap, topic, "c", 200)
+    first = consume_and_commit(bootstrap, topic, group, 120)
+    rest = consume_and_commit(bootstrap, topic, group, 80)
+    check_records(first + rest, "c", 200)
+
+
+@scenario("restart-resume", deadline=90)
+def test_resume_after_broker_restart(fresh_broker):
+    b = fresh_broker()
+    topic, group = unique("kp-restart"), unique("kp-restart")
+    bootstrap = b.bootstrap_servers
+    produce(bootstrap, topic, "r", 200)
+    first = consume_and_commit(bootstrap, topic, group, 120)
+    b.restart()
+    produce(bootstrap, topic, "r", 260, start=200)
+    rest = consume_and_commit(bootstrap, topic, group, 140)
+    check_records(first + rest, "r", 260)
+    check_records(consume_all(bootstrap, topic, 260), "r", 260, contiguous_from_zero=True)
+
+
+@scenario("list-describe-groups")
+def test_list_and_describe_groups(shared_broker):
+    topic, group = unique("kp-desc"), unique("kp-desc")
+    bootstrap = shared_broker.bootstrap_servers
+    produce(bootstrap, topic, "d", 30)
+    with group_consumer(bootstrap, topic, group) as c, closing(admin(bootstrap)) as a:
+        poll_until(c, 30, 20, commit=True)
+        ends = c.end_offsets([TopicPartition(topic, p) for p in range(3)])
+        listed = {g["group_id"]: g for g in a.list_groups()}
+        assert group in listed, f"{group} not in {sorted(listed)}"
+        assert listed[group]["protocol_type"] == "consumer"
+        (d,) = a.describe_groups([group])
+        offsets = a.list_group_offsets({group: None})
+    assert d["group_id"] == group
+    assert d["error_code"] == 0
+    assert d["group_state"] == "Stable"
+    assert d["protocol_type"] == "consumer"
+    assert d["protocol_data"] in ("range", "roundrobin")
+    (m,) = d["members"]
+    assert m["client_id"] == CLIENT_ID
+    got = offsets.get(group, offsets)
+    committed = {tp.partition: meta.offset for tp, meta in got.items() if tp.topic == topic}
+    assert committed == {tp.partition: end for tp, end in ends.items()}
+
+
+@scenario("idempotent-producer")
+def test_idempotent_producer(shared_broker):
+    topic = unique("kp-idem")
+    produce(shared_broker.bootstrap_servers, topic, "i", 200, enable_idempotence=True)
+    check_idempotent(shared_broker.data_dir, topic, 200)
+    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), "i", 200,
+                  contiguous_from_zero=True)
