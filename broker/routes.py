@@ -13,12 +13,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.handlers import (
+    alter_configs,
     api_versions,
+    create_partitions,
+    create_topics,
     delete_groups,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     describe_groups,
+    describe_log_dirs,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -28,15 +37,25 @@ from broker.handlers import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sync_group,
 )
+from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.create_partitions import CreatePartitionsRequest
+from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
+from protocol.messages.delete_records import DeleteRecordsRequest
+from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from protocol.messages.fetch import FetchRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
@@ -46,6 +65,7 @@ from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from protocol.messages.produce import ProduceRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.schema import Message
@@ -67,9 +87,19 @@ ROUTES: dict[type[Message], Handler] = {
     DescribeGroupsRequest: describe_groups.handle,  # 15
     ListGroupsRequest: list_groups.handle,  # 16
     ApiVersionsRequest: api_versions.handle,  # 18
+    CreateTopicsRequest: create_topics.handle,  # 19
+    DeleteTopicsRequest: delete_topics.handle,  # 20
+    DeleteRecordsRequest: delete_records.handle,  # 21
     InitProducerIdRequest: init_producer_id.handle,  # 22
+    OffsetForLeaderEpochRequest: offset_for_leader_epoch.handle,  # 23
+    DescribeConfigsRequest: describe_configs.handle,  # 32
+    AlterConfigsRequest: alter_configs.handle,  # 33
+    DescribeLogDirsRequest: describe_log_dirs.handle,  # 35
+    CreatePartitionsRequest: create_partitions.handle,  # 37
     DeleteGroupsRequest: delete_groups.handle,  # 42
+    IncrementalAlterConfigsRequest: incremental_alter_configs.handle,  # 44
     OffsetDeleteRequest: offset_delete.handle,  # 47
+    DescribeClusterRequest: describe_cluster.handle,  # 60
 }
 
 

@@ -700,8 +700,7 @@ class GroupCoordinator:
                     member.awaiting_sync.token,
                     SyncGroupResponse(error_code=_E.REBALANCE_IN_PROGRESS),
                 )
-            member.awaiting_sync = Parked(token, ctx.api_version)
-            member.heartbeat_deadline_ms = None  # alive while it waits; see _park_join
+            _park_sync(member, token, ctx.api_version)
             self._synced(group, member)
             if group.is_leader(member.member_id):
                 self._store_assignment(group, request, now_ms, out)
@@ -774,8 +773,10 @@ class GroupCoordinator:
             identities = [MemberIdentity(member_id=request.member_id)]
         out = _Out()
         results = []
+        members_left = False
         for identity in identities:
-            code = self._leave_one(group, identity, out)
+            code, was_member = self._leave_one(group, identity, out)
+            members_left |= was_member
             results.append(
                 MemberResponse(
                     member_id=identity.member_id,
@@ -783,8 +784,11 @@ class GroupCoordinator:
                     error_code=code,
                 )
             )
-        if any(r.error_code == _E.NONE for r in results):
+        if members_left:
             self._rebalance_after_removal(group, now_ms, out)
+        else:
+            # Pending member ids going away may end a join phase they held open.
+            self._maybe_complete_join(group, now_ms, out)
         if version >= 3:
             response = LeaveGroupResponse(error_code=_E.NONE, members=results)
         else:
@@ -792,22 +796,25 @@ class GroupCoordinator:
         out.reply(token, response)
         return out.outcome()
 
-    def _leave_one(self, group: Group, identity: MemberIdentity, out: _Out) -> ErrorCode:
+    def _leave_one(
+        self, group: Group, identity: MemberIdentity, out: _Out
+    ) -> tuple[ErrorCode, bool]:
+        """The member's answer, and whether a member (not a pending id) left."""
         member_id, instance_id = identity.member_id, identity.group_instance_id
         if not member_id:
             # An admin tool removes a static member by its instance id alone.
             if instance_id is None or instance_id not in group.static_members:
-                return _E.UNKNOWN_MEMBER_ID
+                return _E.UNKNOWN_MEMBER_ID, False
             member_id = group.static_members[instance_id]
         elif member_id in group.pending_members:
             group.remove(member_id)
-            return _E.NONE
+            return _E.NONE, False
         else:
             error = _member_error(group, member_id, instance_id)
             if error is not None:
-                return error
+                return error, False
         self._remove_member(group, group.members[member_id], out)
-        return _E.NONE
+        return _E.NONE, True
 
     def _remove_member(self, group: Group, member: Member, out: _Out) -> None:
         """Drop a member, answering what it has parked with UNKNOWN_MEMBER_ID."""
@@ -856,8 +863,13 @@ class GroupCoordinator:
         return group, group.members[member_id]
 
     def _touch(self, member: Member, now_ms: int) -> None:
-        """A request from the member: its session runs from now."""
-        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+        """A request from the member: its session runs from now.
+
+        A member waiting in a JoinGroup or SyncGroup keeps what it has (no deadline, or a
+        new member's join timeout), as Kafka counts it alive until it is answered.
+        """
+        if member.awaiting_join is None and member.awaiting_sync is None:
+            member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
 
     # --- OffsetCommit ----------------------------------------------------------------------
 
@@ -1529,6 +1541,12 @@ def _park_join(member: Member, token: int, api_version: int) -> None:
     member.awaiting_join = Parked(token, api_version)
     if not member.is_new:
         member.heartbeat_deadline_ms = None
+
+
+def _park_sync(member: Member, token: int, api_version: int) -> None:
+    """A member waits for the leader's assignment, alive until answered (as _park_join)."""
+    member.awaiting_sync = Parked(token, api_version)
+    member.heartbeat_deadline_ms = None
 
 
 def _protocols(request: JoinGroupRequest) -> list[tuple[str, bytes]]:

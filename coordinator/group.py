@@ -66,10 +66,11 @@ class Member:
     heartbeat_deadline_ms: int | None = None
 
     def metadata(self, protocol: str) -> bytes:
+        """The member's metadata for a protocol it supports (the group's selected one)."""
         for name, metadata in self.protocols:
             if name == protocol:
                 return metadata
-        raise KeyError(f"member {self.member_id} does not support protocol {protocol}")
+        raise KeyError(f"{self.member_id} lacks {protocol}")  # pragma: no cover - selected
 
     def vote(self, candidates: set[str]) -> str:
         """The member's most preferred protocol among the candidates."""
@@ -208,8 +209,7 @@ class Group:
 
     def maybe_elect_new_joined_leader(self) -> bool:
         """Make sure the leader is a member that rejoined; False if nobody rejoined."""
-        if self.leader_id is None:
-            return False
+        assert self.leader_id is not None, "a group with members has a leader"
         if self.members[self.leader_id].awaiting_join is not None:
             return True
         for member_id, member in self.members.items():

@@ -80,24 +80,21 @@ def _committed_transactions_only(df: Any) -> Any:
     """Drop control records and the records of aborted or unfinished transactions.
 
     A transactional record (TxnOffsetCommit) counts once its producer's next transaction
-    marker in the same partition is a COMMIT, as Kafka's coordinator applies it.
+    marker in the same partition is a COMMIT, as Kafka's coordinator applies it. The next
+    marker is found in one pass: newest first, the last marker seen so far (a running
+    frame; Spark recomputes an unbounded-following frame for every row).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    after = (
+    newest_first = (
         Window.partitionBy("partition", "producer_id")
-        .orderBy("offset")
-        .rowsBetween(Window.currentRow, Window.unboundedFollowing)
+        .orderBy(F.col("offset").desc())
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    transactional = (
-        df.where(F.col("is_transactional"))
-        .withColumn("_outcome", F.first("control_type", ignorenulls=True).over(after))
-        .where((F.col("record_type") != "control") & (F.col("_outcome") == _CONTROL_COMMIT))
-        .drop("_outcome")
-    )
-    plain = df.where(~F.col("is_transactional") & (F.col("record_type") != "control"))
-    return plain.unionByName(transactional)
+    outcome = F.last("control_type", ignorenulls=True).over(newest_first)
+    keep = ~F.col("is_transactional") | (outcome == _CONTROL_COMMIT)
+    return df.withColumn("_keep", keep).where(F.col("_keep") & (F.col("record_type") != "control")).drop("_keep")
 
 
 def snapshot(spark: Any, dirs: Dirs) -> Any:
@@ -212,22 +209,18 @@ def log_end_offsets(spark: Any, dirs: Dirs, *, topics: Iterable[str] | None = No
 def lag(spark: Any, dirs: Dirs, *, groups: Iterable[str] | None = None) -> Any:
     """Consumer lag per group, topic and partition, ordered by them.
 
-    Columns: group, topic, partition, committed_offset, log_end_offset, lag,
-    commit_timestamp, metadata. lag = log_end_offset - committed_offset, as Kafka's
-    kafka-consumer-groups computes it (not clamped; null when the topic is not on disk).
-    Only partitions with a committed offset appear (the log does not record assignments
-    without commits). Runs one small action first, to learn which topics to read.
+    Columns: group, topic, partition, committed_offset (from `committed_offsets`),
+    log_end_offset, lag, commit_timestamp, metadata. lag = log_end_offset -
+    committed_offset, as Kafka's kafka-consumer-groups computes it: not clamped, and null
+    when the partition is not on disk. Only partitions with a committed offset appear (the
+    log does not record assignments without commits). Log end offsets come from batch
+    headers (mode=segments) of every partition, in the same query.
     """
     from pyspark.sql import functions as F
 
     commits = committed_offsets(spark, dirs, groups=groups)
-    topics = sorted(r["topic"] for r in commits.select("topic").distinct().collect())
-    if topics:
-        ends = log_end_offsets(spark, dirs, topics=topics)
-    else:
-        ends = spark.createDataFrame([], "topic string, partition int, log_end_offset bigint")
     return (
-        commits.join(ends, ["topic", "partition"], "left")
+        commits.join(log_end_offsets(spark, dirs), ["topic", "partition"], "left")
         .select(
             "group",
             "topic",

@@ -88,7 +88,9 @@ def raised(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ErrorCode:
     return e.value.code
 
 
-def reload(records: Iterable[CoordinatorRecord], now_ms: int = 0, **config: Any) -> GroupCoordinator:
+def reload(
+    records: Iterable[CoordinatorRecord], now_ms: int = 0, **config: Any
+) -> GroupCoordinator:
     """A new coordinator that replayed `records` (as bytes, like the broker) and loaded."""
     c = coordinator(**config)
     for record in records:
@@ -292,7 +294,9 @@ def fetch_groups(
                 group_id=g,
                 topics=None
                 if parts is None
-                else [OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in parts.items()],
+                else [
+                    OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in parts.items()
+                ],
             )
             for g, parts in groups.items()
         ],

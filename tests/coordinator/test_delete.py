@@ -11,6 +11,7 @@ from protocol.messages.offset_delete import (
 )
 from tests.coordinator.builders import (
     GROUP,
+    WALL,
     commit,
     coordinator,
     ctx,
@@ -64,8 +65,10 @@ def emptied_group(c: GroupCoordinator, group_id: str = GROUP) -> None:
     """A consumer group with offsets whose last member left (generation 2, Empty)."""
     c, ids = stable_group(1, c=c, group_id=group_id)
     c.on_appended(
-        commit(c, 0, {("t", 0): 1, ("t", 1): 2}, member_id=ids[0], generation_id=1,
-               group_id=group_id)[1], 0,
+        commit(
+            c, 0, {("t", 0): 1, ("t", 1): 2}, member_id=ids[0], generation_id=1, group_id=group_id
+        )[1],
+        0,
     )
     _, outcome = leave(c, 1, (ids[0], None), group_id=group_id)
     c.on_appended(outcome, 1)
@@ -76,9 +79,12 @@ def test_delete_of_an_empty_group_writes_tombstones_and_forgets_it_once_durable(
     emptied_group(c)
     token, outcome = delete_groups(c, 2, GROUP)
     assert results(outcome, token) == {GROUP: E.NONE}
-    assert [(type(r.key).__name__, getattr(r.key, "partition", None), r.value)
-            for r in outcome.records] == [
-        ("OffsetCommitKey", 0, None), ("OffsetCommitKey", 1, None), ("GroupMetadataKey", None, None),
+    assert [
+        (type(r.key).__name__, getattr(r.key, "partition", None), r.value) for r in outcome.records
+    ] == [
+        ("OffsetCommitKey", 0, None),
+        ("OffsetCommitKey", 1, None),
+        ("GroupMetadataKey", None, None),
     ]
     assert all(r.group_id == GROUP and r.value_bytes() is None for r in outcome.records)
     assert c.group(GROUP).state is GroupState.DEAD
@@ -168,7 +174,8 @@ def test_offset_delete_of_an_empty_group_writes_tombstones() -> None:
     token, outcome = delete_offsets(c, 3, {"t": [0, 7], "u": [0]})
     assert offset_errors(outcome, token) == {("t", 0): E.NONE, ("t", 7): E.NONE, ("u", 0): E.NONE}
     assert [(r.key.topic, r.key.partition, r.value) for r in outcome.records] == [
-        ("t", 0, None), ("u", 0, None),
+        ("t", 0, None),
+        ("u", 0, None),
     ]
     c.on_appended(outcome, 4)
     assert list(c.group(GROUP).offsets) == [("t", 1)]
@@ -180,7 +187,9 @@ def test_offset_delete_of_the_last_offsets_of_an_empty_group_deletes_it() -> Non
     emptied_group(c)
     token, outcome = delete_offsets(c, 3, {"t": [0, 1]})
     assert [type(r.key).__name__ for r in outcome.records] == [
-        "OffsetCommitKey", "OffsetCommitKey", "GroupMetadataKey",
+        "OffsetCommitKey",
+        "OffsetCommitKey",
+        "GroupMetadataKey",
     ]
     assert c.group(GROUP).state is GroupState.DEAD
     failed = c.on_append_failed(outcome, E.KAFKA_STORAGE_ERROR, 4)
@@ -195,7 +204,8 @@ def test_offset_delete_of_a_consumer_group_spares_the_topics_it_subscribes_to() 
     c.on_appended(commit(c, 0, offsets, member_id=ids[0], generation_id=1)[1], 0)
     token, outcome = delete_offsets(c, 1, {"t": [0], "old": [0]})
     assert offset_errors(outcome, token) == {
-        ("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("old", 0): E.NONE,
+        ("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC,
+        ("old", 0): E.NONE,
     }
     assert [r.key.topic for r in outcome.records] == ["old"]
     c.on_appended(outcome, 2)
@@ -223,7 +233,16 @@ def test_offset_delete_refused_as_a_whole() -> None:
 
 
 def test_offset_delete_of_a_consumer_group_needs_no_subscription_for_other_topics() -> None:
-    c, ids = stable_group(1, protocols=(("range", subscription("t")),))
+    c, _ids = stable_group(1, protocols=(("range", subscription("t")),))
     token, outcome = delete_offsets(c, 1, {"never-committed": [0]})
     assert offset_errors(outcome, token) == {("never-committed", 0): E.NONE}
     assert outcome.records == ()
+
+
+def test_retention_check_passes_over_a_group_whose_tombstones_are_on_their_way() -> None:
+    c = coordinator()
+    c.finish_load(0)
+    c.on_appended(commit(c, 0, {("t", 0): 1})[1], 0)
+    delete_groups(c, 1, GROUP)
+    assert c.expire(1, WALL + 8 * 24 * 3600 * 1000).records == ()
+    assert c.group(GROUP).state is GroupState.DEAD

@@ -23,7 +23,9 @@ E = ErrorCode
 
 
 def describe(c, *group_ids: str, version: int = 5, operations: bool = False):  # type: ignore[no-untyped-def]
-    request = DescribeGroupsRequest(groups=list(group_ids), include_authorized_operations=operations)
+    request = DescribeGroupsRequest(
+        groups=list(group_ids), include_authorized_operations=operations
+    )
     response = c.describe_groups(ctx(version), request)
     return {g.group_id: g for g in response.groups}
 
@@ -39,15 +41,30 @@ def test_describe_of_a_stable_group_shows_protocol_metadata_and_assignments() ->
     c, ids = stable_group(2, static=True)
     g = describe(c, "g")["g"]
     assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data) == (
-        E.NONE, "Stable", "consumer", "range",
+        E.NONE,
+        "Stable",
+        "consumer",
+        "range",
     )
     assert [
-        (m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_metadata,
-         m.member_assignment)
+        (
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.member_metadata,
+            m.member_assignment,
+        )
         for m in g.members
     ] == [
-        (ids[i], f"instance-{i}", f"client-{i}", "/127.0.0.1", subscription("t"),
-         f"a-{ids[i]}".encode())
+        (
+            ids[i],
+            f"instance-{i}",
+            f"client-{i}",
+            "/127.0.0.1",
+            subscription("t"),
+            f"a-{ids[i]}".encode(),
+        )
         for i in range(2)
     ]
     assert g.authorized_operations == -(2**31)
@@ -55,7 +72,7 @@ def test_describe_of_a_stable_group_shows_protocol_metadata_and_assignments() ->
 
 def test_describe_of_a_rebalancing_group_hides_metadata_and_assignments() -> None:
     c = coordinator()
-    ids, _ = joined_group(c, 2)
+    _ids, _ = joined_group(c, 2)
     g = describe(c, "g")["g"]
     assert (g.group_state, g.protocol_data) == ("CompletingRebalance", "")
     assert [(m.member_metadata, m.member_assignment) for m in g.members] == [(b"", b"")] * 2
@@ -64,7 +81,11 @@ def test_describe_of_a_rebalancing_group_hides_metadata_and_assignments() -> Non
 def test_describe_of_an_unknown_group_says_dead_without_error() -> None:
     g = describe(coordinator(), "nobody", operations=True)["nobody"]
     assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data, g.members) == (
-        E.NONE, "Dead", "", "", [],
+        E.NONE,
+        "Dead",
+        "",
+        "",
+        [],
     )
     assert g.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
 
@@ -96,7 +117,9 @@ def test_list_groups_filters_states_case_insensitively_from_v4() -> None:
     ("types", "version", "expected"),
     [(["Classic"], 5, ["a"]), (["consumer"], 5, []), (["consumer"], 4, ["a"])],
 )
-def test_list_groups_filters_types_from_v5(types: list[str], version: int, expected: list[str]) -> None:
+def test_list_groups_filters_types_from_v5(
+    types: list[str], version: int, expected: list[str]
+) -> None:
     c, _ = stable_group(1, group_id="a")
     assert [g[0] for g in listed(c, version=version, types=types)] == expected
 
@@ -106,7 +129,11 @@ def test_groups_by_state_counts_every_state() -> None:
     new_member_id(c, 0, group_id="b")
     join(c, 0, version=3, group_id="c")
     assert c.groups_by_state() == {
-        "Empty": 1, "PreparingRebalance": 1, "CompletingRebalance": 0, "Stable": 1, "Dead": 0,
+        "Empty": 1,
+        "PreparingRebalance": 1,
+        "CompletingRebalance": 0,
+        "Stable": 1,
+        "Dead": 0,
     }
     assert c.group_ids() == ["a", "b", "c"]
 

@@ -82,7 +82,8 @@ def test_session_expiry_removes_the_member_and_the_group_rebalances() -> None:
     heartbeat(c, 5_000, ids[1], 1)
     assert c.next_deadline_ms() == 10_000
     outcome = c.expire(10_000, WALL + 10_000)
-    assert outcome.replies == () and outcome.records == ()
+    assert outcome.replies == ()
+    assert outcome.records == ()
     group = c.group(GROUP)
     assert list(group.members) == [ids[1]]
     assert group.leader_id == ids[1]
@@ -120,7 +121,8 @@ def test_leave_v0_to_v2_answers_at_the_top_level() -> None:
 def test_leave_v3_answers_each_member_of_the_batch() -> None:
     c, ids = stable_group(3, static=True)
     token, outcome = leave(
-        c, 1,
+        c,
+        1,
         (ids[0], "instance-0"),
         (ids[1], "instance-2"),  # another member's instance id
         ("stranger", None),
@@ -141,7 +143,7 @@ def test_leave_v3_answers_each_member_of_the_batch() -> None:
 
 
 def test_leave_with_nobody_removed_does_not_rebalance() -> None:
-    c, ids = stable_group(2)
+    c, _ids = stable_group(2)
     leave(c, 1, ("stranger", None))
     assert c.group(GROUP).state is GroupState.STABLE
 
@@ -186,3 +188,37 @@ def test_leave_of_a_dead_group_returns_coordinator_not_available() -> None:
     c.on_appended(commit(c, 0, {("t", 0): 1})[1], 0)
     delete_groups(c, 1, GROUP)
     assert raised(leave, c, 2, ("m", None)) == E.COORDINATOR_NOT_AVAILABLE
+
+
+def test_heartbeat_from_a_member_waiting_in_a_rebalance_does_not_start_its_session() -> None:
+    # Its JoinGroup is parked on one connection; a heartbeat comes on another.
+    c, ids = stable_group(2)
+    join(c, 1, ids[0])
+    assert heartbeat(c, 2, ids[0], 1).error_code == E.REBALANCE_IN_PROGRESS
+    group = c.group(GROUP)
+    assert group.members[ids[0]].heartbeat_deadline_ms is None
+    c.expire(30_000, WALL)  # ids[1] is gone (session), ids[0] stays though silent
+    assert list(group.members) == [ids[0]]
+
+
+def test_new_member_keeps_its_join_timeout_when_it_sends_its_join_again() -> None:
+    c, ids = stable_group(2)
+    join(c, 1, ids[0])
+    member_id = new_member_id(c, 2)
+    join(c, 3, member_id)
+    join(c, 4, member_id)  # a retry of the parked JoinGroup
+    assert c.group(GROUP).members[member_id].heartbeat_deadline_ms == 3 + 300_000
+
+
+def test_leave_of_a_pending_member_id_does_not_disturb_a_stable_group() -> None:
+    c, ids = stable_group(1)
+    member_id = new_member_id(c, 1)
+    leave(c, 2, (member_id, None))
+    assert c.group(GROUP).state is GroupState.STABLE
+
+
+def test_leave_of_the_pending_member_id_that_held_the_join_phase_open_ends_it() -> None:
+    c, ids = stable_group(1)
+    member_id = new_member_id(c, 1)
+    c2_token, _ = join(c, 2, ids[0])  # the only member rejoins, but the pending id...
+    assert c.group(GROUP).state is GroupState.COMPLETING_REBALANCE  # ...is not waited for?

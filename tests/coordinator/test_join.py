@@ -155,10 +155,12 @@ def test_first_join_without_protocols_returns_inconsistent_group_protocol() -> N
 
 
 def test_any_protocol_type_can_form_a_group() -> None:
-    c, ids = stable_group(2, protocol_type="connect", protocols=(("sessioned", b"x"),))
+    c, _ids = stable_group(2, protocol_type="connect", protocols=(("sessioned", b"x"),))
     group = c.group(GROUP)
     assert (group.state, group.protocol_type, group.protocol_name) == (
-        GroupState.STABLE, "connect", "sessioned",
+        GroupState.STABLE,
+        "connect",
+        "sessioned",
     )
     assert group.subscribed_topics is None
 
@@ -200,7 +202,9 @@ def test_pending_member_that_finds_the_rebalance_full_is_turned_away() -> None:
     assert group.state is GroupState.COMPLETING_REBALANCE
 
 
-def test_known_member_rejoining_completing_rebalance_with_same_protocols_gets_this_generation() -> None:
+def test_known_member_rejoining_completing_rebalance_with_same_protocols_gets_this_generation() -> (
+    None
+):
     c = coordinator()
     ids, _ = joined_group(c, 2)
     for member_id, expect_members in ((ids[0], ids), (ids[1], [])):
@@ -300,7 +304,8 @@ def test_join_phase_with_nobody_left_makes_the_group_empty_and_writes_it() -> No
     (record,) = outcome.records
     assert record.value.generation == 2
     assert record.value.members == []
-    assert record.value.protocol is None and record.value.leader is None
+    assert record.value.protocol is None
+    assert record.value.leader is None
     assert record.value.protocol_type == "consumer"
 
 
@@ -364,7 +369,7 @@ def test_join_error_protocol_name_is_null_from_v7_and_empty_below(
 
 def test_join_v0_uses_the_session_timeout_as_rebalance_timeout() -> None:
     c = coordinator()
-    token, _ = join(c, 0, version=0, session_timeout_ms=8_000, rebalance_timeout_ms=-1)
+    _token, _ = join(c, 0, version=0, session_timeout_ms=8_000, rebalance_timeout_ms=-1)
     c.expire(0, WALL)
     (member,) = c.group(GROUP).members.values()
     assert member.rebalance_timeout_ms == 8_000
@@ -404,9 +409,19 @@ def test_join_to_dead_group_returns_coordinator_not_available() -> None:
     _, outcome = delete_groups(c, 1, GROUP)  # Dead until the tombstones are durable
     token, joined = join(c, 2)
     assert (reply(joined, token).error_code, reply(joined, token).member_id) == (
-        E.COORDINATOR_NOT_AVAILABLE, "",
+        E.COORDINATOR_NOT_AVAILABLE,
+        "",
     )
     token, joined = join(c, 2, "m-1")
     assert reply(joined, token).error_code == E.COORDINATOR_NOT_AVAILABLE
     c.on_appended(outcome, 3)
     assert c.group(GROUP) is None
+
+
+@pytest.mark.parametrize(("version", "name"), [(6, ""), (7, None)])
+def test_protocol_named_empty_is_sent_as_null_from_v7(version: int, name: str | None) -> None:
+    c = coordinator()
+    protocols = (("", b""),)
+    member_id = new_member_id(c, 0, version=version, protocols=protocols)
+    token, _ = join(c, 0, member_id, version=version, protocols=protocols)
+    assert reply(c.expire(0, WALL), token).protocol_name == name

@@ -35,12 +35,18 @@ RETENTION_MS = 7 * DAY_MS  # offsets.retention.minutes default
 def test_member_commit_is_written_first_and_applied_once_durable() -> None:
     c, ids = stable_group(2)
     token, outcome = commit(
-        c, 100, {("t", 0): 42, ("t", 1): 7}, member_id=ids[0], generation_id=1,
-        metadata="m", leader_epoch=3,
+        c,
+        100,
+        {("t", 0): 42, ("t", 1): 7},
+        member_id=ids[0],
+        generation_id=1,
+        metadata="m",
+        leader_epoch=3,
     )
     assert commit_errors(outcome, token) == {("t", 0): E.NONE, ("t", 1): E.NONE}
     assert [(r.key.topic, r.key.partition, r.value.offset) for r in outcome.records] == [
-        ("t", 0, 42), ("t", 1, 7),
+        ("t", 0, 42),
+        ("t", 1, 7),
     ]
     record = outcome.records[0]
     assert (record.key.group, record.value_version) == (GROUP, 3)
@@ -99,7 +105,9 @@ def test_commit_without_member_id_to_a_group_with_members_returns_unknown_member
     assert raised(commit, c, 1, {("t", 0): 5}) == E.UNKNOWN_MEMBER_ID
 
 
-@pytest.mark.parametrize(("version", "error"), [(8, E.ILLEGAL_GENERATION), (9, E.GROUP_ID_NOT_FOUND)])
+@pytest.mark.parametrize(
+    ("version", "error"), [(8, E.ILLEGAL_GENERATION), (9, E.GROUP_ID_NOT_FOUND)]
+)
 def test_commit_with_generation_to_an_unknown_group(version: int, error: ErrorCode) -> None:
     c = coordinator()
     assert raised(commit, c, 0, {("t", 0): 5}, member_id="m", generation_id=1, version=version) == (
@@ -122,17 +130,28 @@ def test_member_commit_refused_as_a_whole(
 ) -> None:
     c, ids = stable_group(1)
     member_id = ids[member] if isinstance(member, int) else member
-    assert raised(
-        commit, c, 1, {("t", 0): 5}, member_id=member_id, generation_id=generation_id,
-        instance_id=instance_id,
-    ) == error
+    assert (
+        raised(
+            commit,
+            c,
+            1,
+            {("t", 0): 5},
+            member_id=member_id,
+            generation_id=generation_id,
+            instance_id=instance_id,
+        )
+        == error
+    )
 
 
 def test_commit_by_a_fenced_static_member_returns_fenced_instance_id() -> None:
     c, ids = stable_group(2, static=True)
-    assert raised(
-        commit, c, 1, {("t", 0): 5}, member_id=ids[0], generation_id=1, instance_id="instance-1"
-    ) == E.FENCED_INSTANCE_ID
+    assert (
+        raised(
+            commit, c, 1, {("t", 0): 5}, member_id=ids[0], generation_id=1, instance_id="instance-1"
+        )
+        == E.FENCED_INSTANCE_ID
+    )
 
 
 def test_commit_during_completing_rebalance_returns_rebalance_in_progress() -> None:
@@ -164,7 +183,8 @@ def test_metadata_longer_than_the_limit_fails_that_partition_only() -> None:
     # Java's String.length counts UTF-16 units: one emoji is two.
     token, outcome = commit(c, 0, {("t", 0): 1, ("u", 0): 2}, metadata="abc\U0001f600")
     assert commit_errors(outcome, token) == {
-        ("t", 0): E.OFFSET_METADATA_TOO_LARGE, ("u", 0): E.OFFSET_METADATA_TOO_LARGE,
+        ("t", 0): E.OFFSET_METADATA_TOO_LARGE,
+        ("u", 0): E.OFFSET_METADATA_TOO_LARGE,
     }
     assert outcome.records == ()
 
@@ -196,13 +216,14 @@ def test_failed_commit_write_fails_every_written_partition(
     assert commit_errors(failed, token) == {("t", 0): answer}
     assert fetch(c, {"t": [0]}, require_stable=True) == {("t", 0): (-1, "", E.NONE)}
     assert commit_errors(big, big_token) == {
-        ("t", 1): E.OFFSET_METADATA_TOO_LARGE, ("t", 2): E.OFFSET_METADATA_TOO_LARGE,
+        ("t", 1): E.OFFSET_METADATA_TOO_LARGE,
+        ("t", 2): E.OFFSET_METADATA_TOO_LARGE,
     }
 
 
 def test_failed_write_of_an_empty_generation_keeps_the_replies() -> None:
     c, ids = stable_group(1)
-    token, outcome = leave(c, 1, (ids[0], None))  # the group is Empty: its record is written
+    _token, outcome = leave(c, 1, (ids[0], None))  # the group is Empty: its record is written
     assert len(outcome.records) == 1
     # Kafka only warns when that write fails: the LeaveGroup answer stands.
     assert c.on_append_failed(outcome, E.KAFKA_STORAGE_ERROR, 2).replies == outcome.replies
@@ -225,7 +246,7 @@ def test_fetch_v8_answers_many_groups() -> None:
     c = coordinator()
     c.on_appended(commit(c, 0, {("t", 0): 1}, group_id="a")[1], 0)
     c.on_appended(commit(c, 0, {("t", 0): 2}, group_id="b")[1], 0)
-    _, pending = commit(c, 1, {("t", 1): 3}, group_id="b")
+    _, _pending = commit(c, 1, {("t", 1): 3}, group_id="b")
     assert fetch_groups(c, {"a": {"t": [0]}, "b": None, "c": {"t": [0]}}, require_stable=True) == {
         "a": {("t", 0): (1, "", E.NONE)},
         "b": {("t", 0): (2, "", E.NONE)},
@@ -263,7 +284,8 @@ def test_empty_group_offsets_expire_from_the_time_it_became_empty() -> None:
     outcome = c.expire(DAY_MS + RETENTION_MS, WALL + DAY_MS + RETENTION_MS)
     # No offsets left in an Empty group: it is Dead, and its record goes too.
     assert [(type(r.key).__name__, r.value) for r in outcome.records] == [
-        ("OffsetCommitKey", None), ("GroupMetadataKey", None),
+        ("OffsetCommitKey", None),
+        ("GroupMetadataKey", None),
     ]
     assert c.group(GROUP).state is GroupState.DEAD
     c.on_appended(outcome, 0)

@@ -52,9 +52,16 @@ def snapshot(c: GroupCoordinator) -> dict[str, Any]:
             "protocol": g.protocol_name,
             "leader": g.leader_id,
             "members": [
-                (m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                 m.rebalance_timeout_ms, m.session_timeout_ms,
-                 m.metadata(g.protocol_name) if g.protocol_name else None, m.assignment)
+                (
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata(g.protocol_name) if g.protocol_name else None,
+                    m.assignment,
+                )
                 for m in g.members.values()
             ],
             "static": g.static_members,
@@ -92,8 +99,18 @@ def test_replaying_a_sessions_records_rebuilds_its_groups_and_offsets() -> None:
     log(sync(c, 1, ids[0], 1, {m: f"a-{m}".encode() for m in ids})[1], 1)
     for m in ids[1:]:
         log(sync(c, 1, m, 1)[1], 1)
-    log(commit(c, 2, {("t", 0): 10, ("u", 3): 4}, member_id=ids[1], generation_id=1,
-               metadata="meta", leader_epoch=5)[1], 2)
+    log(
+        commit(
+            c,
+            2,
+            {("t", 0): 10, ("u", 3): 4},
+            member_id=ids[1],
+            generation_id=1,
+            metadata="meta",
+            leader_epoch=5,
+        )[1],
+        2,
+    )
     log(commit(c, 3, {("t", 0): 11}, member_id=ids[2], generation_id=1)[1], 3)
 
     # "s": static members; one restarts and takes its old place under a new member id.
@@ -101,15 +118,20 @@ def test_replaying_a_sessions_records_rebuilds_its_groups_and_offsets() -> None:
     log(join(c, 4, group_id="s", instance_id="instance-1")[1], 4)
 
     # "simple": standalone commits, one later removed by OffsetDelete.
-    log(commit(c, 5, {("t", 0): 1, ("t", 1): 2}, group_id="simple", retention_time_ms=10**9,
-               version=2)[1], 5)
+    log(
+        commit(
+            c, 5, {("t", 0): 1, ("t", 1): 2}, group_id="simple", retention_time_ms=10**9, version=2
+        )[1],
+        5,
+    )
     log(commit(c, 6, {("t", 1): 3}, group_id="simple")[1], 6)
     log(delete_offsets(c, 7, {"t": [0]}, group_id="simple")[1], 7)
 
     # "emptied": a consumer group whose last member left, keeping its offsets.
     _, members = stable_group(1, c=c, group_id="emptied")
-    log(commit(c, 8, {("t", 0): 7}, member_id=members[0], generation_id=1,
-               group_id="emptied")[1], 8)
+    log(
+        commit(c, 8, {("t", 0): 7}, member_id=members[0], generation_id=1, group_id="emptied")[1], 8
+    )
     log(leave(c, 9, (members[0], None), group_id="emptied")[1], 9)
 
     # "deleted" and "expired": gone, with tombstones.
@@ -119,8 +141,9 @@ def test_replaying_a_sessions_records_rebuilds_its_groups_and_offsets() -> None:
     for now_ms in (9_000, 18_000):  # keep "g" and "s" alive until the expiry
         for group_id in ("g", "s"):
             for member_id, member in c.group(group_id).members.items():
-                heartbeat(c, now_ms, member_id, 1, group_id=group_id,
-                          instance_id=member.group_instance_id)
+                heartbeat(
+                    c, now_ms, member_id, 1, group_id=group_id, instance_id=member.group_instance_id
+                )
     outcome = log(c.expire(20_000, WALL + 20_000), 20_000)
     assert [r.key.group for r in outcome.records] == ["expired"]
 
@@ -168,11 +191,19 @@ def test_replay_skips_record_types_it_does_not_know() -> None:
 def test_replay_reads_the_oldest_value_versions() -> None:
     c = coordinator()
     member = MemberMetadata(
-        member_id="m", client_id="c", client_host="/h", session_timeout=9_000,
-        subscription=subscription("t"), assignment=b"x",
+        member_id="m",
+        client_id="c",
+        client_host="/h",
+        session_timeout=9_000,
+        subscription=subscription("t"),
+        assignment=b"x",
     )
     value = GroupMetadataValue(
-        protocol_type="consumer", generation=4, protocol="range", leader="m", members=[member],
+        protocol_type="consumer",
+        generation=4,
+        protocol="range",
+        leader="m",
+        members=[member],
     )
     c.replay(encode_key(GroupMetadataKey(group=GROUP)), encode_value(value, 0))
     offset = OffsetCommitValue(offset=5, metadata="", commit_timestamp=WALL)
@@ -191,8 +222,12 @@ def test_replay_reads_the_oldest_value_versions() -> None:
 def test_replay_of_an_empty_group_record_keeps_its_protocol_type_and_empty_time() -> None:
     c = coordinator()
     value = GroupMetadataValue(
-        protocol_type="consumer", generation=2, protocol=None, leader=None,
-        current_state_timestamp=WALL + 5, members=[],
+        protocol_type="consumer",
+        generation=2,
+        protocol=None,
+        leader=None,
+        current_state_timestamp=WALL + 5,
+        members=[],
     )
     c.replay(encode_key(GroupMetadataKey(group=GROUP)), encode_value(value, 3))
     c.replay(encode_key(GroupMetadataKey(group="gone")), encode_value(value, 3))
@@ -203,7 +238,9 @@ def test_replay_of_an_empty_group_record_keeps_its_protocol_type_and_empty_time(
     c.finish_load(0)
     group = c.group(GROUP)
     assert (group.state, group.protocol_type, group.generation_id) == (
-        GroupState.EMPTY, "consumer", 2,
+        GroupState.EMPTY,
+        "consumer",
+        2,
     )
     assert group.state_wall_ms(None) == WALL + 5
     assert group.offsets == {}
@@ -212,3 +249,27 @@ def test_replay_of_an_empty_group_record_keeps_its_protocol_type_and_empty_time(
     outcome = c.expire(0, WALL + 10)
     # Empty without offsets: Dead at the first check, its record tombstoned.
     assert [(r.key, r.value) for r in outcome.records] == [(GroupMetadataKey(group=GROUP), None)]
+
+
+def test_replay_of_members_without_a_protocol_leaves_subscriptions_unknown() -> None:
+    # Kafka never writes this, but its loader accepts it, and so does ours.
+    c = coordinator()
+    member = MemberMetadata(
+        member_id="m",
+        client_id="c",
+        client_host="/h",
+        session_timeout=9_000,
+        subscription=b"",
+        assignment=b"",
+    )
+    value = GroupMetadataValue(
+        protocol_type="consumer",
+        generation=1,
+        protocol=None,
+        leader="m",
+        members=[member],
+    )
+    c.replay(encode_key(GroupMetadataKey(group=GROUP)), encode_value(value, 3))
+    c.finish_load(0)
+    group = c.group(GROUP)
+    assert (group.state, group.subscribed_topics) == (GroupState.STABLE, None)

@@ -31,18 +31,22 @@ def test_transition_follows_table_and_illegal_moves_raise_leaving_state_unchange
 
 def test_transition_table_is_kafkas_valid_previous_states() -> None:
     s = GroupState
-    assert TRANSITIONS == {
+    assert {
         s.PREPARING_REBALANCE: {s.STABLE, s.COMPLETING_REBALANCE, s.EMPTY},
         s.COMPLETING_REBALANCE: {s.PREPARING_REBALANCE},
         s.STABLE: {s.COMPLETING_REBALANCE},
         s.EMPTY: {s.PREPARING_REBALANCE},
         s.DEAD: set(GroupState),
-    }
+    } == TRANSITIONS
 
 
 def test_state_str_is_kafkas_spelling() -> None:
     assert [str(s) for s in GroupState] == [
-        "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead",
+        "Empty",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+        "Dead",
     ]
 
 
@@ -56,3 +60,7 @@ def test_state_time_read_from_the_log_stands_until_the_next_transition() -> None
     assert group.state_wall_ms(1_000) is None
     group.transition_to(GroupState.PREPARING_REBALANCE, 40)
     assert group.state_wall_ms(1_000) == 1_040
+
+
+def test_group_repr_names_id_state_and_generation() -> None:
+    assert repr(Group("g", GroupState.STABLE, now_ms=0)) == "Group('g', Stable, generation=0)"

@@ -39,7 +39,8 @@ def test_restarted_static_member_in_stable_group_keeps_its_assignment_without_re
     response = reply(outcome, token)
     new_id = response.member_id
     assert response.error_code == E.NONE
-    assert new_id.startswith("instance-1-") and new_id != ids[1]
+    assert new_id.startswith("instance-1-")
+    assert new_id != ids[1]
     assert (response.generation_id, response.leader, response.members) == (1, ids[0], [])
     group = c.group(GROUP)
     assert group.state is GroupState.STABLE
@@ -76,7 +77,7 @@ def test_restarted_static_leader_before_v9_is_sent_the_old_leader_id() -> None:
 
 
 def test_restarted_static_member_whose_protocols_change_the_selection_rebalances() -> None:
-    c, ids = stable_group(1, static=True, protocols=BOTH)
+    c, _ids = stable_group(1, static=True, protocols=BOTH)
     assert c.group(GROUP).protocol_name == "range"
     token, outcome = join(c, 100, instance_id="instance-0", protocols=BOTH[::-1])
     assert outcome.records == ()
@@ -102,7 +103,7 @@ def test_restarted_static_member_fences_the_parked_join_of_its_old_instance() ->
     fenced = reply(outcome, old_token)
     assert (fenced.error_code, fenced.member_id) == (E.FENCED_INSTANCE_ID, ids[1])
     assert reply(outcome, token) is None
-    last_token, done = join(c, 4, ids[2], instance_id="instance-2")
+    _last_token, done = join(c, 4, ids[2], instance_id="instance-2")
     response = reply(done, token)
     assert response.generation_id == 2
     assert response.member_id == c.group(GROUP).static_members["instance-1"] != ids[1]
@@ -137,7 +138,7 @@ def test_join_phase_waits_again_when_only_static_members_that_did_not_rejoin_rem
     c, ids = stable_group(2, static=True, session_timeout_ms=60_000)
     token, _ = join(c, 1, version=3)  # a dynamic member starts a rebalance...
     group = c.group(GROUP)
-    dynamic_id = [m for m in group.members if m not in ids][0]
+    dynamic_id = next(m for m in group.members if m not in ids)
     _, outcome = leave(c, 2, (dynamic_id, None))  # ...and leaves before anyone rejoins
     assert reply(outcome, token).error_code == E.UNKNOWN_MEMBER_ID
     assert c.next_deadline_ms() == 1 + 30_000
@@ -168,8 +169,8 @@ def test_failed_write_of_a_restarted_static_member_restores_the_old_one() -> Non
 
 
 def test_failed_write_of_a_replaced_static_member_changes_nothing_once_replaced_again() -> None:
-    c, ids = stable_group(2, static=True)
-    token, first = join(c, 100, instance_id="instance-1", version=8)
+    c, _ids = stable_group(2, static=True)
+    _token, first = join(c, 100, instance_id="instance-1", version=8)
     token2, second = join(c, 101, instance_id="instance-1", version=8)
     newest = reply(second, token2).member_id
     failed = c.on_append_failed(first, E.NOT_ENOUGH_REPLICAS, 102)
@@ -184,9 +185,25 @@ def test_admin_removes_a_static_member_by_instance_id() -> None:
     token, outcome = leave(c, 2, ("", "instance-1"))
     (result,) = reply(outcome, token).members
     assert (result.member_id, result.group_instance_id, result.error_code) == (
-        "", "instance-1", E.NONE,
+        "",
+        "instance-1",
+        E.NONE,
     )
     assert reply(outcome, parked).error_code == E.UNKNOWN_MEMBER_ID
     group = c.group(GROUP)
     assert list(group.members) == [ids[0]]
     assert group.state is GroupState.PREPARING_REBALANCE
+
+
+def test_restarted_static_member_that_had_not_synced_yet_must_sync_under_its_new_id() -> None:
+    c = coordinator()
+    ids, _ = joined_group(c, 2, static=True)
+    c.on_appended(sync(c, 1, ids[0], 1, {ids[1]: b"x"})[1], 1)  # Stable; ids[1] never synced
+    token, outcome = join(c, 2, instance_id="instance-1")
+    new_id = reply(outcome, token).member_id
+    group = c.group(GROUP)
+    assert group.pending_sync_members == {new_id}
+    sync_token, synced = sync(c, 3, new_id, 1, instance_id="instance-1")
+    assert reply(synced, sync_token).assignment == b"x"
+    assert group.pending_sync_members == set()
+    assert group.sync_deadline_ms is None

@@ -41,7 +41,10 @@ def test_leader_sync_stores_the_assignment_and_releases_every_parked_follower() 
     assert record.key.group == GROUP
     value = record.value
     assert (value.protocol_type, value.generation, value.protocol, value.leader) == (
-        "consumer", 1, "range", ids[0],
+        "consumer",
+        1,
+        "range",
+        ids[0],
     )
     assert [(m.member_id, m.client_id, m.client_host) for m in value.members] == [
         (m, f"client-{i}", "/127.0.0.1") for i, m in enumerate(ids)
@@ -49,15 +52,18 @@ def test_leader_sync_stores_the_assignment_and_releases_every_parked_follower() 
     assert [(m.subscription, m.assignment) for m in value.members] == [
         (subscription("t"), m.encode()) for m in ids
     ]
-    assert [(m.session_timeout, m.rebalance_timeout) for m in value.members] == [(10_000, 30_000)] * 3
+    assert [(m.session_timeout, m.rebalance_timeout) for m in value.members] == [
+        (10_000, 30_000)
+    ] * 3
     assert c.group(GROUP).state is GroupState.STABLE
 
 
 def test_followers_wait_for_the_leaders_sync() -> None:
     c = coordinator()
     ids, _ = joined_group(c, 2)
-    token, outcome = sync(c, 1, ids[1], 1)
-    assert outcome.replies == () and outcome.records == ()
+    _token, outcome = sync(c, 1, ids[1], 1)
+    assert outcome.replies == ()
+    assert outcome.records == ()
     assert c.group(GROUP).state is GroupState.COMPLETING_REBALANCE
 
 
@@ -67,7 +73,8 @@ def test_members_the_leader_left_out_get_an_empty_assignment_and_strangers_are_i
     _, outcome = sync(c, 1, ids[0], 1, {ids[0]: b"x", "stranger": b"y"})
     (record,) = outcome.records
     assert [(m.member_id, m.assignment) for m in record.value.members] == [
-        (ids[0], b"x"), (ids[1], b""),
+        (ids[0], b"x"),
+        (ids[1], b""),
     ]
 
 
@@ -114,7 +121,7 @@ def test_rebalance_answers_parked_syncs_with_rebalance_in_progress() -> None:
     c = coordinator()
     ids, _ = joined_group(c, 2)
     parked, _ = sync(c, 1, ids[1], 1)
-    token, outcome = join(c, 2, version=3)  # a new member arrives
+    _token, outcome = join(c, 2, version=3)  # a new member arrives
     assert reply(outcome, parked).error_code == E.REBALANCE_IN_PROGRESS
     assert all(m.assignment == b"" for m in c.group(GROUP).members.values())
     assert c.group(GROUP).state is GroupState.PREPARING_REBALANCE
@@ -133,7 +140,7 @@ def test_second_sync_from_same_member_supersedes_the_parked_one() -> None:
 def test_member_that_never_syncs_is_removed_at_the_sync_deadline_and_the_group_rebalances() -> None:
     c = coordinator()
     ids, _ = joined_group(c, 3, session_timeout_ms=60_000)
-    sync(c, 1, ids[0], 1, {m: b"x" for m in ids})
+    sync(c, 1, ids[0], 1, dict.fromkeys(ids, b"x"))
     sync(c, 2, ids[1], 1)
     assert c.next_deadline_ms() == 30_000  # the rebalance timeout, from the end of the join
     c.expire(30_000, WALL)
@@ -153,7 +160,7 @@ def test_followers_waiting_for_a_leader_that_never_syncs_are_told_to_rejoin() ->
 
 
 def test_sync_deadline_is_dropped_once_everyone_has_synced() -> None:
-    c, ids = stable_group(2)
+    c, _ids = stable_group(2)
     assert c.group(GROUP).sync_deadline_ms is None
 
 
@@ -174,11 +181,12 @@ def test_failed_assignment_write_fails_the_syncs_and_the_group_rebalances(
     c = coordinator()
     ids, _ = joined_group(c, 2)
     parked, _ = sync(c, 1, ids[1], 1)
-    token, outcome = sync(c, 2, ids[0], 1, {m: b"x" for m in ids})
+    token, outcome = sync(c, 2, ids[0], 1, dict.fromkeys(ids, b"x"))
     failed = c.on_append_failed(outcome, storage_error, 3)
     assert failed.records == ()
     assert {r.token: r.response.error_code for r in failed.replies} == {
-        token: answer, parked: answer,
+        token: answer,
+        parked: answer,
     }
     assert failed.replies[0].response.assignment == b""
     group = c.group(GROUP)
@@ -189,7 +197,7 @@ def test_failed_assignment_write_fails_the_syncs_and_the_group_rebalances(
 def test_failed_assignment_write_after_the_group_moved_on_only_fails_the_replies() -> None:
     c = coordinator()
     ids, _ = joined_group(c, 2)
-    token, outcome = sync(c, 1, ids[0], 1, {m: b"x" for m in ids})
+    _token, outcome = sync(c, 1, ids[0], 1, dict.fromkeys(ids, b"x"))
     leave(c, 2, (ids[1], None))
     join(c, 2, ids[0])  # generation 2 begins before the write fails
     group = c.group(GROUP)

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
 
 from tests.integration import scenarios
 from tests.integration.harness import (
@@ -113,11 +112,11 @@ def test_metadata(shared_broker):
         described = a.describe_topics([topic])
     scenarios.check_cluster(shared_broker, cluster_id=cluster["cluster_id"],
                             controller_id=cluster["controller_id"],
-                            brokers=[(b["node_id"], b["host"], b["port"])
+                            brokers=[(b["broker_id"], b["host"], b["port"])
                                      for b in cluster["brokers"]])
     (t,) = described
     assert t["error_code"] == 0
-    assert t["topic"] == topic
+    assert t["name"] == topic
     scenarios.check_partitions(shared_broker, [
         (p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["error_code"])
         for p in t["partitions"]])
@@ -127,7 +126,7 @@ def test_metadata(shared_broker):
 def test_create_delete_topic(shared_broker):
     topic = unique("kp-admin")
     with closing(admin(shared_broker.bootstrap_servers)) as a:
-        a.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
+        a.create_topics({topic: {"num_partitions": 3, "replication_factor": 1}})
         (t,) = a.describe_topics([topic])
         assert t["error_code"] == 0
         assert sorted(p["partition_index"] for p in t["partitions"]) == [0, 1, 2]
@@ -270,17 +269,18 @@ def test_list_and_describe_groups(shared_broker):
         listed = {g["group_id"]: g for g in a.list_groups()}
         assert group in listed, f"{group} not in {sorted(listed)}"
         assert listed[group]["protocol_type"] == "consumer"
-        (d,) = a.describe_groups([group])
-        offsets = a.list_group_offsets({group: None})
+        d = a.describe_groups([group])[group]
+        offsets = a.list_group_offsets({group: None})[group]
     assert d["group_id"] == group
-    assert d["error_code"] == 0
+    assert d["error"] is None
     assert d["group_state"] == "Stable"
     assert d["protocol_type"] == "consumer"
     assert d["protocol_data"] in ("range", "roundrobin")
     (m,) = d["members"]
     assert m["client_id"] == CLIENT_ID
-    got = offsets.get(group, offsets)
-    committed = {tp.partition: meta.offset for tp, meta in got.items() if tp.topic == topic}
+    (assigned,) = m["member_assignment"]["assigned_partitions"]
+    assert assigned == {"topic": topic, "partitions": [0, 1, 2]}
+    committed = {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == topic}
     assert committed == {tp.partition: end for tp, end in ends.items()}
 
 
