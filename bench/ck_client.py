@@ -1,6 +1,6 @@
 """Produce and consume throughput with confluent-kafka: PERF-NOTES §5's harness.
 
-    python bench/ck_client.py BOOTSTRAP TOPIC SIZE COUNT
+    python bench/ck_client.py BOOTSTRAP TOPIC SIZE COUNT [consume-only]
 
 Runs in a fresh process per trial and prints one JSON object. The same code and settings
 are used against the librdkafka mock cluster and against kmock:
@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 CONSUME_BATCH = 10_000
 STALL_S = 30.0
+PRODUCE_LIMIT_S = float(os.environ.get("BENCH_PRODUCE_LIMIT_S", "120"))
 
 
 def _wait_topic(p: Producer, topic: str) -> None:
@@ -48,6 +49,7 @@ def produce(bootstrap: str, topic: str, size: int, count: int) -> dict[str, floa
     produce_ = p.produce
     poll = p.poll
     t0 = time.perf_counter()
+    deadline = t0 + PRODUCE_LIMIT_S
     for i in range(count):
         while True:
             try:
@@ -55,12 +57,16 @@ def produce(bootstrap: str, topic: str, size: int, count: int) -> dict[str, floa
                 break
             except BufferError:
                 poll(0.0005)
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"produce not done after {PRODUCE_LIMIT_S:.0f} s "
+                                       f"({i} of {count} queued)") from None
         if not i & 1023:
             poll(0)
-    left = p.flush(300)
+    left = p.flush(max(1.0, deadline - time.perf_counter()))
     t1 = time.perf_counter()
     if left:
-        raise RuntimeError(f"{left} messages not delivered after flush")
+        raise RuntimeError(f"{left} of {count} messages not delivered after "
+                           f"{t1 - t0:.0f} s")
     return {"produce_s": t1 - t0}
 
 
@@ -109,14 +115,16 @@ def consume(bootstrap: str, topic: str, count: int) -> dict[str, float]:
 
 def main() -> None:
     bootstrap, topic, size, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    consume_only = sys.argv[5:] == ["consume-only"]  # for bench/profile.py
     out: dict[str, object] = {"size": size, "count": count}
     try:
-        out.update(produce(bootstrap, topic, size, count))
+        if not consume_only:
+            out.update(produce(bootstrap, topic, size, count))
         probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe"})
         low, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         probe.close()
         out["low"], out["high"] = low, high
-        if high != count:
+        if high != count and not consume_only:
             raise RuntimeError(f"high watermark {high} after producing {count}")
         out.update(consume(bootstrap, topic, count))
     except (KafkaException, RuntimeError) as e:

@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,25 @@ TMP = BENCH / "tmp"  # scratch (gitignored; `make clean` removes it)
 PY = sys.executable
 
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+PYCACHE = TMP / "pycache"
+
+
+def use_bytecode_cache() -> bool:
+    """Let every Python process started from here read and write bytecode caches, kept under
+    bench/tmp/pycache (PYTHONPYCACHEPREFIX) so that the source tree stays untouched.
+
+    Returns whether PYTHONDONTWRITEBYTECODE was set in the caller's environment (then every
+    `kmock serve` would recompile all of kmock's modules at start, which no installed copy
+    does)."""
+    was_set = bool(os.environ.pop("PYTHONDONTWRITEBYTECODE", ""))
+    os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return was_set
+
+
+def no_bytecode_cache_env() -> dict[str, str]:
+    """Environment for a start without any bytecode cache (everything compiled from source)."""
+    empty = Path(tempfile.mkdtemp(prefix="nocache-", dir=TMP))
+    return {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(empty)}
 
 
 # --- statistics ----------------------------------------------------------------------------
@@ -80,6 +100,21 @@ def try_connect(port: int, host: str = "127.0.0.1") -> bool:
             return True
     except OSError:
         return False
+
+
+_API_VERSIONS_V0 = struct.pack(">ihhih", 10, 18, 0, 1, 0)  # size, key 18, v0, corr 1, id ""
+
+
+def api_versions_round_trip(port: int, timeout: float) -> None:
+    """Send ApiVersions v0 and wait for the whole answer (the broker really serves)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(_API_VERSIONS_V0)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed before answering ApiVersions")
+            buf += chunk
 
 
 def proc_status(pid: int) -> dict[str, int]:
@@ -136,7 +171,9 @@ class KmockProcess:
     """
 
     def __init__(self, data_dir: Path | None = None, *, overrides: dict[str, Any] | None = None,
-                 admin: bool = False, ready: str = "connect", timeout: float = 60.0) -> None:
+                 admin: bool = False, ready: str = "connect", timeout: float = 60.0,
+                 env: dict[str, str] | None = None) -> None:
+        self.env = env
         self.owns_dir = data_dir is None
         TMP.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="kmock-", dir=TMP)) / "data"
@@ -148,7 +185,11 @@ class KmockProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.data_dir.parent / f"kmock-{self.port}.log"
         self.start_s = float("nan")
+        self.first_response_s = float("nan")  # spawn -> first ApiVersions answer
         self.spawn_wall = 0.0
+        self.exit_code: int | None = None
+        self.error_lines: list[str] = []
+        self._log_cache: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -171,12 +212,16 @@ class KmockProcess:
         self.spawn_wall = time.time()
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL,
+                                     env={**os.environ, **self.env} if self.env else None)
         deadline = t0 + self.timeout
         check = self._readyz if self.ready == "readyz" else lambda: try_connect(self.port)
         while True:
             if check():
                 self.start_s = time.perf_counter() - t0
+                if self.ready == "connect":
+                    api_versions_round_trip(self.port, max(1.0, deadline - time.perf_counter()))
+                    self.first_response_s = time.perf_counter() - t0
                 break
             if self.proc.poll() is not None:
                 self.__exit__(None, None, None)
@@ -207,6 +252,8 @@ class KmockProcess:
         return self.proc.pid
 
     def log_text(self) -> str:
+        if self._log_cache is not None:
+            return self._log_cache
         try:
             return self.log_path.read_text(errors="replace")
         except OSError:
@@ -217,9 +264,12 @@ class KmockProcess:
 
     def __exit__(self, *exc: Any) -> None:
         if self.proc is not None:
-            _stop(self.proc)
+            self.exit_code = _stop(self.proc)
         with contextlib.suppress(Exception):
             self._log.close()
+        self._log_cache = self.log_text()  # the log goes with the temp dir
+        self.error_lines = [ln for ln in self._log_cache.splitlines()
+                            if " ERROR " in ln or " CRITICAL " in ln]
         if self.owns_dir and not os.environ.get("BENCH_KEEP_TMP"):
             shutil.rmtree(self.data_dir.parent, ignore_errors=True)
 
@@ -296,15 +346,17 @@ class MockProcess:
 class FloorProcess:
     """bench/trio_floor.py: python + trio + a listener, nothing else (start-time floor)."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.start_s = float("nan")
+        self.env = env
 
     def __enter__(self) -> FloorProcess:
         t0 = time.perf_counter()
         self.proc = subprocess.Popen([PY, str(BENCH / "trio_floor.py"), str(self.port)], cwd=ROOT,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL,
+                                     env={**os.environ, **self.env} if self.env else None)
         while not try_connect(self.port):
             if self.proc.poll() is not None or time.perf_counter() - t0 > 30:
                 raise RuntimeError("trio_floor did not start")

@@ -21,14 +21,21 @@ import trio
 
 log = logging.getLogger("broker.admin_http")
 
-__all__ = ["serve_admin", "refresh_gauges"]
+__all__ = ["refresh_gauges", "serve_admin"]
 
 MAX_REQUEST_BYTES = 8192  # request line + headers; a larger head gets 431
 REQUEST_TIMEOUT_S = 10.0  # to receive the head, and again to send the answer
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-            408: "Request Timeout", 431: "Request Header Fields Too Large",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 async def serve_admin(broker: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -59,8 +66,9 @@ async def _serve_one(broker: Any, stream: trio.SocketStream) -> None:
         else:
             method, status, headers, body = _answer(broker, head)
         with trio.move_on_after(REQUEST_TIMEOUT_S):
-            await stream.send_all(_response(status, headers, b"" if method == "HEAD" else body,
-                                            len(body)))
+            await stream.send_all(
+                _response(status, headers, b"" if method == "HEAD" else body, len(body))
+            )
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
         pass  # the client went away; nothing to answer
     finally:
@@ -120,8 +128,14 @@ def _plain(status: int, text: str) -> tuple[int, list[tuple[str, str]], bytes]:
 
 
 def _response(status: int, headers: list[tuple[str, str]], body: bytes, length: int) -> bytes:
-    lines = [f"HTTP/1.1 {status} {_REASONS[status]}", *(f"{k}: {v}" for k, v in headers),
-             f"Content-Length: {length}", "Connection: close", "", ""]
+    lines = [
+        f"HTTP/1.1 {status} {_REASONS[status]}",
+        *(f"{k}: {v}" for k, v in headers),
+        f"Content-Length: {length}",
+        "Connection: close",
+        "",
+        "",
+    ]
     return "\r\n".join(lines).encode("ascii") + body
 
 

@@ -62,8 +62,16 @@ from broker.config import SETTINGS, ConfigError, Setting, env_to_name, load_conf
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
 
-__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REFUSED", "EXIT_USAGE", "Output", "build_parser",
-           "main", "register_extensions"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_USAGE",
+    "Output",
+    "build_parser",
+    "main",
+    "register_extensions",
+]
 
 log = logging.getLogger("broker.cli")
 
@@ -78,8 +86,12 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 _PIPE_WIDTH = 250
 # DescribeConfigs config_source codes (Kafka's ConfigSource).
 _CONFIG_SOURCES = {
-    1: "topic", 2: "dynamic broker", 3: "dynamic default broker", 4: "static broker",
-    5: "default", 6: "dynamic broker logger",
+    1: "topic",
+    2: "dynamic broker",
+    3: "dynamic default broker",
+    4: "static broker",
+    5: "default",
+    6: "dynamic broker logger",
 }
 _GROUP_INACTIVE = ("Empty", "Dead")
 
@@ -128,13 +140,15 @@ class Output:
         else:
             self.stdout.write(json.dumps(obj, indent=2, default=_json_default) + "\n")
 
-    def table(self, columns: Sequence[str], rows: Sequence[Sequence[Any]],
-              title: str | None = None) -> None:
+    def table(
+        self, columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None
+    ) -> None:
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=title, title_justify="left", box=None, header_style="bold",
-                      pad_edge=False)
+        table = Table(
+            title=title, title_justify="left", box=None, header_style="bold", pad_edge=False
+        )
         for name in columns:
             table.add_column(name, overflow="fold")
         for row in rows:
@@ -143,9 +157,15 @@ class Output:
         self.console.print(table)
 
     @contextlib.contextmanager
-    def progress(self, description: str, total: float | None) -> Iterator[Callable[[float], None]]:
-        """A progress bar on stderr when it is a terminal; yields `advance(n)`."""
-        if not _isatty(self.stderr):
+    def progress(
+        self, description: str, total: float | None, *, writes_stdout: bool = True
+    ) -> Iterator[Callable[[float], None]]:
+        """A progress bar on stderr when it is a terminal; yields `advance(n)`.
+
+        A command that writes stdout as it goes gets a bar only when stdout is redirected
+        (`kmock consume t > file`): on a shared terminal the two would garble each other.
+        """
+        if not _isatty(self.stderr) or (writes_stdout and _isatty(self.stdout)):
             yield lambda n: None
             return
         from rich.progress import Progress
@@ -219,106 +239,172 @@ def _add_serve_parser(sub: Any) -> None:
             "Run a kmock broker until SIGINT or SIGTERM (a graceful stop: logs are fsynced "
             "and closed). Settings use Kafka's names. Later sources win: defaults, the "
             "properties file, KAFKA_* environment variables (KAFKA_LOG_DIRS -> log.dirs; "
-            "'__' stands for '_' and '___' for '-'), flags, then --override."),
+            "'__' stands for '_' and '___' for '-'), flags, then --override."
+        ),
     )
-    p.add_argument("properties", nargs="?", metavar="server.properties",
-                   help="a Kafka-style properties file (key=value lines)")
-    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                   help="set any setting by its Kafka name, as kafka-server-start does "
-                        "(repeatable; wins over the other flags)")
-    p.add_argument("--log-level", default="INFO", type=str.upper,
-                   choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-                   help="INFO: a line per connection and rebalance; DEBUG: per request. "
-                        "Default: INFO.")
-    p.add_argument("--log-format", default="text", choices=("text", "json"),
-                   help="text: 'ts level logger message key=value'; json: one object per "
-                        "line. Default: text.")
+    p.add_argument(
+        "properties",
+        nargs="?",
+        metavar="server.properties",
+        help="a Kafka-style properties file (key=value lines)",
+    )
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set any setting by its Kafka name, as kafka-server-start does "
+        "(repeatable; wins over the other flags)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="INFO: a line per connection and rebalance; DEBUG: per request. Default: INFO.",
+    )
+    p.add_argument(
+        "--log-format",
+        default="text",
+        choices=("text", "json"),
+        help="text: 'ts level logger message key=value'; json: one object per line. Default: text.",
+    )
     group = p.add_argument_group("broker settings (Kafka names)")
     for s in SETTINGS.values():
-        group.add_argument(_setting_flag(s.name), dest=f"setting:{s.name}", default=None,
-                           metavar=_METAVARS.get(s.type, "VALUE"), help=_setting_help(s))
+        group.add_argument(
+            _setting_flag(s.name),
+            dest=f"setting:{s.name}",
+            default=None,
+            metavar=_METAVARS.get(s.type, "VALUE"),
+            help=_setting_help(s),
+        )
     p.set_defaults(func=cmd_serve)
 
 
-def _client_options() -> argparse.ArgumentParser:
+def _client_options() -> _Parser:
     common = _Parser(add_help=False)
-    common.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
-                        help=f"the broker to talk to (default {DEFAULT_BOOTSTRAP})")
-    common.add_argument("--request-timeout-ms", type=int, default=30000, metavar="MS",
-                        help="socket timeout of each request (default 30000)")
-    common.add_argument("--output", choices=("text", "json"), default="text",
-                        help="text (tables) or json (for scripts)")
+    common.add_argument(
+        "--bootstrap-server",
+        default=DEFAULT_BOOTSTRAP,
+        metavar="HOST:PORT",
+        help=f"the broker to talk to (default {DEFAULT_BOOTSTRAP})",
+    )
+    common.add_argument(
+        "--request-timeout-ms",
+        type=int,
+        default=30000,
+        metavar="MS",
+        help="socket timeout of each request (default 30000)",
+    )
+    common.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text (tables) or json (for scripts)",
+    )
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kmock", description="A Kafka-compatible broker for tests and "
-                     "development, and the tools to look inside it.")
+    parser = _Parser(
+        prog="kmock",
+        description="A Kafka-compatible broker for tests and "
+        "development, and the tools to look inside it.",
+    )
     parser.add_argument("--version", action="version", version=f"kmock {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
-                                parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
     _add_serve_parser(sub)
     common = _client_options()
 
     topics = sub.add_parser("topics", help="list, create, delete, describe topics")
-    tsub = topics.add_subparsers(dest="action", metavar="ACTION", required=True,
-                                 parser_class=_Parser)
+    tsub = topics.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=_Parser
+    )
     p = tsub.add_parser("list", parents=[common], help="list topics")
     p.add_argument("--exclude-internal", action="store_true", help="leave out __consumer_offsets")
     p.set_defaults(func=cmd_topics_list)
     p = tsub.add_parser("create", parents=[common], help="create a topic")
     p.add_argument("topic")
-    p.add_argument("--partitions", type=int, default=-1, metavar="N",
-                   help="default: the broker's num.partitions")
+    p.add_argument(
+        "--partitions",
+        type=int,
+        default=-1,
+        metavar="N",
+        help="default: the broker's num.partitions",
+    )
     p.add_argument("--replication-factor", type=int, default=-1, metavar="N")
-    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                   help="a topic config (retention.ms=60000; repeatable)")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a topic config (retention.ms=60000; repeatable)",
+    )
     p.add_argument("--if-not-exists", action="store_true")
     p.set_defaults(func=cmd_topics_create)
     p = tsub.add_parser("delete", parents=[common], help="delete a topic")
     p.add_argument("topic")
     p.add_argument("--if-exists", action="store_true")
     p.set_defaults(func=cmd_topics_delete)
-    p = tsub.add_parser("describe", parents=[common],
-                        help="partitions, offsets and configs of a topic")
+    p = tsub.add_parser(
+        "describe", parents=[common], help="partitions, offsets and configs of a topic"
+    )
     p.add_argument("topic")
     p.set_defaults(func=cmd_topics_describe)
 
     groups = sub.add_parser("groups", help="list and describe consumer groups")
-    gsub = groups.add_subparsers(dest="action", metavar="ACTION", required=True,
-                                 parser_class=_Parser)
+    gsub = groups.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=_Parser
+    )
     p = gsub.add_parser("list", parents=[common], help="list groups")
     p.set_defaults(func=cmd_groups_list)
-    p = gsub.add_parser("describe", parents=[common],
-                        help="members, assignments, committed offsets and lag")
+    p = gsub.add_parser(
+        "describe", parents=[common], help="members, assignments, committed offsets and lag"
+    )
     p.add_argument("group")
     p.set_defaults(func=cmd_groups_describe)
 
     offsets = sub.add_parser("offsets", help="show and reset a group's committed offsets")
-    osub = offsets.add_subparsers(dest="action", metavar="ACTION", required=True,
-                                  parser_class=_Parser)
+    osub = offsets.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=_Parser
+    )
     p = osub.add_parser("show", parents=[common], help="committed offsets and lag")
     p.add_argument("group")
     p.set_defaults(func=cmd_offsets_show)
     p = osub.add_parser(
-        "reset", parents=[common], help="reset committed offsets (dry run unless --execute)",
+        "reset",
+        parents=[common],
+        help="reset committed offsets (dry run unless --execute)",
         description="Like kafka-consumer-groups --reset-offsets: prints the plan, and commits "
-                    "it with --execute. The group must have no members (state Empty or "
-                    "Dead); otherwise nothing is done and the exit code is 3.")
+        "it with --execute. The group must have no members (state Empty or "
+        "Dead); otherwise nothing is done and the exit code is 3.",
+    )
     p.add_argument("group")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P]",
-                       help="a topic, or some of its partitions (repeatable)")
-    which.add_argument("--all-topics", action="store_true",
-                       help="every topic the group has committed offsets for")
+    which.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="TOPIC[:P,P]",
+        help="a topic, or some of its partitions (repeatable)",
+    )
+    which.add_argument(
+        "--all-topics", action="store_true", help="every topic the group has committed offsets for"
+    )
     to = p.add_mutually_exclusive_group(required=True)
     to.add_argument("--to-earliest", action="store_true")
     to.add_argument("--to-latest", action="store_true")
-    to.add_argument("--to-datetime", metavar="ISO",
-                    help="first offset at or after this time (2025-01-31T12:00:00, local time "
-                         "unless it carries an offset or Z)")
-    to.add_argument("--to-offset", type=int, metavar="N",
-                    help="this offset (clamped to what the log holds)")
+    to.add_argument(
+        "--to-datetime",
+        metavar="ISO",
+        help="first offset at or after this time (2025-01-31T12:00:00, local time "
+        "unless it carries an offset or Z)",
+    )
+    to.add_argument(
+        "--to-offset", type=int, metavar="N", help="this offset (clamped to what the log holds)"
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--execute", action="store_true", help="commit the plan")
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (default)")
@@ -326,44 +412,62 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("produce", parents=[common], help="produce stdin's lines as records")
     p.add_argument("topic")
-    p.add_argument("--key-separator", metavar="SEP",
-                   help="split each line at the first SEP into key and value")
-    p.add_argument("--partition", type=int, metavar="P",
-                   help="default: by key hash as Kafka's partitioner, else one per batch")
-    p.add_argument("--compression", default="none",
-                   choices=[c.name.lower() for c in CompressionType])
-    p.add_argument("--batch-size", type=int, default=500, metavar="N",
-                   help="records per batch (default 500)")
-    p.add_argument("--acks", type=int, default=-1, choices=(-1, 1),
-                   help="-1 (all, default) or 1")
+    p.add_argument(
+        "--key-separator", metavar="SEP", help="split each line at the first SEP into key and value"
+    )
+    p.add_argument(
+        "--partition",
+        type=int,
+        metavar="P",
+        help="default: by key hash as Kafka's partitioner, else one per batch",
+    )
+    p.add_argument(
+        "--compression", default="none", choices=[c.name.lower() for c in CompressionType]
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=500, metavar="N", help="records per batch (default 500)"
+    )
+    p.add_argument("--acks", type=int, default=-1, choices=(-1, 1), help="-1 (all, default) or 1")
     p.set_defaults(func=cmd_produce)
 
     p = sub.add_parser("consume", parents=[common], help="print a topic's records")
     p.add_argument("topic")
-    p.add_argument("--from-beginning", action="store_true",
-                   help="start at the earliest offset (default: the latest)")
+    p.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="start at the earliest offset (default: the latest)",
+    )
     p.add_argument("--partition", type=int, metavar="P", help="only this partition")
-    p.add_argument("--offset", metavar="O",
-                   help="start offset in --partition: a number, earliest or latest")
+    p.add_argument(
+        "--offset", metavar="O", help="start offset in --partition: a number, earliest or latest"
+    )
     p.add_argument("--max-messages", type=int, metavar="N", help="stop after N records")
-    p.add_argument("--timeout-ms", type=int, metavar="MS",
-                   help="stop when no record arrives for this long (default: never)")
+    p.add_argument(
+        "--timeout-ms",
+        type=int,
+        metavar="MS",
+        help="stop when no record arrives for this long (default: never)",
+    )
     for field in ("key", "partition", "offset", "timestamp", "headers"):
         p.add_argument(f"--print-{field}", action="store_true", help=f"print each record's {field}")
-    p.add_argument("--separator", default="\t",
-                   help="between the printed fields (default: tab)")
+    p.add_argument("--separator", default="\t", help="between the printed fields (default: tab)")
     p.set_defaults(func=cmd_consume)
 
     p = sub.add_parser(
-        "dump-log", help="decode log segments offline",
+        "dump-log",
+        help="decode log segments offline",
         description="Decode the batches and records of a segment file (<base offset>.log) "
-                    "or of every segment in a partition directory, without a broker. Records "
-                    "of __consumer_offsets are decoded field by field.")
+        "or of every segment in a partition directory, without a broker. Records "
+        "of __consumer_offsets are decoded field by field.",
+    )
     p.add_argument("path", type=Path)
     p.add_argument("--batches-only", action="store_true", help="do not print records")
-    p.add_argument("--offsets-decoder", action="store_true",
-                   help="decode records as __consumer_offsets records (automatic for a "
-                        "__consumer_offsets-N directory)")
+    p.add_argument(
+        "--offsets-decoder",
+        action="store_true",
+        help="decode records as __consumer_offsets records (automatic for a "
+        "__consumer_offsets-N directory)",
+    )
     p.add_argument("--output", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_dump_log)
 
@@ -498,6 +602,8 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace, out: Output) -> int:
+    import trio
+
     from broker.logging_setup import setup_logging
 
     setup_logging(args.log_level, args.log_format, out.stderr)
@@ -509,34 +615,29 @@ def cmd_serve(args: argparse.Namespace, out: Output) -> int:
     explicit = {name: config[name] for name in sorted(config.explicit)}
     log.info("starting kmock %s", _version(), extra=explicit)
     try:
-        import trio
-
         trio.run(_serve_until_signal, config)
-    except OSError as e:
-        out.error(_startup_error(e))
+    except Exception as e:
+        # The nursery wraps failures in groups. A failure we can explain (a port in use, a
+        # data directory we cannot write, a log we cannot open) is one line and exit 1;
+        # anything else is a bug and keeps its traceback.
+        leaves = list(_leaves(e))
+        if not all(isinstance(leaf, OSError | KafkaError) for leaf in leaves):
+            raise
+        out.error(_startup_error(leaves[0]))
         return EXIT_ERROR
-    except ExceptionGroup as eg:  # the nursery's; Kafka-level failures come one at a time
-        leaves = list(_leaves(eg))
-        oserrors = [e for e in leaves if isinstance(e, OSError)]
-        if len(oserrors) == len(leaves):
-            out.error(_startup_error(oserrors[0]))
-            return EXIT_ERROR
-        raise
     return EXIT_OK
 
 
-def _leaves(eg: BaseExceptionGroup[Any]) -> Iterator[BaseException]:
-    for e in eg.exceptions:
-        if isinstance(e, BaseExceptionGroup):
-            yield from _leaves(e)
-        else:
-            yield e
+def _leaves(e: BaseException) -> list[BaseException]:
+    if isinstance(e, BaseExceptionGroup):
+        return [leaf for sub in e.exceptions for leaf in _leaves(sub)]
+    return [e]
 
 
-def _startup_error(e: OSError) -> str:
-    if e.errno == errno.EADDRINUSE:
+def _startup_error(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.errno == errno.EADDRINUSE:
         return f"cannot start: address already in use ({e})"
-    if e.errno == errno.EACCES:
+    if isinstance(e, OSError) and e.errno == errno.EACCES:
         return f"cannot start: permission denied ({e})"
     return f"cannot start: {e}"
 
@@ -588,7 +689,9 @@ def _log_end_offsets(
     return client.list_offsets(keys, LATEST, raise_errors=False)
 
 
-def _decode_consumer(member: Any, protocol_type: str) -> tuple[list[str] | None, dict[str, list[int]] | None]:
+def _decode_consumer(
+    member: Any, protocol_type: str
+) -> tuple[list[str] | None, dict[str, list[int]] | None]:
     """(subscribed topics, assignment) of a member of a "consumer" group, else (None, None)."""
     from protocol.consumer_protocol import decode_assignment, decode_subscription
     from protocol.primitives import DecodeError
@@ -618,25 +721,46 @@ def _offset_rows(
         c = committed.get(key)
         end = ends.get(key)
         member = owners.get(key)
-        rows.append({
-            "topic": key[0],
-            "partition": key[1],
-            "committed_offset": None if c is None else c.offset,
-            "log_end_offset": end,
-            "lag": None if c is None or end is None else max(0, end - c.offset),
-            "member_id": None if member is None else member.member_id,
-            "client_id": None if member is None else member.client_id,
-            "host": None if member is None else member.client_host,
-        })
+        rows.append(
+            {
+                "topic": key[0],
+                "partition": key[1],
+                "committed_offset": None if c is None else c.offset,
+                "log_end_offset": end,
+                "lag": None if c is None or end is None else max(0, end - c.offset),
+                "member_id": None if member is None else member.member_id,
+                "client_id": None if member is None else member.client_id,
+                "host": None if member is None else member.client_host,
+            }
+        )
     return rows
 
 
 def _print_offset_rows(out: Output, rows: list[dict[str, Any]], title: str | None) -> None:
     out.table(
-        ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
-         "HOST", "CLIENT-ID"],
-        [[r["topic"], r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"],
-          r["member_id"], r["host"], r["client_id"]] for r in rows],
+        [
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ],
+        [
+            [
+                r["topic"],
+                r["partition"],
+                r["committed_offset"],
+                r["log_end_offset"],
+                r["lag"],
+                r["member_id"],
+                r["host"],
+                r["client_id"],
+            ]
+            for r in rows
+        ],
         title=title,
     )
 
@@ -651,14 +775,27 @@ def _missing_group(group_id: str) -> KafkaError:
 def cmd_topics_list(args: argparse.Namespace, out: Output) -> int:
     with _connect(args) as client:
         response = client.metadata(None)
-    topics = sorted((t for t in response.topics if not (args.exclude_internal and t.is_internal)),
-                    key=lambda t: t.name or "")
+    topics = sorted(
+        (t for t in response.topics if not (args.exclude_internal and t.is_internal)),
+        key=lambda t: t.name or "",
+    )
     if args.output == "json":
-        out.json([{"name": t.name, "partitions": len(t.partitions), "internal": t.is_internal,
-                   "topic_id": str(t.topic_id)} for t in topics])
+        out.json(
+            [
+                {
+                    "name": t.name,
+                    "partitions": len(t.partitions),
+                    "internal": t.is_internal,
+                    "topic_id": str(t.topic_id),
+                }
+                for t in topics
+            ]
+        )
     else:
-        out.table(["TOPIC", "PARTITIONS", "INTERNAL"],
-                  [[t.name, len(t.partitions), t.is_internal] for t in topics])
+        out.table(
+            ["TOPIC", "PARTITIONS", "INTERNAL"],
+            [[t.name, len(t.partitions), t.is_internal] for t in topics],
+        )
     return EXIT_OK
 
 
@@ -666,9 +803,12 @@ def cmd_topics_create(args: argparse.Namespace, out: Output) -> int:
     configs = _parse_assignments(args.config, "--config")
     with _connect(args) as client:
         try:
-            result = client.create_topic(args.topic, num_partitions=args.partitions,
-                                         replication_factor=args.replication_factor,
-                                         configs=configs)
+            result = client.create_topic(
+                args.topic,
+                num_partitions=args.partitions,
+                replication_factor=args.replication_factor,
+                configs=configs,
+            )
         except KafkaError as e:
             if args.if_not_exists and e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
                 if args.output == "json":
@@ -678,9 +818,15 @@ def cmd_topics_create(args: argparse.Namespace, out: Output) -> int:
                 return EXIT_OK
             raise
     if args.output == "json":
-        out.json({"name": result.name, "created": True, "topic_id": str(result.topic_id),
-                  "partitions": result.num_partitions,
-                  "replication_factor": result.replication_factor})
+        out.json(
+            {
+                "name": result.name,
+                "created": True,
+                "topic_id": str(result.topic_id),
+                "partitions": result.num_partitions,
+                "replication_factor": result.replication_factor,
+            }
+        )
     else:
         out.line(f"Created topic {args.topic}.")
     return EXIT_OK
@@ -698,8 +844,9 @@ def cmd_topics_delete(args: argparse.Namespace, out: Output) -> int:
     if args.output == "json":
         out.json({"name": args.topic, "deleted": deleted})
     else:
-        out.line(f"Deleted topic {args.topic}." if deleted
-                 else f"Topic {args.topic} does not exist.")
+        out.line(
+            f"Deleted topic {args.topic}." if deleted else f"Topic {args.topic} does not exist."
+        )
     return EXIT_OK
 
 
@@ -719,31 +866,62 @@ def cmd_topics_describe(args: argparse.Namespace, out: Output) -> int:
         configs = []
         if DescribeConfigsRequest.API_KEY in client.api_versions:
             configs = client.describe_configs(RESOURCE_TOPIC, args.topic)
-    partitions = [
-        {"partition": p.partition_index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
-         "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes),
-         "log_start_offset": starts[(args.topic, p.partition_index)],
-         "log_end_offset": ends[(args.topic, p.partition_index)]}
+    partitions: list[dict[str, Any]] = [
+        {
+            "partition": p.partition_index,
+            "leader": p.leader_id,
+            "leader_epoch": p.leader_epoch,
+            "replicas": list(p.replica_nodes),
+            "isr": list(p.isr_nodes),
+            "log_start_offset": starts[(args.topic, p.partition_index)],
+            "log_end_offset": ends[(args.topic, p.partition_index)],
+        }
         for p in sorted(topic.partitions, key=lambda p: p.partition_index)
     ]
-    config_rows = [{"name": c.name, "value": c.value,
-                    "source": _CONFIG_SOURCES.get(c.config_source, str(c.config_source))}
-                   for c in sorted(configs, key=lambda c: c.name)]
+    config_rows = [
+        {
+            "name": c.name,
+            "value": c.value,
+            "source": _CONFIG_SOURCES.get(c.config_source, str(c.config_source)),
+        }
+        for c in sorted(configs, key=lambda c: c.name)
+    ]
     if args.output == "json":
-        out.json({"name": topic.name, "topic_id": str(topic.topic_id),
-                  "internal": topic.is_internal, "partitions": partitions,
-                  "configs": config_rows})
+        out.json(
+            {
+                "name": topic.name,
+                "topic_id": str(topic.topic_id),
+                "internal": topic.is_internal,
+                "partitions": partitions,
+                "configs": config_rows,
+            }
+        )
         return EXIT_OK
     replication = len(topic.partitions[0].replica_nodes) if topic.partitions else 0
-    out.line(f"Topic: {topic.name}  TopicId: {topic.topic_id}  "
-             f"PartitionCount: {len(partitions)}  ReplicationFactor: {replication}")
-    out.table(["PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START-OFFSET", "LOG-END-OFFSET"],
-              [[p["partition"], p["leader"], ",".join(map(str, p["replicas"])),
-                ",".join(map(str, p["isr"])), p["log_start_offset"], p["log_end_offset"]]
-               for p in partitions])
+    out.line(
+        f"Topic: {topic.name}  TopicId: {topic.topic_id}  "
+        f"PartitionCount: {len(partitions)}  ReplicationFactor: {replication}"
+    )
+    out.table(
+        ["PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START-OFFSET", "LOG-END-OFFSET"],
+        [
+            [
+                p["partition"],
+                p["leader"],
+                ",".join(map(str, p["replicas"])),
+                ",".join(map(str, p["isr"])),
+                p["log_start_offset"],
+                p["log_end_offset"],
+            ]
+            for p in partitions
+        ],
+    )
     if config_rows:
-        out.table(["CONFIG", "VALUE", "SOURCE"],
-                  [[c["name"], c["value"], c["source"]] for c in config_rows], title="Configs")
+        out.table(
+            ["CONFIG", "VALUE", "SOURCE"],
+            [[c["name"], c["value"], c["source"]] for c in config_rows],
+            title="Configs",
+        )
     return EXIT_OK
 
 
@@ -754,15 +932,27 @@ def cmd_groups_list(args: argparse.Namespace, out: Output) -> int:
     with _connect(args) as client:
         groups = sorted(client.list_groups(), key=lambda g: g.group_id)
     if args.output == "json":
-        out.json([{"group_id": g.group_id, "protocol_type": g.protocol_type,
-                   "state": g.group_state or None} for g in groups])
+        out.json(
+            [
+                {
+                    "group_id": g.group_id,
+                    "protocol_type": g.protocol_type,
+                    "state": g.group_state or None,
+                }
+                for g in groups
+            ]
+        )
     else:
-        out.table(["GROUP", "PROTOCOL-TYPE", "STATE"],
-                  [[g.group_id, g.protocol_type, g.group_state or None] for g in groups])
+        out.table(
+            ["GROUP", "PROTOCOL-TYPE", "STATE"],
+            [[g.group_id, g.protocol_type, g.group_state or None] for g in groups],
+        )
     return EXIT_OK
 
 
-def _describe(client: KafkaClient, group_id: str) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+def _describe(
+    client: KafkaClient, group_id: str
+) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
     """(DescribedGroup, members, offset rows) of a group that exists."""
     group = client.describe_group(group_id)
     members = []
@@ -772,9 +962,16 @@ def _describe(client: KafkaClient, group_id: str) -> tuple[Any, list[dict[str, A
         for topic, partitions in (assignment or {}).items():
             for p in partitions:
                 owners[(topic, p)] = m
-        members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                        "client_id": m.client_id, "host": m.client_host,
-                        "subscription": topics, "assignment": assignment})
+        members.append(
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "subscription": topics,
+                "assignment": assignment,
+            }
+        )
     rows = _offset_rows(client, group_id, owners)
     if group.group_state == "Dead" and not members and not rows:
         raise _missing_group(group_id)
@@ -785,18 +982,37 @@ def cmd_groups_describe(args: argparse.Namespace, out: Output) -> int:
     with _connect(args) as client:
         group, members, rows = _describe(client, args.group)
     if args.output == "json":
-        out.json({"group_id": group.group_id, "state": group.group_state,
-                  "protocol_type": group.protocol_type, "protocol": group.protocol_data,
-                  "members": members, "offsets": rows})
+        out.json(
+            {
+                "group_id": group.group_id,
+                "state": group.group_state,
+                "protocol_type": group.protocol_type,
+                "protocol": group.protocol_data,
+                "members": members,
+                "offsets": rows,
+            }
+        )
         return EXIT_OK
-    out.line(f"Group: {group.group_id}  State: {group.group_state}  "
-             f"ProtocolType: {group.protocol_type or '-'}  Protocol: {group.protocol_data or '-'}"
-             f"  Members: {len(members)}")
+    out.line(
+        f"Group: {group.group_id}  State: {group.group_state}  "
+        f"ProtocolType: {group.protocol_type or '-'}  Protocol: {group.protocol_data or '-'}"
+        f"  Members: {len(members)}"
+    )
     if members:
-        out.table(["CONSUMER-ID", "INSTANCE-ID", "HOST", "CLIENT-ID", "ASSIGNMENT"],
-                  [[m["member_id"], m["group_instance_id"], m["host"], m["client_id"],
-                    _format_assignment(m["assignment"])] for m in members],
-                  title="Members")
+        out.table(
+            ["CONSUMER-ID", "INSTANCE-ID", "HOST", "CLIENT-ID", "ASSIGNMENT"],
+            [
+                [
+                    m["member_id"],
+                    m["group_instance_id"],
+                    m["host"],
+                    m["client_id"],
+                    _format_assignment(m["assignment"]),
+                ]
+                for m in members
+            ],
+            title="Members",
+        )
     _print_offset_rows(out, rows, title="Offsets")
     return EXIT_OK
 
@@ -804,7 +1020,10 @@ def cmd_groups_describe(args: argparse.Namespace, out: Output) -> int:
 def _format_assignment(assignment: dict[str, list[int]] | None) -> str | None:
     if assignment is None:
         return None
-    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(assignment.items())) or "(none)"
+    return (
+        " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(assignment.items()))
+        or "(none)"
+    )
 
 
 # --- offsets -------------------------------------------------------------------------------
@@ -840,8 +1059,9 @@ def _parse_datetime_ms(text: str) -> int:
     return int(when.timestamp() * 1000)  # naive: local time, as Kafka's tool reads it
 
 
-def _reset_targets(client: KafkaClient, args: argparse.Namespace,
-                   committed: Mapping[tuple[str, int], Any]) -> list[tuple[str, int]]:
+def _reset_targets(
+    client: KafkaClient, args: argparse.Namespace, committed: Mapping[tuple[str, int], Any]
+) -> list[tuple[str, int]]:
     if args.all_topics:
         return sorted(committed)
     keys: set[tuple[str, int]] = set()
@@ -863,7 +1083,8 @@ def cmd_offsets_reset(args: argparse.Namespace, out: Output) -> int:
             raise Refused(
                 f"offsets can only be reset while group {args.group!r} is inactive, but it "
                 f"is {group.group_state} with {len(group.members)} member(s); stop its "
-                f"consumers first")
+                f"consumers first"
+            )
         committed = client.committed_offsets(args.group)
         keys = _reset_targets(client, args, committed)
         starts = client.list_offsets(keys, EARLIEST)
@@ -878,20 +1099,32 @@ def cmd_offsets_reset(args: argparse.Namespace, out: Output) -> int:
             new = {k: o if o >= 0 else ends[k] for k, o in found.items()}
         else:
             new = {k: min(max(args.to_offset, starts[k]), ends[k]) for k in keys}
-        plan = [{"topic": t, "partition": p,
-                 "current_offset": committed[(t, p)].offset if (t, p) in committed else None,
-                 "new_offset": new[(t, p)]} for t, p in keys]
+        plan: list[dict[str, Any]] = [
+            {
+                "topic": t,
+                "partition": p,
+                "current_offset": committed[(t, p)].offset if (t, p) in committed else None,
+                "new_offset": new[(t, p)],
+            }
+            for t, p in keys
+        ]
         if args.execute and plan:
-            client.commit_offsets(args.group, {(r["topic"], r["partition"]): r["new_offset"]
-                                               for r in plan})
+            client.commit_offsets(
+                args.group, {(r["topic"], r["partition"]): r["new_offset"] for r in plan}
+            )
     if args.output == "json":
         out.json({"group_id": args.group, "executed": bool(args.execute), "plan": plan})
         return EXIT_OK
-    title = (f"Committed for group {args.group}" if args.execute
-             else f"Dry run for group {args.group}: nothing committed (add --execute)")
-    out.table(["TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
-              [[r["topic"], r["partition"], r["current_offset"], r["new_offset"]] for r in plan],
-              title=title)
+    title = (
+        f"Committed for group {args.group}"
+        if args.execute
+        else f"Dry run for group {args.group}: nothing committed (add --execute)"
+    )
+    out.table(
+        ["TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
+        [[r["topic"], r["partition"], r["current_offset"], r["new_offset"]] for r in plan],
+        title=title,
+    )
     return EXIT_OK
 
 
@@ -913,6 +1146,8 @@ def cmd_produce(args: argparse.Namespace, out: Output) -> int:
         written: dict[int, list[int]] = {}  # partition -> [first offset, last offset]
         sticky = random.randrange(count)
         total = 0
+        # Typed lines go out one by one, as they are entered; piped ones in batches.
+        batch_size = 1 if _isatty(out.stdin) else args.batch_size
 
         def flush(partition: int) -> None:
             records = pending.pop(partition, [])
@@ -923,7 +1158,7 @@ def cmd_produce(args: argparse.Namespace, out: Output) -> int:
             span = written.setdefault(partition, [base, base])
             span[1] = base + len(records) - 1
 
-        with out.progress(f"producing to {args.topic}", None) as advance:
+        with out.progress(f"producing to {args.topic}", None, writes_stdout=False) as advance:
             for lineno, raw in enumerate(out.stdin, 1):
                 line = raw.rstrip("\r\n")
                 key: bytes | None = None
@@ -939,9 +1174,10 @@ def cmd_produce(args: argparse.Namespace, out: Output) -> int:
                 else:
                     partition = sticky
                 pending.setdefault(partition, []).append(
-                    (key, line.encode(), (), int(time.time() * 1000)))
+                    (key, line.encode(), (), int(time.time() * 1000))
+                )
                 total += 1
-                if len(pending[partition]) >= args.batch_size:
+                if len(pending[partition]) >= batch_size:
                     flush(partition)
                     if partition == sticky:
                         sticky = (sticky + 1) % count
@@ -949,16 +1185,25 @@ def cmd_produce(args: argparse.Namespace, out: Output) -> int:
             for partition in list(pending):
                 flush(partition)
     if args.output == "json":
-        out.json({"topic": args.topic, "records": total,
-                  "partitions": {str(p): {"first_offset": a, "last_offset": b}
-                                 for p, (a, b) in sorted(written.items())}})
+        out.json(
+            {
+                "topic": args.topic,
+                "records": total,
+                "partitions": {
+                    str(p): {"first_offset": a, "last_offset": b}
+                    for p, (a, b) in sorted(written.items())
+                },
+            }
+        )
     else:
         spans = ", ".join(f"{p}: {a}-{b}" for p, (a, b) in sorted(written.items()))
         out.line(f"Produced {total} record(s) to {args.topic}" + (f" ({spans})" if spans else "."))
     return EXIT_OK
 
 
-def _start_offsets(client: KafkaClient, args: argparse.Namespace, partitions: list[int]) -> dict[int, int]:
+def _start_offsets(
+    client: KafkaClient, args: argparse.Namespace, partitions: list[int]
+) -> dict[int, int]:
     keys = [(args.topic, p) for p in partitions]
     if args.offset is not None:
         if args.offset in ("earliest", "latest"):
@@ -986,7 +1231,9 @@ def cmd_consume(args: argparse.Namespace, out: Output) -> int:
             raise Failed(f"topic {args.topic!r} has no partition {args.partition} (it has {count})")
         partitions = [args.partition] if args.partition is not None else list(range(count))
         positions = _start_offsets(client, args, partitions)
-        idle_deadline = None if args.timeout_ms is None else time.monotonic() + args.timeout_ms / 1000
+        idle_deadline = (
+            None if args.timeout_ms is None else time.monotonic() + args.timeout_ms / 1000
+        )
         with out.progress(f"consuming {args.topic}", args.max_messages) as advance:
             while args.max_messages is None or consumed < args.max_messages:
                 wait_ms = 500
@@ -999,16 +1246,18 @@ def cmd_consume(args: argparse.Namespace, out: Output) -> int:
                 got = 0
                 for partition, pd in sorted(data.items()):
                     if pd.error_code:
-                        raise KafkaError(ErrorCode(pd.error_code),
-                                         f"fetch {args.topic}-{partition} at {positions[partition]}")
+                        raise KafkaError(
+                            ErrorCode(pd.error_code),
+                            f"fetch {args.topic}-{partition} at {positions[partition]}",
+                        )
                     view = memoryview(pd.records or b"")
                     # A batch may start before the fetch offset: skip what was already printed.
                     for pos, header in iter_batches(view):
                         if not header.is_control:
-                            for record in decode_records(view[pos:pos + header.size]):
+                            for record in decode_records(view[pos : pos + header.size]):
                                 if record.offset >= positions[partition] and not (
-                                        args.max_messages is not None
-                                        and consumed >= args.max_messages):
+                                    args.max_messages is not None and consumed >= args.max_messages
+                                ):
                                     _print_record(out, args, partition, record)
                                     consumed += 1
                                     got += 1
@@ -1023,10 +1272,18 @@ def cmd_consume(args: argparse.Namespace, out: Output) -> int:
 
 def _print_record(out: Output, args: argparse.Namespace, partition: int, record: Any) -> None:
     if args.output == "json":
-        out.json({"topic": args.topic, "partition": partition, "offset": record.offset,
-                  "timestamp": record.timestamp, "key": _text(record.key),
-                  "value": _text(record.value),
-                  "headers": [[k, _text(v)] for k, v in record.headers]}, lines=True)
+        out.json(
+            {
+                "topic": args.topic,
+                "partition": partition,
+                "offset": record.offset,
+                "timestamp": record.timestamp,
+                "key": _text(record.key),
+                "value": _text(record.value),
+                "headers": [[k, _text(v)] for k, v in record.headers],
+            },
+            lines=True,
+        )
         return
     fields = []
     if args.print_timestamp:
@@ -1058,17 +1315,25 @@ def _segments(path: Path) -> list[Path]:
 
 def _batch_fields(header: Any, pos: int, crc_ok: bool) -> dict[str, Any]:
     return {
-        "base_offset": header.base_offset, "last_offset": header.last_offset,
-        "count": header.records_count, "position": pos, "size": header.size,
+        "base_offset": header.base_offset,
+        "last_offset": header.last_offset,
+        "count": header.records_count,
+        "position": pos,
+        "size": header.size,
         "partition_leader_epoch": header.partition_leader_epoch,
-        "producer_id": header.producer_id, "producer_epoch": header.producer_epoch,
-        "base_sequence": header.base_sequence, "last_sequence": header.last_sequence,
-        "is_transactional": header.is_transactional, "is_control": header.is_control,
+        "producer_id": header.producer_id,
+        "producer_epoch": header.producer_epoch,
+        "base_sequence": header.base_sequence,
+        "last_sequence": header.last_sequence,
+        "is_transactional": header.is_transactional,
+        "is_control": header.is_control,
         "timestamp_type": "LogAppendTime" if header.timestamp_type else "CreateTime",
         "max_timestamp": header.max_timestamp,
         "compression": CompressionType(header.compression).name.lower()
-        if header.compression <= CompressionType.ZSTD else str(header.compression),
-        "crc": header.crc, "crc_valid": crc_ok,
+        if header.compression <= CompressionType.ZSTD
+        else str(header.compression),
+        "crc": header.crc,
+        "crc_valid": crc_ok,
     }
 
 
@@ -1102,7 +1367,8 @@ def _member_fields(m: Any, protocol_type: str | None) -> dict[str, Any]:
 
 def _record_fields(record: Any, offsets_topic: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {
-        "offset": record.offset, "timestamp": record.timestamp,
+        "offset": record.offset,
+        "timestamp": record.timestamp,
         "key_size": -1 if record.key is None else len(record.key),
         "value_size": -1 if record.value is None else len(record.value),
         "headers": [[k, _text(v)] for k, v in record.headers],
@@ -1116,8 +1382,11 @@ def _record_fields(record: Any, offsets_topic: bool) -> dict[str, Any]:
         except DecodeError as e:
             fields["decode_error"] = str(e)
         else:
-            fields["key"] = ({"type": "UnknownRecordKey", "version": key.version}
-                             if isinstance(key, UnknownRecordKey) else _struct_fields(key))
+            fields["key"] = (
+                {"type": "UnknownRecordKey", "version": key.version}
+                if isinstance(key, UnknownRecordKey)
+                else _struct_fields(key)
+            )
             fields["value"] = None if value is None else _struct_fields(value)
             return fields
     fields["key"] = _text(record.key)
@@ -1142,8 +1411,10 @@ def _format_value(v: Any) -> str:
 
 
 def _print_record_text(out: Output, r: dict[str, Any]) -> None:
-    head = (f"| offset: {r['offset']} timestamp: {r['timestamp']} keySize: {r['key_size']} "
-            f"valueSize: {r['value_size']}")
+    head = (
+        f"| offset: {r['offset']} timestamp: {r['timestamp']} keySize: {r['key_size']} "
+        f"valueSize: {r['value_size']}"
+    )
     if r["headers"]:
         head += " headers: " + ",".join(f"{k}={v}" for k, v in r["headers"])
     if "decode_error" in r:
@@ -1183,19 +1454,26 @@ def cmd_dump_log(args: argparse.Namespace, out: Output) -> int:
             del doc["summary"]
         out.json({"files": documents})
     else:
-        out.table(["SEGMENT", "BATCHES", "RECORDS", "BAD-CRC", "TRAILING-BYTES"],
-                  [doc["summary"] for doc in documents], title="Summary")
+        out.table(
+            ["SEGMENT", "BATCHES", "RECORDS", "BAD-CRC", "TRAILING-BYTES"],
+            [doc["summary"] for doc in documents],
+            title="Summary",
+        )
     return EXIT_ERROR if any(doc["error"] for doc in documents) else EXIT_OK
 
 
-def _dump_segment(out: Output, path: Path, args: argparse.Namespace, offsets_topic: bool,
-                  advance: Callable[[float], None]) -> dict[str, Any]:
+def _dump_segment(
+    out: Output,
+    path: Path,
+    args: argparse.Namespace,
+    offsets_topic: bool,
+    advance: Callable[[float], None],
+) -> dict[str, Any]:
     """Decode one segment; prints it as text, or returns it as a JSON document."""
     from protocol.records import BATCH_HEADER_SIZE, decode_records, iter_batches, validate_batch
 
     as_json = args.output == "json"
-    doc: dict[str, Any] = {"path": str(path), "batches": [], "trailing_bytes": None,
-                           "error": None}
+    doc: dict[str, Any] = {"path": str(path), "batches": [], "trailing_bytes": None, "error": None}
     batches = records = invalid = 0
     data = _mapped(path)
     end = 0
@@ -1210,8 +1488,10 @@ def _dump_segment(out: Output, path: Path, args: argparse.Namespace, offsets_top
             batch = _batch_fields(header, pos, crc_ok)
             if not args.batches_only:
                 try:
-                    batch["records"] = [_record_fields(r, offsets_topic)
-                                        for r in decode_records(data[pos:pos + header.size])]
+                    batch["records"] = [
+                        _record_fields(r, offsets_topic)
+                        for r in decode_records(data[pos : pos + header.size])
+                    ]
                     records += len(batch["records"])
                 except KafkaError as e:
                     batch["records_error"] = str(e)
@@ -1231,10 +1511,15 @@ def _dump_segment(out: Output, path: Path, args: argparse.Namespace, offsets_top
         if doc["error"]:
             out.line(f"error: {doc['error']}")
         elif doc["trailing_bytes"]:
-            kind = ("a cut-off batch" if doc["trailing_bytes"] >= BATCH_HEADER_SIZE
-                    else "too short for a batch header")
-            out.line(f"{doc['trailing_bytes']} trailing byte(s) after the last whole batch "
-                     f"({kind}; recovery truncates them)")
+            kind = (
+                "a cut-off batch"
+                if doc["trailing_bytes"] >= BATCH_HEADER_SIZE
+                else "too short for a batch header"
+            )
+            out.line(
+                f"{doc['trailing_bytes']} trailing byte(s) after the last whole batch "
+                f"({kind}; recovery truncates them)"
+            )
     doc["summary"] = [path.name, batches, records, invalid, doc["trailing_bytes"]]
     return doc
 
@@ -1248,7 +1533,8 @@ def _print_batch_text(out: Output, b: dict[str, Any]) -> None:
         f"isTransactional: {_cell(b['is_transactional'])} isControl: {_cell(b['is_control'])} "
         f"position: {b['position']} {b['timestamp_type']}: {b['max_timestamp']} "
         f"size: {b['size']} compresscodec: {b['compression']} crc: {b['crc']} "
-        f"isvalid: {_cell(b['crc_valid'])}")
+        f"isvalid: {_cell(b['crc_valid'])}"
+    )
     if "records_error" in b:
         out.line(f"| records not decodable: {b['records_error']}")
     for r in b.get("records", ()):

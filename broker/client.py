@@ -26,7 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.frames import API_VERSIONS_KEY
+from protocol.frames import (
+    frame_request,
+    parse_response_header,
+    response_header_is_flexible,
+)
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.create_topics import (
     CreatableTopic,
@@ -43,7 +47,11 @@ from protocol.messages.describe_configs import (
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic, PartitionData
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest
-from protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -52,7 +60,7 @@ from protocol.messages.offset_commit import (
 )
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from protocol.primitives import DecodeError, Reader, read_tagged, write_nullable_string
+from protocol.primitives import DecodeError
 from protocol.schema import Message, decode, encode_chunks
 
 __all__ = [
@@ -82,7 +90,6 @@ _VERSION_CAPS = {
 }
 
 _SIZE = struct.Struct(">i")
-_REQUEST_HEADER = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
 
 
@@ -97,7 +104,7 @@ class CommittedOffset:
 
 
 def parse_host_port(address: str, default_port: int = 9092) -> tuple[str, int]:
-    """"host:port" (or "[v6]:port", or "host") -> (host, port); the first of a comma list."""
+    """ "host:port" (or "[v6]:port", or "host") -> (host, port); the first of a comma list."""
     first = address.split(",")[0].strip()
     if first.startswith("["):
         host, _, rest = first[1:].partition("]")
@@ -192,8 +199,10 @@ class KafkaClient:
         top = min(ours.stop - 1, theirs.stop - 1, _VERSION_CAPS.get(request_cls, 1 << 15))
         if top < max(ours.start, theirs.start):
             name = request_cls.__name__.removesuffix("Request")
-            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
-                             f"the broker does not serve {name} at a version this client speaks")
+            raise KafkaError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                f"the broker does not serve {name} at a version this client speaks",
+            )
         return top
 
     # --- one request ---------------------------------------------------------------------
@@ -209,30 +218,27 @@ class KafkaClient:
         if self._sock is None:
             raise ConnectionFailed("not connected")
         self._correlation_id += 1
-        header: list[Any] = [_REQUEST_HEADER.pack(request.API_KEY, version, self._correlation_id)]
-        write_nullable_string(header, self.client_id)
-        if request.is_flexible(version):
-            header.append(b"\x00")  # request header v2: no tagged fields
-        payload = b"".join([*header, *encode_chunks(request, version)])
+        chunks = frame_request(request.API_KEY, version, self._correlation_id, self.client_id,
+                               encode_chunks(request, version), request.is_flexible(version))
         try:
-            self._sock.sendall(_SIZE.pack(len(payload)) + payload)
+            self._sock.sendall(b"".join(chunks))
             (size,) = _SIZE.unpack(self._receive(4))
             frame = self._receive(size)
         except OSError as e:
             self.close()
             raise ConnectionFailed(f"{self._name()}: {_reason(e)}") from None
-        (correlation_id,) = _SIZE.unpack_from(frame, 0)
+        try:
+            correlation_id, pos = parse_response_header(frame, response_header_is_flexible(
+                request.API_KEY, request.is_flexible(version)))
+        except DecodeError as e:
+            self.close()
+            raise ConnectionFailed(f"{self._name()}: unreadable response header: {e}") from None
         if correlation_id != self._correlation_id:
             self.close()
             raise ConnectionFailed(
                 f"{self._name()}: response for request {correlation_id}, "
-                f"expected {self._correlation_id}")
-        pos = 4
-        # Response header v1 (tagged fields) from the flexible version, except ApiVersions.
-        if request.API_KEY != API_VERSIONS_KEY and request.is_flexible(version):
-            r = Reader(frame, pos)
-            read_tagged(r)
-            pos = r.pos
+                f"expected {self._correlation_id}"
+            )
         return frame, pos
 
     def _receive(self, n: int) -> bytes:
@@ -266,8 +272,9 @@ class KafkaClient:
     ) -> MetadataResponse:
         """Brokers and topics; `topics=None` lists every topic."""
         wanted = None if topics is None else [MetadataRequestTopic(name=t) for t in topics]
-        return self.send(MetadataRequest(
-            topics=wanted, allow_auto_topic_creation=allow_auto_topic_creation))  # type: ignore[no-any-return]
+        return self.send(
+            MetadataRequest(topics=wanted, allow_auto_topic_creation=allow_auto_topic_creation)
+        )  # type: ignore[no-any-return]
 
     def partition_count(self, topic: str, *, allow_auto_topic_creation: bool = False) -> int:
         """Partitions of `topic`. Raises KafkaError (UNKNOWN_TOPIC_OR_PARTITION, ...)."""
@@ -289,11 +296,17 @@ class KafkaClient:
     ) -> CreatableTopicResult:
         """Create one topic (-1: the broker's num.partitions / default.replication.factor)."""
         request = CreateTopicsRequest(
-            topics=[CreatableTopic(
-                name=name, num_partitions=num_partitions, replication_factor=replication_factor,
-                assignments=[],
-                configs=[CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
-            )],
+            topics=[
+                CreatableTopic(
+                    name=name,
+                    num_partitions=num_partitions,
+                    replication_factor=replication_factor,
+                    assignments=[],
+                    configs=[
+                        CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                    ],
+                )
+            ],
             timeout_ms=int(self.timeout_s * 1000),
             validate_only=validate_only,
         )
@@ -306,7 +319,9 @@ class KafkaClient:
         version = self.version_for(DeleteTopicsRequest)
         timeout_ms = int(self.timeout_s * 1000)
         if version >= 6:
-            request = DeleteTopicsRequest(topics=[DeleteTopicState(name=name)], timeout_ms=timeout_ms)
+            request = DeleteTopicsRequest(
+                topics=[DeleteTopicState(name=name)], timeout_ms=timeout_ms
+            )
         else:
             request = DeleteTopicsRequest(topic_names=[name], timeout_ms=timeout_ms)
         response = self.send(request, version)
@@ -316,12 +331,17 @@ class KafkaClient:
     def describe_configs(
         self, resource_type: int, name: str
     ) -> list[DescribeConfigsResourceResult]:
-        response = self.send(DescribeConfigsRequest(
-            resources=[DescribeConfigsResource(
-                resource_type=resource_type, resource_name=name, configuration_keys=None)],
-            include_synonyms=False,
-            include_documentation=False,
-        ))
+        response = self.send(
+            DescribeConfigsRequest(
+                resources=[
+                    DescribeConfigsResource(
+                        resource_type=resource_type, resource_name=name, configuration_keys=None
+                    )
+                ],
+                include_synonyms=False,
+                include_documentation=False,
+            )
+        )
         result = response.results[0]
         _check(result.error_code, f"describe configs of {name!r}", result.error_message)
         return list(result.configs)
@@ -347,10 +367,14 @@ class KafkaClient:
 
         Partitions without a committed offset are left out.
         """
-        topics = None if partitions is None else [
-            OffsetFetchRequestTopic(name=t, partition_indexes=list(ps))
-            for t, ps in partitions.items()
-        ]
+        topics = (
+            None
+            if partitions is None
+            else [
+                OffsetFetchRequestTopic(name=t, partition_indexes=list(ps))
+                for t, ps in partitions.items()
+            ]
+        )
         response = self.send(OffsetFetchRequest(group_id=group_id, topics=topics))
         _check(response.error_code, f"offsets of group {group_id!r}")
         out = {}
@@ -358,7 +382,9 @@ class KafkaClient:
             for p in t.partitions:
                 _check(p.error_code, f"offset of {group_id!r} on {t.name}-{p.partition_index}")
                 if p.committed_offset >= 0:
-                    out[(t.name, p.partition_index)] = CommittedOffset(p.committed_offset, p.metadata)
+                    out[(t.name, p.partition_index)] = CommittedOffset(
+                        p.committed_offset, p.metadata
+                    )
         return out
 
     def commit_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
@@ -366,14 +392,21 @@ class KafkaClient:
         empty, as for kafka-consumer-groups --reset-offsets."""
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
         for (topic, partition), offset in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append(OffsetCommitRequestPartition(
-                partition_index=partition, committed_offset=offset, committed_metadata=""))
-        response = self.send(OffsetCommitRequest(
-            group_id=group_id,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=[OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
-        ))
+            by_topic.setdefault(topic, []).append(
+                OffsetCommitRequestPartition(
+                    partition_index=partition, committed_offset=offset, committed_metadata=""
+                )
+            )
+        response = self.send(
+            OffsetCommitRequest(
+                group_id=group_id,
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                topics=[
+                    OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()
+                ],
+            )
+        )
         for t in response.topics:
             for p in t.partitions:
                 _check(p.error_code, f"commit for {group_id!r} on {t.name}-{p.partition_index}")
@@ -387,13 +420,16 @@ class KafkaClient:
         by_topic: dict[str, list[ListOffsetsPartition]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(
-                ListOffsetsPartition(partition_index=partition, timestamp=timestamp))
+                ListOffsetsPartition(partition_index=partition, timestamp=timestamp)
+            )
         if not by_topic:
             return {}
-        response = self.send(ListOffsetsRequest(
-            replica_id=-1,
-            topics=[ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
-        ))
+        response = self.send(
+            ListOffsetsRequest(
+                replica_id=-1,
+                topics=[ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+            )
+        )
         out = {}
         for t in response.topics:
             for p in t.partitions:
@@ -407,12 +443,18 @@ class KafkaClient:
 
     def produce(self, topic: str, partition: int, batch: bytes, *, acks: int = -1) -> int:
         """Append one record batch (see protocol.records.build_batch); returns its base offset."""
-        response = self.send(ProduceRequest(
-            acks=acks,
-            timeout_ms=int(self.timeout_s * 1000),
-            topic_data=[TopicProduceData(
-                name=topic, partition_data=[PartitionProduceData(index=partition, records=batch)])],
-        ))
+        response = self.send(
+            ProduceRequest(
+                acks=acks,
+                timeout_ms=int(self.timeout_s * 1000),
+                topic_data=[
+                    TopicProduceData(
+                        name=topic,
+                        partition_data=[PartitionProduceData(index=partition, records=batch)],
+                    )
+                ],
+            )
+        )
         result = response.responses[0].partition_responses[0]
         _check(result.error_code, f"produce to {topic}-{partition}", result.error_message)
         return int(result.base_offset)
@@ -439,10 +481,17 @@ class KafkaClient:
             isolation_level=0,
             session_id=0,
             session_epoch=-1,
-            topics=[FetchTopic(topic=topic, partitions=[
-                FetchPartition(partition=p, fetch_offset=o, partition_max_bytes=partition_max_bytes)
-                for p, o in sorted(offsets.items())
-            ])],
+            topics=[
+                FetchTopic(
+                    topic=topic,
+                    partitions=[
+                        FetchPartition(
+                            partition=p, fetch_offset=o, partition_max_bytes=partition_max_bytes
+                        )
+                        for p, o in sorted(offsets.items())
+                    ],
+                )
+            ],
         )
         self._set_timeout(self.timeout_s + max_wait_ms / 1000)
         try:
@@ -472,7 +521,7 @@ def _murmur2(data: bytes) -> int:
     length4 = length // 4
     for i in range(length4):
         i4 = i * 4
-        k = int.from_bytes(data[i4:i4 + 4], "little")
+        k = int.from_bytes(data[i4 : i4 + 4], "little")
         k = (k * m) & 0xFFFFFFFF
         k ^= k >> r
         k = (k * m) & 0xFFFFFFFF

@@ -15,7 +15,6 @@ Where kmock's default differs from Kafka's, the table says so in `kafka_default`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +38,9 @@ class Setting:
     topic_name: str | None = None  # the topic-level config this broker setting is the default of
     kafka_default: Any = None  # when kmock's default differs from Kafka's
     read_only: bool = True  # Kafka's "read-only" broker configs (cannot be altered at runtime)
+    min_value: int | float | None = None  # Kafka's ConfigDef range check (atLeast)
+    choices: tuple[str, ...] | None = None  # Kafka's ValidString / ValidList
+    acted_on: bool = True  # False: accepted and reported like Kafka, but kmock ignores it
 
 
 def _s(name: str, type: str, default: Any, doc: str, **kw: Any) -> Setting:
@@ -73,38 +75,76 @@ SETTINGS: dict[str, Setting] = {
            "Create a topic when a client asks for its metadata."),
         _s("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
         _s("message.max.bytes", "int", 1048588,
-           "Largest record batch accepted.", topic_name="max.message.bytes", read_only=False),
+           "Largest record batch accepted.", topic_name="max.message.bytes", read_only=False,
+           min_value=0),
         _s("log.message.timestamp.type", "string", "CreateTime",
-           "CreateTime or LogAppendTime.", topic_name="message.timestamp.type", read_only=False),
+           "CreateTime or LogAppendTime.", topic_name="message.timestamp.type", read_only=False,
+           choices=("CreateTime", "LogAppendTime")),
         # --- log ---
         _s("log.segment.bytes", "int", 1073741824, "Segment size before a new one is rolled.",
-           topic_name="segment.bytes", read_only=False),
+           topic_name="segment.bytes", read_only=False, min_value=14),
         _s("log.roll.ms", "long", None, "Segment age before a new one is rolled.",
-           topic_name="segment.ms", read_only=False),
+           topic_name="segment.ms", read_only=False, min_value=1),
         _s("log.roll.hours", "int", 168, "log.roll.ms in hours, used when that is unset."),
         _s("log.retention.ms", "long", None,
            "How long to keep a segment (-1: forever).", topic_name="retention.ms",
-           read_only=False),
+           read_only=False, min_value=-1),
         _s("log.retention.minutes", "int", None, "log.retention.ms in minutes."),
         _s("log.retention.hours", "int", 168, "log.retention.ms in hours."),
         _s("log.retention.bytes", "long", -1, "Size of a partition beyond which old segments "
            "are deleted (-1: no limit).", topic_name="retention.bytes", read_only=False),
-        _s("log.retention.check.interval.ms", "long", 300000, "How often retention runs."),
+        _s("log.retention.check.interval.ms", "long", 300000, "How often retention runs.",
+           min_value=1),
         _s("log.index.interval.bytes", "int", 4096, "Bytes between two offset index entries.",
-           topic_name="index.interval.bytes", read_only=False),
+           topic_name="index.interval.bytes", read_only=False, min_value=0),
         _s("log.cleanup.policy", "list", "delete", "delete or compact.",
-           topic_name="cleanup.policy", read_only=False),
+           topic_name="cleanup.policy", read_only=False, choices=("delete", "compact")),
         _s("log.cleaner.delete.retention.ms", "long", 86400000,
            "How long tombstones stay in a compacted topic.", topic_name="delete.retention.ms",
-           read_only=False),
+           read_only=False, min_value=0),
         _s("log.cleaner.backoff.ms", "long", 15000, "How often compaction runs."),
         _s("log.flush.interval.messages", "long", LONG_MAX,
            "1 = fsync every append before it is acknowledged.",
-           topic_name="flush.messages", read_only=False),
+           topic_name="flush.messages", read_only=False, min_value=1),
         _s("log.flush.interval.ms", "long", 5,
            "Group commit: fsync every N ms; acks=all waits for the fsync covering its records. "
            "-1 = never fsync (Kafka's default: the OS page cache decides).",
-           topic_name="flush.ms", kafka_default=None, read_only=False),
+           topic_name="flush.ms", kafka_default="unset (never fsync)", read_only=False),
+        # Topic configs that clients and tools set routinely: accepted, validated and reported
+        # under Kafka's names and defaults, but with no effect on a single broker without
+        # replication, tiered storage or a log cleaner schedule of its own.
+        _s("compression.type", "string", "producer", "Compression of stored batches; kmock "
+           "stores batches as the producer sent them.", topic_name="compression.type",
+           read_only=False, acted_on=False,
+           choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+        _s("min.insync.replicas", "int", 1, "Replicas that must acknowledge acks=all; always "
+           "met by the one broker.", topic_name="min.insync.replicas", read_only=False,
+           acted_on=False, min_value=1),
+        _s("unclean.leader.election.enable", "boolean", False, "No effect with one replica.",
+           topic_name="unclean.leader.election.enable", read_only=False, acted_on=False),
+        _s("log.cleaner.min.compaction.lag.ms", "long", 0, "Accepted; not used by kmock.",
+           topic_name="min.compaction.lag.ms", read_only=False, acted_on=False, min_value=0),
+        _s("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "Accepted; not used by kmock.",
+           topic_name="max.compaction.lag.ms", read_only=False, acted_on=False, min_value=1),
+        _s("log.cleaner.min.cleanable.ratio", "double", 0.5, "Accepted; not used by kmock.",
+           topic_name="min.cleanable.dirty.ratio", read_only=False, acted_on=False,
+           min_value=0),
+        _s("log.preallocate", "boolean", False, "Accepted; not used by kmock.",
+           topic_name="preallocate", read_only=False, acted_on=False),
+        _s("log.segment.delete.delay.ms", "long", 60000, "Accepted; kmock deletes at once.",
+           topic_name="file.delete.delay.ms", read_only=False, acted_on=False, min_value=0),
+        _s("log.index.size.max.bytes", "int", 10485760, "Accepted; not used by kmock.",
+           topic_name="segment.index.bytes", read_only=False, acted_on=False, min_value=4),
+        _s("log.roll.jitter.ms", "long", 0, "Accepted; not used by kmock.",
+           topic_name="segment.jitter.ms", read_only=False, acted_on=False, min_value=0),
+        _s("log.message.timestamp.before.max.ms", "long", LONG_MAX,
+           "Accepted; kmock does not reject old timestamps.",
+           topic_name="message.timestamp.before.max.ms", read_only=False, acted_on=False,
+           min_value=0),
+        _s("log.message.timestamp.after.max.ms", "long", 3600000,
+           "Accepted; kmock does not reject future timestamps.",
+           topic_name="message.timestamp.after.max.ms", read_only=False, acted_on=False,
+           min_value=0),
         # --- group coordinator ---
         _s("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets."),
         _s("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets."),
@@ -129,6 +169,8 @@ def _convert(setting: Setting, value: Any) -> Any:
     try:
         if setting.type in ("int", "long"):
             return int(v)
+        if setting.type == "double":
+            return float(v)
         if setting.type == "boolean":
             if v.lower() not in ("true", "false"):
                 raise ValueError(v)
@@ -227,13 +269,3 @@ def load_config(
             cfg.values[name] = _convert(setting, value)
             cfg.explicit.add(name)
     return cfg
-
-
-def load_from_environment(
-    properties_path: str | None = None, overrides: Mapping[str, Any] | None = None
-) -> Config:
-    props = None
-    if properties_path:
-        with open(properties_path, encoding="utf-8") as f:
-            props = parse_properties(f.read())
-    return load_config(properties=props, environ=os.environ, overrides=overrides)

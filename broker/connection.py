@@ -5,7 +5,8 @@ connection are handled one at a time and responses go out in request order (clie
 pipeline, like librdkafka with up to 5 in flight, simply wait in the socket buffer).
 
 This is the one dispatch site of the broker:
-  * a frame we cannot parse closes the connection (logged at INFO), as Kafka does;
+  * a frame we cannot parse closes the connection (logged at INFO), as Kafka does; bytes
+    after a complete request body are ignored, as Kafka ignores them;
   * an unknown API key or an unsupported version closes the connection, except ApiVersions,
     which is answered with UNSUPPORTED_VERSION and our version list in its v0 form so the
     client can pick a version it shares with us (KIP-511);
@@ -30,6 +31,7 @@ from protocol.frames import (
     frame_response,
     parse_request_header,
     peek_request_key,
+    response_header_is_flexible,
 )
 from protocol.schema import DecodeError, decode, encode_chunks
 
@@ -90,7 +92,14 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, connection
                 continue
             out = await _handle_frame(broker, frame, client_host, connection_id)
             if out is not None:
-                metrics.bytes_out(await send_chunks(stream, out))
+                # A client that stops reading its responses makes no progress either: Kafka
+                # closes it after connections.max.idle.ms like one that stops sending, so it
+                # cannot pin a task, a descriptor and a response forever.
+                with trio.move_on_after(idle_s) as stalled:
+                    metrics.bytes_out(await send_chunks(stream, out))
+                if stalled.cancelled_caught:
+                    reason = "idle timeout (client not reading its responses)"
+                    return
     except FrameTooLarge as e:
         reason = str(e)
     except CloseConnection as e:
@@ -144,7 +153,9 @@ async def _handle_frame(
     flexible = route.request.is_flexible(version)
     try:
         header, body_pos = parse_request_header(frame, flexible)
-        request = decode(route.request, version, frame, body_pos)
+        # Bytes after a well-formed body are ignored, as Kafka's request parser ignores them:
+        # librdkafka 2.16 sends three extra bytes after a Metadata v12 for all topics.
+        request = decode(route.request, version, frame, body_pos, allow_trailing=True)
     except DecodeError as e:
         if api_key == API_VERSIONS_KEY:
             # KIP-511: an ApiVersions we cannot parse (a newer client's tagged fields) is
@@ -176,7 +187,7 @@ async def _handle_frame(
 
 def _respond(route: Route, version: int, correlation_id: int, response: Any) -> list[Any]:
     body = encode_chunks(response, version)
-    flexible_header = route.response.is_flexible(version) and route.api_key != API_VERSIONS_KEY
+    flexible_header = response_header_is_flexible(route.api_key, route.response.is_flexible(version))
     return frame_response(correlation_id, body, flexible_header)
 
 

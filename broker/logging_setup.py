@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-__all__ = ["LEVELS", "FORMATS", "JsonFormatter", "TextFormatter", "setup_logging"]
+__all__ = ["FORMATS", "LEVELS", "JsonFormatter", "TextFormatter", "setup_logging"]
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 FORMATS = ("text", "json")

@@ -18,10 +18,15 @@ Settings, by Kafka name, in increasing precedence:
            `@pytest.mark.kmock_config(num_partitions=3)` (`_` for `.`), `kmock` only.
 `KAFKA_*` environment variables are not read: a test suite gets the same broker on every
 machine.
+
+One default differs from `kmock serve`'s: offsets.topic.num.partitions is 1 (FIXTURE_DEFAULTS),
+so that a fresh broker per test does not create 50 __consumer_offsets partitions first.
+Clients cannot tell: they ask FindCoordinator, and the answer is this broker either way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -33,6 +38,8 @@ __all__ = ["KmockBroker", "kmock", "kmock_session"]
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
+# Settings the fixtures use unless told otherwise (see the module docstring).
+FIXTURE_DEFAULTS = {"offsets.topic.num.partitions": 1}
 
 
 class KmockBroker:
@@ -72,7 +79,7 @@ class KmockBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        """"127.0.0.1:PORT", for any Kafka client's bootstrap_servers."""
+        """ "127.0.0.1:PORT", for any Kafka client's bootstrap_servers."""
         if self.broker is None:
             raise RuntimeError("kmock is not running")
         return str(self.broker.bootstrap_servers)
@@ -94,15 +101,15 @@ class KmockBroker:
             raise RuntimeError("kmock is already running")
         self._started.clear()
         self._error = None
-        self._thread = threading.Thread(target=self._thread_main, name="kmock-broker",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._thread_main, name="kmock-broker", daemon=True)
         self._thread.start()
         if not self._started.wait(timeout_s):
             raise RuntimeError(f"kmock did not start within {timeout_s} s")
         if self._error is not None:
             self._thread.join()
             self._thread = None
-            raise self._error
+            error, self._error = self._error, None
+            raise _unwrap(error)
         # Pin the port the OS picked, so that restart() comes back where clients expect it.
         host, port = self.broker.addresses[0]
         if self._overrides["listeners"].endswith(":0"):
@@ -123,10 +130,9 @@ class KmockBroker:
         if thread is None:
             return
         if thread.is_alive() and self.broker is not None:
-            try:
+            # RunFinishedError: it ended on its own; the error (if any) is in self._error.
+            with contextlib.suppress(trio.RunFinishedError):
                 trio.from_thread.run_sync(self.broker.shutdown, trio_token=self._token)
-            except trio.RunFinishedError:
-                pass  # it ended on its own: the error (if any) is in self._error
         thread.join(timeout_s)
         if thread.is_alive():
             raise RuntimeError(f"kmock did not stop within {timeout_s} s")
@@ -134,7 +140,7 @@ class KmockBroker:
         self.broker = None
         if self._error is not None:
             error, self._error = self._error, None
-            raise error
+            raise _unwrap(error)
 
     def restart(self) -> None:
         """stop(), then start() on the same port with the same data directory."""
@@ -170,6 +176,15 @@ class KmockBroker:
             self._started.set()
 
 
+def _unwrap(error: BaseException) -> BaseException:
+    """The one exception inside nested single-exception groups (trio's nurseries wrap every
+    failure), so that a test sees `OSError: Address already in use`; otherwise `error`."""
+    leaf = error
+    while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
 def _skip_close() -> None:
     """Broker.close for kill(): the logs' descriptors close when they are garbage collected."""
 
@@ -179,11 +194,23 @@ def _skip_close() -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kmock", "kmock broker fixtures")
-    group.addoption("--kmock-config", action="append", default=[], metavar="KEY=VALUE",
-                    help="a broker setting by its Kafka name for the kmock fixtures "
-                         "(repeatable), e.g. --kmock-config num.partitions=3")
-    parser.addini("kmock_config", type="linelist", default=[],
-                  help="broker settings for the kmock fixtures, one KEY=VALUE per line")
+    group.addoption(
+        "--kmock-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting by its Kafka name for the kmock fixtures "
+        "(repeatable), e.g. --kmock-config num.partitions=3",
+    )
+    parser.addini(
+        "kmock_config",
+        type="linelist",
+        default=[],
+        help="broker settings for the kmock fixtures, one KEY=VALUE per line",
+    )
+
+
+_SETTINGS_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -192,6 +219,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "kmock_config(settings=None, **kw): broker settings (Kafka names; `_` for `.` in "
         "keywords) for this test's `kmock` fixture",
     )
+    # Checked here, so that a typo fails the run at once rather than every test using kmock.
+    config.stash[_SETTINGS_KEY] = {
+        **_parse(config.getini("kmock_config"), "ini kmock_config"),
+        **_parse(config.getoption("kmock_config"), "--kmock-config"),
+    }
 
 
 def _parse(lines: list[str], where: str) -> dict[str, str]:
@@ -210,10 +242,7 @@ def _parse(lines: list[str], where: str) -> dict[str, str]:
 
 
 def _session_overrides(config: pytest.Config) -> dict[str, Any]:
-    return {
-        **_parse(config.getini("kmock_config"), "ini kmock_config"),
-        **_parse(config.getoption("kmock_config"), "--kmock-config"),
-    }
+    return config.stash[_SETTINGS_KEY]
 
 
 def _marker_overrides(node: pytest.Item) -> dict[str, Any]:
@@ -230,8 +259,10 @@ def kmock_session(
     tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
 ) -> Iterator[KmockBroker]:
     """One kmock broker shared by the whole session (topics and groups carry over)."""
-    broker = KmockBroker(tmp_path_factory.mktemp("kmock-session"),
-                         _session_overrides(pytestconfig))
+    broker = KmockBroker(
+        tmp_path_factory.mktemp("kmock-session"),
+        {**FIXTURE_DEFAULTS, **_session_overrides(pytestconfig)},
+    )
     broker.start()
     yield broker
     broker.stop()
@@ -244,7 +275,11 @@ def kmock(
     pytestconfig: pytest.Config,
 ) -> Iterator[KmockBroker]:
     """A fresh kmock broker for this test, with its own empty data directory."""
-    overrides = {**_session_overrides(pytestconfig), **_marker_overrides(request.node)}
+    overrides = {
+        **FIXTURE_DEFAULTS,
+        **_session_overrides(pytestconfig),
+        **_marker_overrides(request.node),
+    }
     broker = KmockBroker(tmp_path_factory.mktemp("kmock"), overrides)
     broker.start()
     yield broker

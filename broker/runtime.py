@@ -5,10 +5,15 @@ The coordinator (coordinator/) is a synchronous state machine that returns
 
   * issues an opaque token per request and parks the request until a reply for its token
     appears in some outcome (JoinGroup and SyncGroup wait for other members);
-  * appends `outcome.records` to __consumer_offsets (the partition of each record's group),
-    waits until an fsync covers them (group commit: many commits share one fsync), then
-    calls `on_appended` — in log order, whatever order the fsync waits finish in — and only
-    then delivers the replies; a failed write calls `on_append_failed` instead;
+  * appends `outcome.records` to __consumer_offsets (the partition of each record's group);
+    when they include offset commits, waits until an fsync covers them (group commit: many
+    commits share one fsync); then calls `on_appended` — in log order for commits, whatever
+    order the fsync waits finish in — and only then delivers the replies. A failed write
+    calls `on_append_failed` instead. Group metadata alone (a SyncGroup's assignment) is
+    answered once written, without waiting for an fsync: Kafka does not fsync it either, a
+    process crash cannot lose it (it is in the page cache), and losing it to an OS crash
+    costs only a rebalance. Making every SyncGroup wait for the disk made rebalances slow
+    and, on a busy disk, slower than some clients' poll loops tolerate;
   * runs the timer task: sleep until `next_deadline_ms()` (or until a call may have moved
     it), then `expire(now_ms, wall_ms)`;
   * replays __consumer_offsets at start. Until that is done, group requests are answered
@@ -33,6 +38,8 @@ from coordinator import (
     CoordinatorConfig,
     GroupCoordinator,
     Outcome,
+)
+from coordinator import (
     RequestContext as CoordinatorContext,
 )
 from protocol.errors import ErrorCode, KafkaError
@@ -74,6 +81,7 @@ class CoordinatorRuntime:
         # Appended outcomes not yet applied, in log order: [seq, outcome, done]
         self._append_seq = itertools.count()
         self._pending_apply: list[list[Any]] = []
+        self._generations: dict[str, int] = {}  # last generation logged, per group
 
     # --- startup ---------------------------------------------------------------------------
 
@@ -98,6 +106,10 @@ class CoordinatorRuntime:
             for p in topic.partitions:
                 await self._replay_partition(p.log)
             self.coordinator.finish_load(self.broker.now_ms())
+            for group_id in self.coordinator.group_ids():
+                group = self.coordinator.group(group_id)
+                if group is not None:
+                    self._generations[group_id] = group.generation_id
             self.loaded = True
             self.broker.ready.set()
             log.info("replayed %d __consumer_offsets records (%d groups) in %.0f ms",
@@ -143,6 +155,9 @@ class CoordinatorRuntime:
         try:
             outcome = method(self.context(ctx), request, token, self.broker.now_ms(), **kw)
             self._wake.set()
+            group_id = getattr(request, "group_id", None)
+            if group_id is not None:
+                self._note_generation(group_id)
             await self.complete(outcome)
             await slot.event.wait()
             return slot.response
@@ -152,12 +167,15 @@ class CoordinatorRuntime:
     async def complete(self, outcome: Outcome) -> None:
         """Append the outcome's records (durably), apply them, then deliver its replies."""
         if outcome.records:
+            durable = any(r.is_offset_commit for r in outcome.records)
             entry = [next(self._append_seq), outcome, False]
-            self._pending_apply.append(entry)
+            if durable:
+                self._pending_apply.append(entry)
             try:
-                await self._append(outcome)
+                await self._append(outcome, durable)
             except (KafkaError, OSError) as e:
-                self._pending_apply.remove(entry)
+                if durable:
+                    self._pending_apply.remove(entry)
                 code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
                 log.error("__consumer_offsets write failed: %s", e)
                 failed = self.coordinator.on_append_failed(outcome, code, self.broker.now_ms())
@@ -165,10 +183,28 @@ class CoordinatorRuntime:
                 self._deliver(failed)
                 self._wake.set()
                 return
-            entry[2] = True
-            self._apply_in_order()
+            if durable:
+                entry[2] = True
+                self._apply_in_order()
+            else:
+                self.coordinator.on_appended(outcome, self.broker.now_ms())
+                self._deliver(outcome)
+                self._wake.set()
         else:
             self._deliver(outcome)
+
+    def _note_generation(self, group_id: str) -> None:
+        """One INFO line and one metric per rebalance: a group entered a new generation."""
+        group = self.coordinator.group(group_id)
+        if group is None:
+            self._generations.pop(group_id, None)
+            return
+        if group.generation_id != self._generations.get(group_id, 0):
+            self._generations[group_id] = group.generation_id
+            log.info("group %s rebalanced: generation %d, %d members, protocol %s/%s, "
+                     "leader %s", group_id, group.generation_id, len(group.members),
+                     group.protocol_type, group.protocol_name, group.leader_id)
+            self.broker.metrics.rebalances.labels(group_id).inc()
 
     def _apply_in_order(self) -> None:
         while self._pending_apply and self._pending_apply[0][2]:
@@ -184,7 +220,7 @@ class CoordinatorRuntime:
                 slot.response = reply.response
                 slot.event.set()
 
-    async def _append(self, outcome: Outcome) -> None:
+    async def _append(self, outcome: Outcome, durable: bool) -> None:
         topic = self.broker.topics.get(OFFSETS_TOPIC)
         wall_ms = self.broker.wall_ms()
         by_partition: dict[int, list[tuple[bytes, bytes | None, tuple[()], int]]] = {}
@@ -199,7 +235,10 @@ class CoordinatorRuntime:
             partition.notify()
             waits.append((partition.log, partition.log.log_end_offset))
         for plog, end in waits:
-            await self.broker.durability.wait_durable(plog, end)
+            if durable:
+                await self.broker.durability.wait_durable(plog, end)
+            else:
+                self.broker.durability.note_written(plog, end)
 
     # --- timers ----------------------------------------------------------------------------
 
@@ -212,6 +251,9 @@ class CoordinatorRuntime:
             self._wake = trio.Event()
             if trio.current_time() * 1000 >= (deadline_ms if deadline_ms is not None else math.inf):
                 outcome = self.coordinator.expire(self.broker.now_ms(), self.broker.wall_ms())
+                for group_id in list(self._generations) + [
+                        g for g in self.coordinator.group_ids() if g not in self._generations]:
+                    self._note_generation(group_id)
                 if outcome.records or outcome.replies:
                     assert self._nursery is not None
                     self._nursery.start_soon(self.complete, outcome)

@@ -91,6 +91,7 @@ class Broker:
         self.started_at = time.monotonic()
         self.durability: Durability
         self.coordinator: Any = None  # broker.runtime.CoordinatorRuntime
+        self.admin_address: tuple[str, int] | None = None  # set by broker.admin_http
         self.producer_ids: ProducerIdAllocator
         self._cancel: trio.CancelScope | None = None
         self._connection_ids = itertools.count(1)
@@ -218,7 +219,7 @@ async def _housekeeping(broker: Broker) -> None:
                         apply_retention(p.log, broker.wall_ms())
                     if now >= next_compaction and "compact" in policy:
                         report = compact(p.log, broker.wall_ms())
-                        if report:
+                        if report.records_removed or report.tombstones_removed:
                             log.info("compacted %s-%d: %s", topic.name, p.index, report)
                 except (OSError, KafkaError) as e:
                     log.error("housekeeping of %s-%d failed: %s", topic.name, p.index, e)

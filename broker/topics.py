@@ -102,23 +102,46 @@ def _log_config(config: Config, overrides: dict[str, str]) -> LogConfig:
     )
 
 
+def _invalid(name: str, value: str, why: str) -> KafkaError:
+    return KafkaError(ErrorCode.INVALID_CONFIG,
+                      f"Invalid value {value} for configuration {name}: {why}")
+
+
 def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
+    """Check topic configs as Kafka's ConfigDef does (type, range, allowed values).
+
+    Returns them normalised (list values trimmed: "compact, delete" -> "compact,delete").
+
+    Raises:
+      KafkaError: INVALID_CONFIG, with Kafka's wording.
+    """
     out: dict[str, str] = {}
     for name, value in configs.items():
         setting = TOPIC_CONFIGS.get(name)
         if setting is None:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"unknown topic config {name!r}")
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
         if value is None:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name}: null value")
-        if setting.type in ("int", "long"):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for {name}")
+        value = value.strip()
+        if setting.type in ("int", "long", "double"):
             try:
-                int(value)
+                number: float = float(value) if setting.type == "double" else int(value)
             except ValueError:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name}={value!r}: not a number") from None
-        if name == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name}={value!r}")
-        if name == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name}={value!r}")
+                raise _invalid(name, value, f"Not a number of type {setting.type.upper()}") from None
+            if setting.min_value is not None and number < setting.min_value:
+                raise _invalid(name, value, f"Value must be at least {setting.min_value}")
+        elif setting.type == "boolean":
+            if value.lower() not in ("true", "false"):
+                raise _invalid(name, value, "Expected value to be either true or false")
+            value = value.lower()
+        elif setting.type == "list":
+            items = [v.strip() for v in value.split(",") if v.strip()]
+            if setting.choices and (not items or not set(items) <= set(setting.choices)
+                                    or len(set(items)) != len(items)):
+                raise _invalid(name, value, f"String must be one of: {', '.join(setting.choices)}")
+            value = ",".join(items)
+        elif setting.choices and value not in setting.choices:
+            raise _invalid(name, value, f"String must be one of: {', '.join(setting.choices)}")
         out[name] = value
     return out
 
@@ -198,18 +221,24 @@ class TopicRegistry:
 
     # --- changes ---
 
-    def create(self, name: str, num_partitions: int, configs: dict[str, str], *,
-               now_wall_ms: int, internal: bool = False, topic_id: uuid.UUID | None = None) -> Topic:
+    def check_new(self, name: str) -> None:
+        """Raise the KafkaError that creating topic `name` would raise, creating nothing."""
         validate_topic_name(name)
-        if name in self.topics:
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-        if num_partitions < 1:
-            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"{num_partitions} partitions")
+        if name in self.topics or name == OFFSETS_TOPIC:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         # Kafka refuses names that collide once '.' and '_' are treated alike (metrics names).
         folded = name.replace(".", "_")
         for other in self.topics:
             if other.replace(".", "_") == folded:
-                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} collides with {other!r}")
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"Topic '{name}' collides with existing topic: {other}")
+
+    def create(self, name: str, num_partitions: int, configs: dict[str, str], *,
+               now_wall_ms: int, internal: bool = False, topic_id: uuid.UUID | None = None) -> Topic:
+        if not (internal and name == OFFSETS_TOPIC and name not in self.topics):
+            self.check_new(name)
+        if num_partitions < 1:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"{num_partitions} partitions")
         topic = Topic(name, topic_id or uuid.uuid4(), [], configs, internal)
         lc = _log_config(self.config, configs)
         topic.partitions = [self._open_partition(topic, i, lc, now_wall_ms)

@@ -36,15 +36,18 @@ Where kmock differs from Kafka, and why:
   requests racing with a removal.
 - A deleted group's pending commits are cancelled and tombstoned too, so that a commit
   appended just before the deletion does not come back on replay.
+- If tombstones cannot be written, the DeleteGroups/OffsetDelete answer carries the error,
+  but memory stays as deleted (a Dead group cannot come back). Kafka's classic coordinator
+  answered such deletes with success and only logged the failed write.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple
+from typing import TypeVar
 
 from coordinator.group import (
     CONSUMER_PROTOCOL_TYPE,
@@ -134,6 +137,8 @@ GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 # ListGroups v5 group_type: every group here uses the classic protocol.
 CLASSIC_GROUP_TYPE = "classic"
+
+_Topic = TypeVar("_Topic", OffsetFetchResponseTopic, OffsetFetchResponseTopics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -674,14 +679,8 @@ class GroupCoordinator:
         v5: protocol_type and protocol_name, when sent, must be the group's.
         """
         group, member = self._member_of(
-            request.group_id, request.member_id, request.group_instance_id
+            request.group_id, request.member_id, request.group_instance_id, request.generation_id
         )
-        if request.generation_id != group.generation_id:
-            raise KafkaError(
-                _E.ILLEGAL_GENERATION,
-                f"group {group.group_id!r}: generation {request.generation_id} "
-                f"!= {group.generation_id}",
-            )
         for sent, known in (
             (request.protocol_type, group.protocol_type),
             (request.protocol_name, group.protocol_name),
@@ -745,14 +744,8 @@ class GroupCoordinator:
     ) -> Outcome:
         """Keep the member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
         group, member = self._member_of(
-            request.group_id, request.member_id, request.group_instance_id
+            request.group_id, request.member_id, request.group_instance_id, request.generation_id
         )
-        if request.generation_id != group.generation_id:
-            raise KafkaError(
-                _E.ILLEGAL_GENERATION,
-                f"group {group.group_id!r}: generation {request.generation_id} "
-                f"!= {group.generation_id}",
-            )
         self._touch(member, now_ms)
         rebalancing = group.state is _S.PREPARING_REBALANCE
         code = _E.REBALANCE_IN_PROGRESS if rebalancing else _E.NONE
@@ -851,8 +844,9 @@ class GroupCoordinator:
         return group
 
     def _member_of(
-        self, group_id: str, member_id: str, group_instance_id: str | None
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> tuple[Group, Member]:
+        """The group and member a SyncGroup or Heartbeat comes from, at this generation."""
         group = self._live_group(group_id)
         error = _member_error(group, member_id, group_instance_id)
         if error is not None:
@@ -860,6 +854,7 @@ class GroupCoordinator:
                 error,
                 f"group {group_id!r}: member {member_id!r} (instance {group_instance_id!r})",
             )
+        _check_generation(group, generation_id)
         return group, group.members[member_id]
 
     def _touch(self, member: Member, now_ms: int) -> None:
@@ -885,8 +880,9 @@ class GroupCoordinator:
 
         Members commit with their generation; generation -1 without a member id commits
         for a group without members (standalone consumers, admin tools), creating it if
-        need be. v2-4: retention_time_ms other than -1 sets an expire timestamp. v9: an
-        unknown group with a generation is GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION before).
+        need be. v1: a partition's commit_timestamp other than -1 is its commit time. v2-4:
+        retention_time_ms other than -1 sets an expire timestamp. v9: an unknown group with
+        a generation is GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION before).
         """
         self._wall_offset_ms = wall_ms - now_ms
         version = ctx.api_version
@@ -920,7 +916,10 @@ class GroupCoordinator:
                         offset=p.committed_offset,
                         leader_epoch=p.committed_leader_epoch,
                         metadata=metadata or "",
-                        commit_timestamp_ms=wall_ms,
+                        # v1 may name the commit time; -1 (and every later version): now.
+                        commit_timestamp_ms=wall_ms
+                        if version != 1 or p.commit_timestamp == -1
+                        else p.commit_timestamp,
                         expire_timestamp_ms=expire_ms,
                     )
                     partition = (topic.name, p.partition_index)
@@ -957,11 +956,7 @@ class GroupCoordinator:
         error = _member_error(group, member_id, instance_id)
         if error is not None:
             raise KafkaError(error, f"group {group.group_id!r}: member {member_id!r}")
-        if generation_id != group.generation_id:
-            raise KafkaError(
-                _E.ILLEGAL_GENERATION,
-                f"group {group.group_id!r}: generation {generation_id} != {group.generation_id}",
-            )
+        _check_generation(group, generation_id)
         if group.state is _S.COMPLETING_REBALANCE:
             # The member has this generation's JoinGroup response but no assignment yet.
             raise KafkaError(_E.REBALANCE_IN_PROGRESS, f"group {group.group_id!r}")
@@ -977,44 +972,29 @@ class GroupCoordinator:
         with a commit not yet durable. v8+: many groups per request."""
         stable = request.require_stable
         if ctx.api_version >= 8:
-            groups = []
-            for g in request.groups:
-                wanted = _wanted(g.topics)
-                topics = [
-                    OffsetFetchResponseTopics(
-                        name=topic,
-                        partitions=[
-                            OffsetFetchResponsePartitions(
-                                partition_index=f.partition_index,
-                                committed_offset=f.committed_offset,
-                                committed_leader_epoch=f.committed_leader_epoch,
-                                metadata=f.metadata,
-                                error_code=f.error_code,
-                            )
-                            for f in fetched
-                        ],
+            return OffsetFetchResponse(
+                groups=[
+                    OffsetFetchResponseGroup(
+                        group_id=g.group_id,
+                        topics=self._fetch(
+                            g.group_id,
+                            _wanted(g.topics),
+                            stable,
+                            OffsetFetchResponseTopics,
+                            OffsetFetchResponsePartitions,
+                        ),
                     )
-                    for topic, fetched in self._fetch(g.group_id, wanted, stable)
+                    for g in request.groups
                 ]
-                groups.append(OffsetFetchResponseGroup(group_id=g.group_id, topics=topics))
-            return OffsetFetchResponse(groups=groups)
+            )
         return OffsetFetchResponse(
-            topics=[
-                OffsetFetchResponseTopic(
-                    name=topic,
-                    partitions=[
-                        OffsetFetchResponsePartition(
-                            partition_index=f.partition_index,
-                            committed_offset=f.committed_offset,
-                            committed_leader_epoch=f.committed_leader_epoch,
-                            metadata=f.metadata,
-                            error_code=f.error_code,
-                        )
-                        for f in fetched
-                    ],
-                )
-                for topic, fetched in self._fetch(request.group_id, _wanted(request.topics), stable)
-            ],
+            topics=self._fetch(
+                request.group_id,
+                _wanted(request.topics),
+                stable,
+                OffsetFetchResponseTopic,
+                OffsetFetchResponsePartition,
+            ),
             error_code=_E.NONE,
         )
 
@@ -1023,8 +1003,11 @@ class GroupCoordinator:
         group_id: str,
         wanted: list[tuple[str, list[int]]] | None,
         require_stable: bool,
-    ) -> list[tuple[str, list[_Fetched]]]:
-        """Per topic, the partitions' answers, for the response of either shape."""
+        topic_type: Callable[..., _Topic],
+        partition_type: Callable[..., object],
+    ) -> list[_Topic]:
+        """The answer for one group, in the response shape of the version (v8 renamed the
+        nested structs; the fields are the same)."""
         group = self._groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         pending = group.pending_offset_commits if group is not None else {}
@@ -1035,19 +1018,23 @@ class GroupCoordinator:
             wanted = list(by_topic.items())
         result = []
         for topic, partitions in wanted:
-            fetched = []
+            answers = []
             for partition in partitions:
-                if require_stable and (topic, partition) in pending:
-                    fetched.append(_Fetched(partition, error_code=_E.UNSTABLE_OFFSET_COMMIT))
-                    continue
                 offset = offsets.get((topic, partition))
-                if offset is None:
-                    fetched.append(_Fetched(partition))
+                if require_stable and (topic, partition) in pending:
+                    code, offset = _E.UNSTABLE_OFFSET_COMMIT, None
                 else:
-                    fetched.append(
-                        _Fetched(partition, offset.offset, offset.leader_epoch, offset.metadata)
+                    code = _E.NONE
+                answers.append(
+                    partition_type(
+                        partition_index=partition,
+                        committed_offset=-1 if offset is None else offset.offset,
+                        committed_leader_epoch=-1 if offset is None else offset.leader_epoch,
+                        metadata="" if offset is None else offset.metadata,
+                        error_code=code,
                     )
-            result.append((topic, fetched))
+                )
+            result.append(topic_type(name=topic, partitions=answers))
         return result
 
     # --- DescribeGroups, ListGroups --------------------------------------------------------
@@ -1272,6 +1259,7 @@ class GroupCoordinator:
                     for member in group.members.values():
                         member.assignment = b""
                     self._prepare_rebalance(group, now_ms, out)
+                    assert not out.records, "a Stable group's members must all rejoin first"
                 failed.update(dict.fromkeys(effect.tokens, group_error))
             elif isinstance(effect, _StaticMemberWrite):
                 special[effect.token] = self._undo_static_member(effect, group_error, now_ms)
@@ -1518,16 +1506,6 @@ class GroupCoordinator:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-class _Fetched(NamedTuple):
-    """One partition's OffsetFetch answer (no committed offset: -1, "")."""
-
-    partition_index: int
-    committed_offset: int = -1
-    committed_leader_epoch: int = -1
-    metadata: str = ""
-    error_code: ErrorCode = _E.NONE
-
-
 def _wanted(
     topics: Sequence[OffsetFetchRequestTopic | OffsetFetchRequestTopics] | None,
 ) -> list[tuple[str, list[int]]] | None:
@@ -1571,6 +1549,14 @@ def _member_error(group: Group, member_id: str, group_instance_id: str | None) -
             return _E.UNKNOWN_MEMBER_ID
         return None if current == member_id else _E.FENCED_INSTANCE_ID
     return None if member_id in group.members else _E.UNKNOWN_MEMBER_ID
+
+
+def _check_generation(group: Group, generation_id: int) -> None:
+    if generation_id != group.generation_id:
+        raise KafkaError(
+            _E.ILLEGAL_GENERATION,
+            f"group {group.group_id!r}: generation {generation_id} != {group.generation_id}",
+        )
 
 
 def _join_response(
@@ -1682,7 +1668,7 @@ def _loaded_group(group_id: str, value: GroupMetadataValue, now_ms: int) -> Grou
     if value.current_state_timestamp != -1:
         group.logged_state_wall_ms = value.current_state_timestamp
     group.generation_id = value.generation
-    protocols = value.protocol
+    protocol = value.protocol
     for m in value.members:
         group.add(
             Member(
@@ -1696,7 +1682,7 @@ def _loaded_group(group_id: str, value: GroupMetadataValue, now_ms: int) -> Grou
                 ),
                 session_timeout_ms=m.session_timeout,
                 protocol_type=value.protocol_type,
-                protocols=[] if protocols is None else [(protocols, m.subscription)],
+                protocols=[] if protocol is None else [(protocol, m.subscription)],
                 assignment=m.assignment,
             )
         )

@@ -83,7 +83,7 @@ class Member:
 class Group:
     def __init__(self, group_id: str, state: GroupState, now_ms: int) -> None:
         self.group_id = group_id
-        # Only `transition_to` changes these three after construction.
+        # After construction only `transition_to` changes the state and its time.
         self.state = state
         self.previous_state: GroupState | None = None
         self.state_timestamp_ms = now_ms  # monotonic

@@ -63,6 +63,11 @@ class CoordinatorRecord:
         """The group whose __consumer_offsets partition the record belongs to."""
         return self.key.group
 
+    @property
+    def is_offset_commit(self) -> bool:
+        """An offset commit (or its tombstone), as opposed to group metadata."""
+        return isinstance(self.key, OffsetCommitKey)
+
     def key_bytes(self) -> bytes:
         return encode_key(self.key)
 

@@ -6,10 +6,12 @@
 #   KAFKA_LOG_DIRS              /var/lib/kmock             (the image's volume)
 #   KAFKA_ADMIN_PORT            8080                       (health checks, /metrics)
 #   KAFKA_ADMIN_HOST            0.0.0.0
-#   KAFKA_ADVERTISED_LISTENERS  PLAINTEXT://<container hostname>:<listener port>
-#                               what clients are told to connect to: set it to the name
-#                               clients use, e.g. PLAINTEXT://kmock:9092 in a compose file
-#                               or PLAINTEXT://localhost:9092 for clients on the host.
+#   KAFKA_ADVERTISED_LISTENERS  PLAINTEXT://localhost:<listener port>
+#                               what clients are told to connect to after bootstrapping.
+#                               The default suits `docker run -p 9092:9092` and clients on
+#                               the host; clients in other containers need the name they
+#                               reach this one by, e.g. PLAINTEXT://kmock:9092 in a compose
+#                               file (kmock advertises one address to every client).
 # Every other KAFKA_* variable is read by kmock itself (broker/config.py: KAFKA_LOG_DIRS ->
 # log.dirs, `__` for `_`, `___` for `-`). Arguments go to `kmock serve` (flags, or a
 # properties file); an admin command (`topics list ...`) runs that instead of the broker.
@@ -27,10 +29,9 @@ esac
 : "${KAFKA_ADMIN_PORT=8080}"
 : "${KAFKA_ADMIN_HOST=0.0.0.0}"
 if [ -z "${KAFKA_ADVERTISED_LISTENERS+set}" ]; then
-    # The port of the first listener; the host this container is known by on its network.
-    port="${KAFKA_LISTENERS%%,*}"
+    port="${KAFKA_LISTENERS%%,*}"  # the first listener's port, as published with -p
     port="${port##*:}"
-    KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://${HOSTNAME:-$(hostname)}:${port}"
+    KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://localhost:${port}"
 fi
 export KAFKA_LISTENERS KAFKA_LOG_DIRS KAFKA_ADMIN_PORT KAFKA_ADMIN_HOST KAFKA_ADVERTISED_LISTENERS
 

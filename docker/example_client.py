@@ -39,8 +39,10 @@ def main() -> int:
     for message in consumer:
         if message.value.decode().startswith(f"run {run} "):
             mine.append(message)
-            print(f"consumed {message.topic}-{message.partition}@{message.offset}: "
-                  f"{message.key.decode()} = {message.value.decode()}")
+            print(
+                f"consumed {message.topic}-{message.partition}@{message.offset}: "
+                f"{message.key.decode()} = {message.value.decode()}"
+            )
         if len(mine) == COUNT or time.monotonic() > deadline:
             break
     consumer.commit()

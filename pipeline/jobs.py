@@ -94,7 +94,11 @@ def _committed_transactions_only(df: Any) -> Any:
     )
     outcome = F.last("control_type", ignorenulls=True).over(newest_first)
     keep = ~F.col("is_transactional") | (outcome == _CONTROL_COMMIT)
-    return df.withColumn("_keep", keep).where(F.col("_keep") & (F.col("record_type") != "control")).drop("_keep")
+    return (
+        df.withColumn("_keep", keep)
+        .where(F.col("_keep") & (F.col("record_type") != "control"))
+        .drop("_keep")
+    )
 
 
 def snapshot(spark: Any, dirs: Dirs) -> Any:
@@ -110,7 +114,11 @@ def snapshot(spark: Any, dirs: Dirs) -> Any:
 
     df = _committed_transactions_only(consumer_offsets(spark, dirs)).where(F.col("key").isNotNull())
     columns = df.columns
-    latest = df.groupBy("partition", "key").agg(F.max_by(F.struct(*columns), "offset").alias("r")).select("r.*")
+    latest = (
+        df.groupBy("partition", "key")
+        .agg(F.max_by(F.struct(*columns), "offset").alias("r"))
+        .select("r.*")
+    )
     return latest.where(~F.col("tombstone"))
 
 
@@ -235,7 +243,9 @@ def lag(spark: Any, dirs: Dirs, *, groups: Iterable[str] | None = None) -> Any:
     )
 
 
-def lag_chart(rows: Sequence[Any], path: str | os.PathLike[str], *, title: str = "Consumer lag") -> None:
+def lag_chart(
+    rows: Sequence[Any], path: str | os.PathLike[str], *, title: str = "Consumer lag"
+) -> None:
     """Draw lag rows (from `lag`, collected) as a horizontal bar chart PNG at `path`.
 
     Uses matplotlib's object API with the Agg canvas, so no display and no global backend
@@ -247,7 +257,16 @@ def lag_chart(rows: Sequence[Any], path: str | os.PathLike[str], *, title: str =
     labels = [f"{r['group']}  {r['topic']}-{r['partition']}" for r in rows]
     values = [r["lag"] if r["lag"] is not None else 0 for r in rows]
     groups = sorted({r["group"] for r in rows})
-    palette = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
+    palette = [
+        "#4C72B0",
+        "#DD8452",
+        "#55A868",
+        "#C44E52",
+        "#8172B3",
+        "#937860",
+        "#DA8BC3",
+        "#8C8C8C",
+    ]
     colours = [palette[groups.index(r["group"]) % len(palette)] for r in rows]
     fig = Figure(figsize=(9, 1.2 + 0.35 * max(len(rows), 1)))
     FigureCanvasAgg(fig)
@@ -255,9 +274,15 @@ def lag_chart(rows: Sequence[Any], path: str | os.PathLike[str], *, title: str =
     positions = list(range(len(rows)))[::-1]
     ax.barh(positions, values, color=colours)
     ax.set_yticks(positions, labels, fontsize=8)
-    for y, r, v in zip(positions, rows, values):
-        ax.annotate("n/a" if r["lag"] is None else f"{v:,}", (v, y), xytext=(3, 0), textcoords="offset points",
-                    va="center", fontsize=8)
+    for y, r, v in zip(positions, rows, values, strict=True):
+        ax.annotate(
+            "n/a" if r["lag"] is None else f"{v:,}",
+            (v, y),
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+        )
     ax.set_xlabel("lag (records): log end offset - committed offset")
     ax.set_title(title if rows else f"{title}: no committed offsets")
     ax.margins(x=0.15)
@@ -310,7 +335,9 @@ def group_history(spark: Any, dirs: Dirs, *, groups: Iterable[str] | None = None
                         lambda tp: F.transform(
                             tp["partitions"],
                             lambda p: F.struct(
-                                m["member_id"].alias("member_id"), tp["topic"].alias("topic"), p.alias("partition")
+                                m["member_id"].alias("member_id"),
+                                tp["topic"].alias("topic"),
+                                p.alias("partition"),
                             ),
                         ),
                     )
@@ -319,17 +346,32 @@ def group_history(spark: Any, dirs: Dirs, *, groups: Iterable[str] | None = None
         )
     )
     by_group = Window.partitionBy("group").orderBy("log_partition", "log_offset")
-    state = F.when(F.col("tombstone"), "Dead").when(F.size("members") == 0, "Empty").otherwise("Stable")
+    state = (
+        F.when(F.col("tombstone"), "Dead").when(F.size("members") == 0, "Empty").otherwise("Stable")
+    )
     out = (
         df.select(
-            "group", "log_offset", "log_timestamp", "log_partition", state.alias("state"), "generation",
-            "protocol_type", "protocol", "leader", "current_state_timestamp",
+            "group",
+            "log_offset",
+            "log_timestamp",
+            "log_partition",
+            state.alias("state"),
+            "generation",
+            "protocol_type",
+            "protocol",
+            "leader",
+            "current_state_timestamp",
             members.alias("members"),
             F.transform("members", lambda m: m["member_id"]).alias("member_ids"),
             pairs.alias("assignment"),
         )
-        .withColumn("_prev_ids", F.coalesce(F.lag("member_ids").over(by_group), F.array().cast("array<string>")))
-        .withColumn("_prev_pairs", F.coalesce(F.lag("assignment").over(by_group), F.array().cast(_PAIRS)))
+        .withColumn(
+            "_prev_ids",
+            F.coalesce(F.lag("member_ids").over(by_group), F.array().cast("array<string>")),
+        )
+        .withColumn(
+            "_prev_pairs", F.coalesce(F.lag("assignment").over(by_group), F.array().cast(_PAIRS))
+        )
         .withColumn("joined", F.array_except("member_ids", "_prev_ids"))
         .withColumn("left", F.array_except("_prev_ids", "member_ids"))
         .withColumn("assigned", F.array_except("assignment", "_prev_pairs"))
@@ -361,7 +403,14 @@ def export(
     INT64 microseconds (UTC). `progress(done, total)` is called from a polling thread as
     segments (one task each) finish. Returns `out` as a string.
     """
-    df = read(spark, dirs, topics=topics, partitions=partitions, start_offset=start_offset, end_offset=end_offset)
+    df = read(
+        spark,
+        dirs,
+        topics=topics,
+        partitions=partitions,
+        start_offset=start_offset,
+        end_offset=end_offset,
+    )
     target = os.fspath(out)
     writer = df.write.mode("overwrite").partitionBy("topic", "partition")
     if progress is None:
@@ -370,6 +419,14 @@ def export(
     with _Progress(spark, progress):
         writer.parquet(target)
     return target
+
+
+# The thread-local properties SparkContext.setJobGroup sets, restored after an export.
+_JOB_GROUP_PROPERTIES = (
+    "spark.jobGroup.id",
+    "spark.job.description",
+    "spark.job.interruptOnCancel",
+)
 
 
 class _Progress:
@@ -386,6 +443,7 @@ class _Progress:
         self._last: tuple[int, int] | None = None
 
     def __enter__(self) -> _Progress:
+        self._previous = {key: self._sc.getLocalProperty(key) for key in _JOB_GROUP_PROPERTIES}
         self._sc.setJobGroup(self._group, "kmock report export")
         self._thread.start()
         return self
@@ -394,7 +452,8 @@ class _Progress:
         self._stop.set()
         self._thread.join()
         self._poll()
-        self._sc.setJobGroup("", "")
+        for key, value in self._previous.items():
+            self._sc.setLocalProperty(key, value)  # None removes it
 
     def _run(self) -> None:
         while not self._stop.wait(self._INTERVAL_S):
@@ -435,7 +494,9 @@ def skipped(
     """
     from pyspark.sql import functions as F
 
-    df = read(spark, dirs, mode="segments", check=check, topics=None if topics is None else sorted(topics))
+    df = read(
+        spark, dirs, mode="segments", check=check, topics=None if topics is None else sorted(topics)
+    )
     rows = (
         df.where(F.col("skipped_bytes") > 0)
         .select("topic", "partition", "path", F.explode("skipped").alias("s"))
@@ -448,5 +509,10 @@ def skipped(
 
 def parquet_counts(spark: Any, out: str | os.PathLike[str]) -> list[tuple[str, int, int]]:
     """(topic, partition, rows) of an export, read back from its Parquet footers."""
-    counts = spark.read.parquet(os.fspath(out)).groupBy("topic", "partition").count().orderBy("topic", "partition")
+    counts = (
+        spark.read.parquet(os.fspath(out))
+        .groupBy("topic", "partition")
+        .count()
+        .orderBy("topic", "partition")
+    )
     return [(r["topic"], r["partition"], r["count"]) for r in counts.collect()]

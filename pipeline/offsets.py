@@ -1,4 +1,4 @@
-"""Typed rows for `__consumer_offsets` records (what the data source's decode=consumer_offsets yields).
+"""Typed rows for `__consumer_offsets` records: what decode=consumer_offsets yields.
 
 The record formats are decoded by protocol.consumer_offsets (keys and values) and
 protocol.consumer_protocol (the subscription and assignment bytes inside a "consumer"
@@ -42,9 +42,9 @@ from protocol.consumer_offsets import (
     decode_record,
 )
 from protocol.consumer_protocol import decode_assignment, decode_subscription
+from protocol.errors import KafkaError
 from protocol.primitives import DecodeError
 from protocol.records import control_record_type
-from protocol.errors import KafkaError
 
 __all__ = [
     "ASSIGNMENT",
@@ -59,75 +59,89 @@ __all__ = [
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 
-TOPIC_PARTITIONS = pa.list_(pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))]))
+TOPIC_PARTITIONS = pa.list_(
+    pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))])
+)
 
 # ConsumerProtocolSubscription / ConsumerProtocolAssignment, with the version they came in.
-SUBSCRIPTION = pa.struct([
-    ("version", pa.int16()),
-    ("topics", pa.list_(pa.string())),
-    ("user_data", pa.binary()),
-    ("owned_partitions", TOPIC_PARTITIONS),
-    ("generation_id", pa.int32()),
-    ("rack_id", pa.string()),
-])
-ASSIGNMENT = pa.struct([
-    ("version", pa.int16()),
-    ("assigned_partitions", TOPIC_PARTITIONS),
-    ("user_data", pa.binary()),
-])
+SUBSCRIPTION = pa.struct(
+    [
+        ("version", pa.int16()),
+        ("topics", pa.list_(pa.string())),
+        ("user_data", pa.binary()),
+        ("owned_partitions", TOPIC_PARTITIONS),
+        ("generation_id", pa.int32()),
+        ("rack_id", pa.string()),
+    ]
+)
+ASSIGNMENT = pa.struct(
+    [
+        ("version", pa.int16()),
+        ("assigned_partitions", TOPIC_PARTITIONS),
+        ("user_data", pa.binary()),
+    ]
+)
 
 # GroupMetadataValue's MemberMetadata; the consumer_* structs are set when protocol_type is
 # "consumer" and the bytes decode.
-MEMBER = pa.struct([
-    ("member_id", pa.string()),
-    ("group_instance_id", pa.string()),
-    ("client_id", pa.string()),
-    ("client_host", pa.string()),
-    ("rebalance_timeout", pa.int32()),  # ms
-    ("session_timeout", pa.int32()),  # ms
-    ("subscription", pa.binary()),
-    ("assignment", pa.binary()),
-    ("consumer_subscription", SUBSCRIPTION),
-    ("consumer_assignment", ASSIGNMENT),
-])
+MEMBER = pa.struct(
+    [
+        ("member_id", pa.string()),
+        ("group_instance_id", pa.string()),
+        ("client_id", pa.string()),
+        ("client_host", pa.string()),
+        ("rebalance_timeout", pa.int32()),  # ms
+        ("session_timeout", pa.int32()),  # ms
+        ("subscription", pa.binary()),
+        ("assignment", pa.binary()),
+        ("consumer_subscription", SUBSCRIPTION),
+        ("consumer_assignment", ASSIGNMENT),
+    ]
+)
 
 # OffsetCommitKey's topic and partition, then OffsetCommitValue (null fields for a tombstone).
-OFFSET_COMMIT = pa.struct([
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("leader_epoch", pa.int32()),
-    ("metadata", pa.string()),
-    ("commit_timestamp", TIMESTAMP),
-    ("expire_timestamp", TIMESTAMP),
-])
+OFFSET_COMMIT = pa.struct(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("leader_epoch", pa.int32()),
+        ("metadata", pa.string()),
+        ("commit_timestamp", TIMESTAMP),
+        ("expire_timestamp", TIMESTAMP),
+    ]
+)
 
-GROUP_METADATA = pa.struct([
-    ("protocol_type", pa.string()),
-    ("generation", pa.int32()),
-    ("protocol", pa.string()),
-    ("leader", pa.string()),
-    ("current_state_timestamp", TIMESTAMP),
-    ("members", pa.list_(MEMBER)),
-])
+GROUP_METADATA = pa.struct(
+    [
+        ("protocol_type", pa.string()),
+        ("generation", pa.int32()),
+        ("protocol", pa.string()),
+        ("leader", pa.string()),
+        ("current_state_timestamp", TIMESTAMP),
+        ("members", pa.list_(MEMBER)),
+    ]
+)
 
-SCHEMA = pa.schema([
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("timestamp", TIMESTAMP),
-    ("key", pa.binary()),
-    ("record_type", pa.string()),
-    ("key_version", pa.int16()),
-    ("value_version", pa.int16()),
-    ("tombstone", pa.bool_()),
-    ("group", pa.string()),
-    ("producer_id", pa.int64()),
-    ("is_transactional", pa.bool_()),
-    ("control_type", pa.int16()),
-    ("offset_commit", OFFSET_COMMIT),
-    ("group_metadata", GROUP_METADATA),
-    ("error", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", TIMESTAMP),
+        ("key", pa.binary()),
+        ("record_type", pa.string()),
+        ("key_version", pa.int16()),
+        ("value_version", pa.int16()),
+        ("tombstone", pa.bool_()),
+        ("group", pa.string()),
+        ("producer_id", pa.int64()),
+        ("is_transactional", pa.bool_()),
+        ("control_type", pa.int16()),
+        ("offset_commit", OFFSET_COMMIT),
+        ("group_metadata", GROUP_METADATA),
+        ("error", pa.string()),
+    ]
+)
 
 _INT16 = struct.Struct(">h")
 
@@ -290,10 +304,18 @@ def iter_record_batches(
     out: list[dict[str, Any]] = []
     for c in columns:
         for i in range(len(c)):
-            out.append(decode_row(
-                partition, c.offset[i], c.timestamp[i], c.key[i], c.value[i],
-                producer_id=c.producer_id[i], is_transactional=c.is_transactional[i], is_control=c.is_control[i],
-            ))
+            out.append(
+                decode_row(
+                    partition,
+                    c.offset[i],
+                    c.timestamp[i],
+                    c.key[i],
+                    c.value[i],
+                    producer_id=c.producer_id[i],
+                    is_transactional=c.is_transactional[i],
+                    is_control=c.is_control[i],
+                )
+            )
             if len(out) >= rows:
                 yield to_record_batch(out)
                 out = []

@@ -33,6 +33,7 @@ import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -108,7 +109,9 @@ def partition_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, i
     for path in map(Path, paths):
         if not path.is_dir():
             raise FileNotFoundError(f"{path}: not a directory")
-        children = [c for c in sorted(path.iterdir()) if c.is_dir() and _PARTITION_DIR.fullmatch(c.name)]
+        children = [
+            c for c in sorted(path.iterdir()) if c.is_dir() and _PARTITION_DIR.fullmatch(c.name)
+        ]
         m = _PARTITION_DIR.fullmatch(path.name)
         if m and not children:
             children = [path]
@@ -152,34 +155,41 @@ def plan(
                 break
             if start_offset is not None and next_base is not None and next_base <= start_offset:
                 continue
-            segments.append(Segment(topic, partition, base, entry.path, entry.stat().st_size, next_base))
+            segments.append(
+                Segment(topic, partition, base, entry.path, entry.stat().st_size, next_base)
+            )
     return segments
 
 
-class open_segment:  # noqa: N801 (a context manager used like a function)
-    """`with open_segment(segment) as buf:` maps the planned bytes of a segment read-only.
+@contextmanager
+def open_segment(segment: Segment, skipped: list[Skipped]) -> Iterator[mmap.mmap | bytes]:
+    """`with open_segment(segment, skipped) as buf:` maps the planned bytes read-only.
 
-    `buf` supports len, slicing, find and the buffer protocol (an mmap, or b"" for an
-    empty file). Bytes past `segment.size_bytes` are not mapped.
+    `buf` supports len, slicing, find and the buffer protocol (an mmap, or b"" when there
+    is nothing to map). Bytes past `segment.size_bytes` are not mapped. A file deleted or
+    shortened since planning (retention, a broker's recovery) is not an error: what is
+    gone is recorded in `skipped`.
     """
-
-    def __init__(self, segment: Segment) -> None:
-        self._segment = segment
-        self._file = None
-        self._map: mmap.mmap | None = None
-
-    def __enter__(self) -> mmap.mmap | bytes:
-        if self._segment.size_bytes == 0:
-            return b""
-        self._file = open(self._segment.path, "rb")  # noqa: SIM115 (closed in __exit__)
-        self._map = mmap.mmap(self._file.fileno(), self._segment.size_bytes, access=mmap.ACCESS_READ)
-        return self._map
-
-    def __exit__(self, *exc: object) -> None:
-        if self._map is not None:
-            self._map.close()
-        if self._file is not None:
-            self._file.close()
+    if segment.size_bytes == 0:
+        yield b""
+        return
+    try:
+        f = open(segment.path, "rb")  # noqa: SIM115 (closed below, after the map)
+    except FileNotFoundError:
+        skipped.append(Skipped(0, segment.size_bytes, "gone: the file was deleted after planning"))
+        yield b""
+        return
+    with f:
+        size = min(segment.size_bytes, os.fstat(f.fileno()).st_size)
+        if size < segment.size_bytes:
+            skipped.append(
+                Skipped(size, segment.size_bytes - size, "gone: the file shrank after planning")
+            )
+        if size == 0:
+            yield b""
+            return
+        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
+            yield buf
 
 
 def scan(
@@ -215,7 +225,11 @@ def _looks_torn(buf: mmap.mmap | bytes, pos: int) -> bool:
     if len(buf) - pos < BATCH_HEADER_SIZE:
         return True
     header = parse_batch_header(buf, pos)
-    return header.magic == 2 and header.batch_length >= BATCH_HEADER_SIZE - 12 and pos + header.size > len(buf)
+    return (
+        header.magic == 2
+        and header.batch_length >= BATCH_HEADER_SIZE - 12
+        and pos + header.size > len(buf)
+    )
 
 
 def _resync(buf: mmap.mmap | bytes, start: int, base_offset: int) -> int:
@@ -298,7 +312,7 @@ def decode_columns(
     )
     if whole and header.compression <= 4:
         with memoryview(buf) as view:
-            section = view[pos + BATCH_HEADER_SIZE:pos + header.size]
+            section = view[pos + BATCH_HEADER_SIZE : pos + header.size]
             body = decompress(header.compression, section) if header.compression else bytes(section)
         try:
             offsets, timestamps, keys, values = _decode_plain(body, header)
@@ -314,10 +328,12 @@ def decode_columns(
             _append_batch_fields(out, header, n)
             return n
     with memoryview(buf) as view:
-        records = decode_records(view[pos:pos + header.size])
+        records = decode_records(view[pos : pos + header.size])
     n = 0
     for r in records:
-        if (start_offset is not None and r.offset < start_offset) or (end_offset is not None and r.offset >= end_offset):
+        if (start_offset is not None and r.offset < start_offset) or (
+            end_offset is not None and r.offset >= end_offset
+        ):
             continue
         out.offset.append(r.offset)
         out.timestamp.append(r.timestamp)
@@ -345,12 +361,16 @@ def _decode_plain(
 ) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None]]:
     """Decode records that carry no headers, column-wise; `_Fallback` for anything else.
 
-    Grammar in protocol/records.py. Each varint is read inline when it fits one byte (the
-    usual case for lengths up to 63 and small deltas) and by protocol.records' reader
-    otherwise. Anything unexpected, a header, a negative length other than -1, a field
-    running past its record, a record whose fields do not fill it, bytes left over,
-    raises `_Fallback`, and decode_records redoes the batch and names the problem.
+    Grammar in protocol/records.py. Each varint is read inline when it fits one or two
+    bytes (values up to 8191 after zigzag: every length, delta and count of ordinary
+    records) and by protocol.records' reader otherwise; this code is the pipeline's hot
+    loop, and a call per field would double its cost. Anything unexpected, a record
+    header, a negative length other than -1, a field running past its record, a record
+    whose fields do not fill it, bytes left over, raises `_Fallback`, and decode_records
+    redoes the batch and names the problem.
     """
+    if header.records_count < 0:
+        raise _Fallback
     read_varint = _read_varint
     base_offset = header.base_offset
     base_timestamp = header.base_timestamp
@@ -358,60 +378,83 @@ def _decode_plain(
     timestamps: list[int] = []
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
-    if header.records_count < 0:
-        raise _Fallback
     p = 0
     for _ in range(header.records_count):
+        # length
         b = body[p]
         if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
+            n = (b >> 1) ^ -(b & 1)
             p += 1
-        else:
-            length, p = read_varint(body, p)
-        end = p + length
-        b = body[p + 1]  # after the unused attributes byte
-        if b < 0x80:
-            timestamp_delta = (b >> 1) ^ -(b & 1)
+        elif body[p + 1] < 0x80:
+            v = (b & 0x7F) | (body[p + 1] << 7)
+            n = (v >> 1) ^ -(v & 1)
             p += 2
         else:
-            timestamp_delta, p = read_varint(body, p + 1)
+            n, p = read_varint(body, p)
+        end = p + n
+        p += 1  # attributes (unused)
+        # timestampDelta
+        b = body[p]
+        if b < 0x80:
+            timestamp_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif body[p + 1] < 0x80:
+            v = (b & 0x7F) | (body[p + 1] << 7)
+            timestamp_delta = (v >> 1) ^ -(v & 1)
+            p += 2
+        else:
+            timestamp_delta, p = read_varint(body, p)
+        # offsetDelta
         b = body[p]
         if b < 0x80:
             offset_delta = (b >> 1) ^ -(b & 1)
             p += 1
+        elif body[p + 1] < 0x80:
+            v = (b & 0x7F) | (body[p + 1] << 7)
+            offset_delta = (v >> 1) ^ -(v & 1)
+            p += 2
         else:
             offset_delta, p = read_varint(body, p)
+        # keyLength, key
         b = body[p]
         if b < 0x80:
-            key_length = (b >> 1) ^ -(b & 1)
+            n = (b >> 1) ^ -(b & 1)
             p += 1
+        elif body[p + 1] < 0x80:
+            v = (b & 0x7F) | (body[p + 1] << 7)
+            n = (v >> 1) ^ -(v & 1)
+            p += 2
         else:
-            key_length, p = read_varint(body, p)
-        if key_length >= 0:
-            keys.append(body[p:p + key_length])
-            p += key_length
-        elif key_length == -1:
+            n, p = read_varint(body, p)
+        if n >= 0:
+            keys.append(body[p : p + n])
+            p += n
+        elif n == -1:
             keys.append(None)
         else:
             raise _Fallback
+        # valueLength, value
         b = body[p]
         if b < 0x80:
-            value_length = (b >> 1) ^ -(b & 1)
+            n = (b >> 1) ^ -(b & 1)
             p += 1
+        elif body[p + 1] < 0x80:
+            v = (b & 0x7F) | (body[p + 1] << 7)
+            n = (v >> 1) ^ -(v & 1)
+            p += 2
         else:
-            value_length, p = read_varint(body, p)
-        if value_length >= 0:
-            values.append(body[p:p + value_length])
-            p += value_length
-        elif value_length == -1:
+            n, p = read_varint(body, p)
+        if n >= 0:
+            values.append(body[p : p + n])
+            p += n
+        elif n == -1:
             values.append(None)
         else:
             raise _Fallback
-        if body[p] != 0:  # headersCount
+        # headersCount: only 0 is decoded here
+        if body[p] != 0 or p + 1 != end:
             raise _Fallback
-        p += 1
-        if p != end:
-            raise _Fallback
+        p = end
         offsets.append(base_offset + offset_delta)
         timestamps.append(base_timestamp + timestamp_delta)
     if p != len(body):
@@ -447,8 +490,10 @@ class SegmentScan:
 def scan_segment(segment: Segment, *, check: str = "crc") -> SegmentScan:
     """Scan one segment's batch headers (`check`: "none", "crc", or "records" to decode too)."""
     result = SegmentScan(segment)
-    with open_segment(segment) as buf:
-        for pos, header in scan(buf, base_offset=segment.base_offset, check_crc=check != "none", skipped=result.skipped):
+    with open_segment(segment, result.skipped) as buf:
+        for pos, header in scan(
+            buf, base_offset=segment.base_offset, check_crc=check != "none", skipped=result.skipped
+        ):
             if check == "records":
                 try:
                     decode_columns(buf, pos, header, Columns())
@@ -462,8 +507,12 @@ def scan_segment(segment: Segment, *, check: str = "crc") -> SegmentScan:
             result.next_offset = header.next_offset
             result.max_timestamp = max(result.max_timestamp, header.max_timestamp)
     if result.skipped:
-        log.warning("%s: skipped %d bytes: %s", segment.path, result.skipped_bytes,
-                    "; ".join(f"{s.length} bytes at {s.position} ({s.reason})" for s in result.skipped))
+        log.warning(
+            "%s: skipped %d bytes: %s",
+            segment.path,
+            result.skipped_bytes,
+            "; ".join(f"{s.length} bytes at {s.position} ({s.reason})" for s in result.skipped),
+        )
     return result
 
 
@@ -481,14 +530,18 @@ def iter_columns(
     A batch whose records cannot be decoded is skipped whole and recorded in `skipped`.
     """
     chunk = Columns()
-    with open_segment(segment) as buf:
-        for pos, header in scan(buf, base_offset=segment.base_offset, check_crc=check_crc, skipped=skipped):
+    with open_segment(segment, skipped) as buf:
+        for pos, header in scan(
+            buf, base_offset=segment.base_offset, check_crc=check_crc, skipped=skipped
+        ):
             if (start_offset is not None and header.next_offset <= start_offset) or (
                 end_offset is not None and header.base_offset >= end_offset
             ):
                 continue
             try:
-                decode_columns(buf, pos, header, chunk, start_offset=start_offset, end_offset=end_offset)
+                decode_columns(
+                    buf, pos, header, chunk, start_offset=start_offset, end_offset=end_offset
+                )
             except KafkaError as e:
                 skipped.append(Skipped(pos, header.size, f"records: {e.detail}"))
                 continue

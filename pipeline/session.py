@@ -14,11 +14,17 @@ How a job starts decides what this module does (PYSPARK-NOTES §1 and §6):
   spark-submit sets (SparkConf().contains("spark.master") is False there before the
   context exists, so it cannot tell).
 
-Local tweaks, for local masters only: traffic pinned to 127.0.0.1 (the host name resolves
-to loopback, and Spark would otherwise bind to eth0), Python workers run this interpreter
-(PYSPARK_PYTHON) with this source tree importable (PYTHONPATH), no UI, no console progress
-bar, as many shuffle partitions as local threads (not 200), and log4j2.properties, shipped
-beside this module, keeping Spark quiet.
+Driver output, whenever this process starts the driver (not under spark-submit, whose
+log settings are the user's): log4j2.properties, shipped beside this module, keeps Spark
+at WARN while the JVM starts and ERROR after; no console progress bar (reports print their
+own progress, and the bar garbles stderr).
+
+Local tweaks, for local masters only (they would break a cluster): traffic pinned to
+127.0.0.1 (the host name resolves to loopback, and Spark would otherwise bind to eth0),
+Python workers run this interpreter (PYSPARK_PYTHON) with this source tree importable
+(PYTHONPATH), no UI, as many shuffle partitions as local threads (not 200), and a 2 GiB
+driver. On a cluster, set PYSPARK_PYTHON (or spark.pyspark.python) to the executors'
+interpreter.
 """
 
 from __future__ import annotations
@@ -55,7 +61,10 @@ def is_spark_submit() -> bool:
 
 
 def resolve_master(master: str | None = None) -> str | None:
-    """The master to ask for: `master`, else SPARK_MASTER, else local[*]; None under spark-submit."""
+    """The master to ask for: `master`, else SPARK_MASTER, else local[*].
+
+    None under spark-submit, which has chosen already.
+    """
     if is_spark_submit():
         return None
     return master or os.environ.get("SPARK_MASTER") or LOCAL_MASTER
@@ -83,7 +92,8 @@ def build_session(
       master: a Spark master URL; None means SPARK_MASTER or local[*]. Ignored under
         spark-submit.
       conf: extra settings, applied last (tests pass their small-session settings here).
-      java_options: extra driver JVM options for local runs (tests pass the C1-only JIT).
+      java_options: extra driver JVM options (tests pass the C1-only JIT). Ignored under
+        spark-submit, like every setting of the JVM, which is already running there.
     """
     from pyspark.sql import SparkSession
 
@@ -98,21 +108,33 @@ def build_session(
     threads = None if resolved is None else _local_threads(resolved)
     if resolved is not None:
         builder = builder.master(resolved)
+        settings.update(_driver_settings(java_options))
     if threads is not None:
-        settings.update(_local_settings(threads, java_options))
+        settings.update(_local_settings(threads))
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if threads is not None:
+    if resolved is not None:
         spark.sparkContext.setLogLevel("ERROR")
-    elif resolved is not None:
+    if resolved is not None and threads is None:
         ship_code(spark)
     register(spark)
     return spark
 
 
-def _local_settings(threads: int, java_options: Iterable[str]) -> dict[str, str]:
+def _driver_settings(java_options: Iterable[str]) -> dict[str, str]:
+    jvm = list(java_options)
+    log4j = _HERE / "log4j2.properties"
+    if log4j.exists():
+        jvm.append(f"-Dlog4j.configurationFile=file:{log4j}")
+    return {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": " ".join(jvm),
+    }
+
+
+def _local_settings(threads: int) -> dict[str, str]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Python workers are started by the JVM with its environment, which it inherits from
@@ -120,19 +142,13 @@ def _local_settings(threads: int, java_options: Iterable[str]) -> dict[str, str]
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *paths])
-    jvm = list(java_options)
-    log4j = _HERE / "log4j2.properties"
-    if log4j.exists():
-        jvm.append(f"-Dlog4j.configurationFile=file:{log4j}")
     return {
         "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(threads),
         "spark.default.parallelism": str(threads),
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.memory": DRIVER_MEMORY,
-        "spark.driver.extraJavaOptions": " ".join(jvm),
     }
 
 
@@ -153,7 +169,13 @@ def ship_code(spark: Any) -> str:
 
 
 def register(spark: Any) -> None:
-    """Register the "kmock-log" data source with `spark` (harmless to repeat)."""
+    """Register the "kmock-log" data source with `spark`, once per session.
+
+    (Spark warns each time a registration replaces an earlier one.)
+    """
     from pipeline.source import KmockLogDataSource
 
+    if getattr(spark, "_kmock_log_registered", False):
+        return
     spark.dataSource.register(KmockLogDataSource)
+    spark._kmock_log_registered = True

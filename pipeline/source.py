@@ -28,8 +28,10 @@ Spark 4.3.0's `pushFilters` for Python data sources returns wrong results when o
 DataFrame feeds two scans with different filters (PYSPARK-NOTES §2), so filters on the
 DataFrame are applied by Spark after reading, and pruning is asked for with options.
 
-One input partition per segment file. `read()` maps the file (only the bytes it had when
-planned) and yields Arrow record batches of about 64k rows. Damaged bytes never fail a
+One input partition per segment file (empty files are left out; mode=segments, which only
+reads headers and CRCs, packs segments into tasks of up to 256 MiB). `read()` maps the
+file (only the bytes it had when planned) and yields Arrow record batches of about 64k
+rows. Damaged bytes never fail a
 read: they are skipped, logged by the executor, and listed by mode=segments, which is what
 the jobs report from.
 
@@ -65,9 +67,9 @@ from protocol.compression import CompressionType
 __all__ = [
     "BATCHES",
     "CONSUMER_OFFSETS_TOPIC",
-    "KmockLogDataSource",
     "RECORDS",
     "SEGMENTS",
+    "KmockLogDataSource",
     "ReadOptions",
     "ddl",
     "records_batch",
@@ -77,61 +79,70 @@ log = logging.getLogger(__name__)
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 ROWS_PER_BATCH = 65536  # Arrow batch size: PYSPARK-NOTES §2 measured ~64k rows as the sweet spot
+# mode=segments reads batch headers and CRCs only, so one task takes many segments: empty
+# ones (most of __consumer_offsets' 50 partitions) and small ones would each cost a task.
+SEGMENTS_TASK_BYTES = 256 * 1024 * 1024
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 
-RECORDS = pa.schema([
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("timestamp", TIMESTAMP),
-    ("timestamp_type", pa.int32()),  # 0 CreateTime, 1 LogAppendTime
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-    ("headers", pa.list_(HEADER)),
-    ("producer_id", pa.int64()),
-    ("producer_epoch", pa.int16()),
-    ("is_transactional", pa.bool_()),
-    ("is_control", pa.bool_()),
-])
+RECORDS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", TIMESTAMP),
+        ("timestamp_type", pa.int32()),  # 0 CreateTime, 1 LogAppendTime
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", pa.list_(HEADER)),
+        ("producer_id", pa.int64()),
+        ("producer_epoch", pa.int16()),
+        ("is_transactional", pa.bool_()),
+        ("is_control", pa.bool_()),
+    ]
+)
 
-BATCHES = pa.schema([
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("segment", pa.int64()),  # the segment file's base offset
-    ("position", pa.int64()),  # byte position of the batch in the segment file
-    ("base_offset", pa.int64()),
-    ("last_offset", pa.int64()),  # baseOffset + lastOffsetDelta
-    ("records_count", pa.int32()),
-    ("size_bytes", pa.int32()),
-    ("partition_leader_epoch", pa.int32()),
-    ("base_timestamp", TIMESTAMP),
-    ("max_timestamp", TIMESTAMP),
-    ("timestamp_type", pa.int32()),
-    ("compression", pa.string()),  # none, gzip, snappy, lz4, zstd
-    ("producer_id", pa.int64()),
-    ("producer_epoch", pa.int16()),
-    ("base_sequence", pa.int32()),
-    ("is_transactional", pa.bool_()),
-    ("is_control", pa.bool_()),
-])
+BATCHES = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("segment", pa.int64()),  # the segment file's base offset
+        ("position", pa.int64()),  # byte position of the batch in the segment file
+        ("base_offset", pa.int64()),
+        ("last_offset", pa.int64()),  # baseOffset + lastOffsetDelta
+        ("records_count", pa.int32()),
+        ("size_bytes", pa.int32()),
+        ("partition_leader_epoch", pa.int32()),
+        ("base_timestamp", TIMESTAMP),
+        ("max_timestamp", TIMESTAMP),
+        ("timestamp_type", pa.int32()),
+        ("compression", pa.string()),  # none, gzip, snappy, lz4, zstd
+        ("producer_id", pa.int64()),
+        ("producer_epoch", pa.int16()),
+        ("base_sequence", pa.int32()),
+        ("is_transactional", pa.bool_()),
+        ("is_control", pa.bool_()),
+    ]
+)
 
 SKIPPED = pa.struct([("position", pa.int64()), ("length", pa.int64()), ("reason", pa.string())])
 
-SEGMENTS = pa.schema([
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("segment", pa.int64()),  # base offset
-    ("path", pa.string()),
-    ("size_bytes", pa.int64()),  # as planned
-    ("batches", pa.int64()),  # valid batches
-    ("records", pa.int64()),  # their recordsCount, summed
-    ("first_offset", pa.int64()),  # first valid batch's base offset; null if none
-    ("log_end_offset", pa.int64()),  # last valid batch's last offset + 1, else the base offset
-    ("max_timestamp", TIMESTAMP),
-    ("skipped_bytes", pa.int64()),
-    ("skipped", pa.list_(SKIPPED)),
-])
+SEGMENTS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("segment", pa.int64()),  # base offset
+        ("path", pa.string()),
+        ("size_bytes", pa.int64()),  # as planned
+        ("batches", pa.int64()),  # valid batches
+        ("records", pa.int64()),  # their recordsCount, summed
+        ("first_offset", pa.int64()),  # first valid batch's base offset; null if none
+        ("log_end_offset", pa.int64()),  # last valid batch's last offset + 1, else the base offset
+        ("max_timestamp", TIMESTAMP),
+        ("skipped_bytes", pa.int64()),
+        ("skipped", pa.list_(SKIPPED)),
+    ]
+)
 
 _MODES = ("records", "batches", "segments")
 _CHECKS = ("crc", "none", "records")
@@ -144,12 +155,23 @@ def ddl(schema: pa.Schema) -> str:
 
 def _ddl_type(t: pa.DataType) -> str:
     if pa.types.is_struct(t):
-        return "struct<" + ", ".join(f"`{t.field(i).name}`: {_ddl_type(t.field(i).type)}" for i in range(t.num_fields)) + ">"
+        return (
+            "struct<"
+            + ", ".join(
+                f"`{t.field(i).name}`: {_ddl_type(t.field(i).type)}" for i in range(t.num_fields)
+            )
+            + ">"
+        )
     if pa.types.is_list(t):
         return f"array<{_ddl_type(t.value_type)}>"
     simple = {
-        pa.string(): "string", pa.binary(): "binary", pa.bool_(): "boolean",
-        pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint", TIMESTAMP: "timestamp",
+        pa.string(): "string",
+        pa.binary(): "binary",
+        pa.bool_(): "boolean",
+        pa.int16(): "smallint",
+        pa.int32(): "int",
+        pa.int64(): "bigint",
+        TIMESTAMP: "timestamp",
     }
     return simple[t]
 
@@ -169,7 +191,9 @@ class ReadOptions:
         self.paths = paths
         self.mode = o.get("mode", "records")
         if self.mode not in _MODES:
-            raise ValueError(f"kmock-log: mode must be one of {', '.join(_MODES)}, not {self.mode!r}")
+            raise ValueError(
+                f"kmock-log: mode must be one of {', '.join(_MODES)}, not {self.mode!r}"
+            )
         self.decode = o.get("decode") or None
         if self.decode not in (None, "consumer_offsets"):
             raise ValueError(f"kmock-log: decode must be consumer_offsets, not {self.decode!r}")
@@ -177,14 +201,21 @@ class ReadOptions:
             raise ValueError("kmock-log: decode=consumer_offsets needs mode=records")
         self.check = o.get("check", "crc")
         if self.check not in _CHECKS or (self.check == "records" and self.mode != "segments"):
-            raise ValueError(f"kmock-log: check must be crc or none (or records with mode=segments), not {self.check!r}")
+            raise ValueError(
+                "kmock-log: check must be crc or none (or records with mode=segments), "
+                f"not {self.check!r}"
+            )
         topics = o.get("topics")
         self.topics = [t for t in topics.split(",") if t] if topics else None
         if self.topics is None and self.decode:
             self.topics = [CONSUMER_OFFSETS_TOPIC]
         parts = o.get("partitions")
-        self.partitions = [_int("partitions", p) for p in parts.split(",") if p.strip()] if parts else None
-        self.start_offset = _int("start_offset", o["start_offset"]) if o.get("start_offset") else None
+        self.partitions = (
+            [_int("partitions", p) for p in parts.split(",") if p.strip()] if parts else None
+        )
+        self.start_offset = (
+            _int("start_offset", o["start_offset"]) if o.get("start_offset") else None
+        )
         self.end_offset = _int("end_offset", o["end_offset"]) if o.get("end_offset") else None
 
     @property
@@ -221,31 +252,66 @@ class KmockLogReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         o = self.options
-        segments = plan(o.paths, topics=o.topics, partitions=o.partitions, start_offset=o.start_offset, end_offset=o.end_offset)
-        return [InputPartition(s) for s in segments]
+        segments = plan(
+            o.paths,
+            topics=o.topics,
+            partitions=o.partitions,
+            start_offset=o.start_offset,
+            end_offset=o.end_offset,
+        )
+        if o.mode == "segments":
+            return [InputPartition(tuple(group)) for group in _pack(segments, SEGMENTS_TASK_BYTES)]
+        return [InputPartition(s) for s in segments if s.size_bytes > 0]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         o = self.options
-        segment: Segment = partition.value
+        if partition is None or partition.value is None:
+            return  # planning found nothing: Spark still runs one task, with no partition
         if o.mode == "segments":
-            yield segment_batch([scan_segment(segment, check=o.check)])
+            yield segment_batch([scan_segment(s, check=o.check) for s in partition.value])
             return
+        segment: Segment = partition.value
         skipped: list[Skipped] = []
         if o.mode == "batches":
-            yield from read_batches(segment, o.start_offset, o.end_offset, o.check != "none", skipped)
+            yield from read_batches(
+                segment, o.start_offset, o.end_offset, o.check != "none", skipped
+            )
         else:
             columns = iter_columns(
-                segment, start_offset=o.start_offset, end_offset=o.end_offset,
-                check_crc=o.check != "none", rows=ROWS_PER_BATCH, skipped=skipped,
+                segment,
+                start_offset=o.start_offset,
+                end_offset=o.end_offset,
+                check_crc=o.check != "none",
+                rows=ROWS_PER_BATCH,
+                skipped=skipped,
             )
             if o.decode:
-                yield from offsets.iter_record_batches(segment.partition, columns, rows=ROWS_PER_BATCH)
+                yield from offsets.iter_record_batches(
+                    segment.partition, columns, rows=ROWS_PER_BATCH
+                )
             else:
                 for c in columns:
                     yield records_batch(segment.topic, segment.partition, c)
         if skipped:
-            log.warning("%s: skipped %d bytes: %s", segment.path, sum(s.length for s in skipped),
-                        "; ".join(f"{s.length} bytes at {s.position} ({s.reason})" for s in skipped))
+            log.warning(
+                "%s: skipped %d bytes: %s",
+                segment.path,
+                sum(s.length for s in skipped),
+                "; ".join(f"{s.length} bytes at {s.position} ({s.reason})" for s in skipped),
+            )
+
+
+def _pack(segments: list[Segment], budget: int) -> list[list[Segment]]:
+    """Consecutive segments in groups of about `budget` bytes (an empty file weighs nothing)."""
+    groups: list[list[Segment]] = []
+    size = 0
+    for s in segments:
+        if not groups or (size > 0 and size + s.size_bytes > budget):
+            groups.append([])
+            size = 0
+        groups[-1].append(s)
+        size += s.size_bytes
+    return groups
 
 
 def _timestamps(ms: list[int]) -> pa.Array:
@@ -261,7 +327,8 @@ def records_batch(topic: str, partition: int, c: Columns) -> pa.RecordBatch:
     headers = pa.ListArray.from_arrays(
         pa.array(c.header_offsets, pa.int32()),
         pa.StructArray.from_arrays(
-            [pa.array(c.header_keys, pa.string()), pa.array(c.header_values, pa.binary())], fields=list(HEADER)
+            [pa.array(c.header_keys, pa.string()), pa.array(c.header_values, pa.binary())],
+            fields=list(HEADER),
         ),
     )
     return pa.RecordBatch.from_arrays(
@@ -284,12 +351,18 @@ def records_batch(topic: str, partition: int, c: Columns) -> pa.RecordBatch:
 
 
 def read_batches(
-    segment: Segment, start_offset: int | None, end_offset: int | None, check_crc: bool, skipped: list[Skipped]
+    segment: Segment,
+    start_offset: int | None,
+    end_offset: int | None,
+    check_crc: bool,
+    skipped: list[Skipped],
 ) -> Iterator[pa.RecordBatch]:
     """One row per valid batch header of `segment` meeting [start, end), as `BATCHES`."""
     rows: list[tuple[int, Any]] = []
-    with open_segment(segment) as buf:
-        for pos, h in scan(buf, base_offset=segment.base_offset, check_crc=check_crc, skipped=skipped):
+    with open_segment(segment, skipped) as buf:
+        for pos, h in scan(
+            buf, base_offset=segment.base_offset, check_crc=check_crc, skipped=skipped
+        ):
             if (start_offset is not None and h.next_offset <= start_offset) or (
                 end_offset is not None and h.base_offset >= end_offset
             ):

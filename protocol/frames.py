@@ -31,6 +31,7 @@ __all__ = [
     "parse_request_header",
     "parse_response_header",
     "peek_request_key",
+    "response_header_is_flexible",
 ]
 
 API_VERSIONS_KEY = 18
@@ -50,6 +51,11 @@ class RequestHeader:
     request_api_version: int
     correlation_id: int
     client_id: str | None
+
+
+def response_header_is_flexible(api_key: int, body_flexible: bool) -> bool:
+    """Response header v1 goes with flexible bodies, except for ApiVersions (always v0)."""
+    return body_flexible and api_key != API_VERSIONS_KEY
 
 
 def peek_request_key(frame: bytes | memoryview) -> tuple[int, int, int]:

@@ -424,8 +424,16 @@ def _compiled(cls: type[Message], version: int) -> Any:
     return c
 
 
-def decode(cls: type[Message], version: int, buf: bytes | memoryview, pos: int = 0) -> Any:
-    """Decode exactly `buf[pos:]` as `cls` at `version`.
+def decode(
+    cls: type[Message],
+    version: int,
+    buf: bytes | memoryview,
+    pos: int = 0,
+    *,
+    allow_trailing: bool = False,
+) -> Any:
+    """Decode `buf[pos:]` as `cls` at `version`; every byte must be used unless
+    `allow_trailing` (the broker reads requests as Kafka does, see broker.connection).
 
     Raises:
       DecodeError: the bytes are short, have bytes left over, or hold an invalid value.
@@ -437,7 +445,7 @@ def decode(cls: type[Message], version: int, buf: bytes | memoryview, pos: int =
         if isinstance(e, DecodeError):
             raise
         raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
-    if r.pos != len(r.buf):
+    if r.pos != len(r.buf) and not allow_trailing:
         raise DecodeError(f"{cls.__name__} v{version}: {len(r.buf) - r.pos} bytes left over")
     return msg
 

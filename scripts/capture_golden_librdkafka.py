@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import trio
 
@@ -91,20 +90,28 @@ def drive_client(bootstrap: str) -> None:
     common = {"bootstrap.servers": bootstrap, "client.id": CLIENT_ID}
     admin = AdminClient(common)
     for name in (TOPIC, DOOMED_TOPIC):
-        admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)],
-                            request_timeout=10)[name].result(timeout=15)
+        admin.create_topics(
+            [NewTopic(name, num_partitions=3, replication_factor=1)], request_timeout=10
+        )[name].result(timeout=15)
 
     producer = Producer({**common, "enable.idempotence": True, "linger.ms": 5})
     for i in range(RECORDS):
-        producer.produce(TOPIC, key=f"key-{i}".encode(), value=f"value-{i}".encode(),
-                         headers=[("trace", b"t-1")])
+        producer.produce(
+            TOPIC, key=f"key-{i}".encode(), value=f"value-{i}".encode(), headers=[("trace", b"t-1")]
+        )
     assert producer.flush(15) == 0, "records not delivered"
 
-    consumer = Consumer({
-        **common, "group.id": GROUP, "auto.offset.reset": "earliest",
-        "enable.auto.commit": False, "session.timeout.ms": SESSION_TIMEOUT_MS,
-        "heartbeat.interval.ms": 100, "fetch.wait.max.ms": 100,
-    })
+    consumer = Consumer(
+        {
+            **common,
+            "group.id": GROUP,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": 100,
+            "fetch.wait.max.ms": 100,
+        }
+    )
     consumer.subscribe([TOPIC])
     got = 0
     while got < RECORDS:
@@ -123,8 +130,9 @@ def drive_client(bootstrap: str) -> None:
     groups = admin.list_consumer_groups(request_timeout=10).result(timeout=15)
     assert any(g.group_id == GROUP for g in groups.valid), groups
     admin.describe_consumer_groups([GROUP], request_timeout=10)[GROUP].result(timeout=15)
-    admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)],
-                                      request_timeout=10)[GROUP].result(timeout=15)
+    admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)], request_timeout=10)[
+        GROUP
+    ].result(timeout=15)
     for call in (
         lambda: admin.delete_consumer_groups([GROUP], request_timeout=10)[GROUP].result(15),
         lambda: admin.delete_topics([DOOMED_TOPIC], request_timeout=10)[DOOMED_TOPIC].result(15),
@@ -140,11 +148,13 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kmock-golden-") as data_dir:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         proxy_port = listeners[0].socket.getsockname()[1]
-        config = load_config(overrides={
-            "listeners": "PLAINTEXT://127.0.0.1:0",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}",
-            "log.dirs": data_dir,
-        })
+        config = load_config(
+            overrides={
+                "listeners": "PLAINTEXT://127.0.0.1:0",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}",
+                "log.dirs": data_dir,
+            }
+        )
         async with trio.open_nursery() as nursery:
             broker = await nursery.start(serve, config)
             await broker.ready.wait()
@@ -169,9 +179,5 @@ async def main() -> None:
         print(f"wrote {path.relative_to(ROOT)} ({len(frame)} bytes)")
 
 
-def run() -> Any:
-    return trio.run(main)
-
-
 if __name__ == "__main__":
-    run()
+    trio.run(main)

@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from broker.routes import route_for
-from protocol.frames import API_VERSIONS_KEY, frame_request, parse_response_header
+from protocol.frames import frame_request, parse_response_header, response_header_is_flexible
 from protocol.schema import Message, decode, encode_chunks
 
 _correlation = itertools.count(1)
@@ -59,7 +59,7 @@ class WireClient:
         assert frame is not None, "connection closed instead of a response"
         route = route_for(type(request).API_KEY)
         assert route is not None
-        flexible = route.response.is_flexible(version) and route.api_key != API_VERSIONS_KEY
+        flexible = response_header_is_flexible(route.api_key, route.response.is_flexible(version))
         got, pos = parse_response_header(frame, flexible)
         assert got == correlation_id
         return decode(route.response, version, frame, pos)

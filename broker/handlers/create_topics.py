@@ -34,7 +34,7 @@ from typing import Any
 
 from broker.config import TOPIC_CONFIGS
 from broker.handlers.describe_configs import effective_topic_source, topic_value
-from broker.topics import OFFSETS_TOPIC, validate_topic_configs, validate_topic_name
+from broker.topics import validate_topic_configs
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.create_topics import (
     CreatableReplicaAssignment,
@@ -62,18 +62,6 @@ def check_replicas(broker_ids: list[int], node_id: int) -> None:
                              f"The manual partition assignment includes the broker "
                              f"{broker_id} more than once.")
         previous = broker_id
-
-
-def _check_name(registry: Any, name: str) -> None:
-    validate_topic_name(name)
-    if name == OFFSETS_TOPIC or registry.get(name) is not None:
-        raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-    # TopicRegistry.create checks this too; a validate_only request never gets there.
-    folded = name.replace(".", "_")
-    for other in registry.topics:
-        if other.replace(".", "_") == folded:
-            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                             f"Topic '{name}' collides with existing topic: {other}")
 
 
 def _assigned_partitions(assignments: list[CreatableReplicaAssignment], node_id: int) -> int:
@@ -123,7 +111,7 @@ def _partitions(config: Any, topic: CreatableTopic, node_id: int) -> int:
 def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTopicResult:
     broker = ctx.broker
     config = broker.config
-    _check_name(broker.topics, topic.name)
+    broker.topics.check_new(topic.name)
     nulls = [c.name for c in topic.configs if c.value is None]
     if nulls:
         raise KafkaError(ErrorCode.INVALID_CONFIG,

@@ -53,7 +53,8 @@ TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 # DescribeConfigsResponse.ConfigType, by Setting.type
-CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "list": 7, "class": 8}
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7,
+                "class": 8}
 
 # Broker settings that stand for one another, most specific first (Kafka's
 # DynamicBrokerConfig.brokerConfigSynonyms); every other setting stands alone.
@@ -124,11 +125,13 @@ def effective_topic_source(config: Config, overrides: dict[str, str], name: str)
 
 def _entry(setting: Setting, name: str, value: str | None, synonyms: list[DescribeConfigsSynonym],
            request: DescribeConfigsRequest, read_only: bool) -> DescribeConfigsResourceResult:
+    source = synonyms[0].source if synonyms else DEFAULT_CONFIG
     return DescribeConfigsResourceResult(
         name=name,
         value=value,
         read_only=read_only,
-        config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG,
+        is_default=source == DEFAULT_CONFIG,  # v0's view of config_source
+        config_source=source,
         is_sensitive=False,
         synonyms=synonyms if request.include_synonyms else [],
         config_type=CONFIG_TYPES[setting.type],

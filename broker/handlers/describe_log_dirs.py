@@ -2,9 +2,10 @@
 
 The directory is named by its absolute path, as Kafka names it. A null `topics` asks for
 every partition; otherwise only the named partitions that exist are listed, and a topic
-none of whose partitions is listed is left out. A partition's size is the sum of its segment files; offset_lag is
-0 (the log is its own leader) and is_future_key false (no replica is being moved). v4 adds
-the file system's total and usable bytes (KIP-827), as Java's FileStore reports them.
+none of whose partitions is listed is left out, as Kafka does. A partition's size is the sum
+of its segment files; offset_lag is 0 (the log is its own leader) and is_future_key false
+(no replica is being moved). v4 adds the file system's total and usable bytes (KIP-827), as
+Java's FileStore reports them.
 """
 
 from __future__ import annotations

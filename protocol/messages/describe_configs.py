@@ -4,7 +4,7 @@ Spec: DescribeConfigsRequest.json / DescribeConfigsResponse.json. Versions 1-4, 
 from 4.
 
 Version notes:
-  v0 (declared, not served): is_default per config.
+  v0: is_default per config (sarama 1.22 still uses it).
   v1: include_synonyms; config_source and synonyms per config.
   v2: no change on the wire (responses are sent before throttling).
   v3: include_documentation; config_type and documentation per config.
@@ -25,7 +25,7 @@ class DescribeConfigsResource(Struct):
 
 class DescribeConfigsRequest(Message):
     API_KEY = 32
-    VERSIONS = range(1, 5)
+    VERSIONS = range(0, 5)
     FLEXIBLE_FROM = 4
     resources: list[DescribeConfigsResource] = wire(Array(DescribeConfigsResource))
     include_synonyms: bool = wire(Bool, since=1)
@@ -60,7 +60,7 @@ class DescribeConfigsResult(Struct):
 
 class DescribeConfigsResponse(Message):
     API_KEY = 32
-    VERSIONS = range(1, 5)
+    VERSIONS = range(0, 5)
     FLEXIBLE_FROM = 4
     throttle_time_ms: int = wire(Int32)
     results: list[DescribeConfigsResult] = wire(Array(DescribeConfigsResult))

@@ -1,10 +1,10 @@
 """OffsetCommit (key 8): a member stores its group's consumed offsets.
 
-Spec: OffsetCommitRequest.json / OffsetCommitResponse.json. Versions 2-9 (the spec has 0-9;
+Spec: OffsetCommitRequest.json / OffsetCommitResponse.json. Versions 1-9 (the spec has 0-9;
 0 wrote to ZooKeeper and 1 is deprecated), flexible from 8.
 
 Version notes:
-  v1: generation_id_or_member_epoch, member_id; commit_timestamp (v1 only). Declared, not served.
+  v1: generation_id_or_member_epoch, member_id; commit_timestamp (v1 only; sarama 1.22 still commits with v1).
   v2: retention_time_ms (v2-4); commit_timestamp removed.
   v3: throttle_time_ms in the response.
   v4: no change on the wire.
@@ -36,7 +36,7 @@ class OffsetCommitRequestTopic(Struct):
 
 class OffsetCommitRequest(Message):
     API_KEY = 8
-    VERSIONS = range(2, 10)
+    VERSIONS = range(1, 10)
     FLEXIBLE_FROM = 8
     group_id: str = wire(String)
     generation_id_or_member_epoch: int = wire(Int32, since=1, default=-1)
@@ -58,7 +58,7 @@ class OffsetCommitResponseTopic(Struct):
 
 class OffsetCommitResponse(Message):
     API_KEY = 8
-    VERSIONS = range(2, 10)
+    VERSIONS = range(1, 10)
     FLEXIBLE_FROM = 8
     throttle_time_ms: int = wire(Int32, since=3)
     topics: list[OffsetCommitResponseTopic] = wire(Array(OffsetCommitResponseTopic))

@@ -3,6 +3,7 @@ live broker after real kafka-python traffic."""
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.request
 
@@ -75,13 +76,16 @@ async def test_metrics_content_type_and_head():
     assert int(headers["Content-Length"]) > 0
 
 
-@pytest.mark.parametrize(("request_bytes", "status"), [
-    (b"GET /nope HTTP/1.1\r\n\r\n", 404),
-    (b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405),
-    (b"GET /metrics\r\n\r\n", 400),  # HTTP/0.9 style: no version
-    (b"\xff\xfe /x HTTP/1.1\r\n\r\n", 400),
-    (b"GET /" + b"a" * MAX_REQUEST_BYTES + b" HTTP/1.1\r\n\r\n", 431),
-])
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /nope HTTP/1.1\r\n\r\n", 404),
+        (b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405),
+        (b"GET /metrics\r\n\r\n", 400),  # HTTP/0.9 style: no version
+        (b"\xff\xfe /x HTTP/1.1\r\n\r\n", 400),
+        (b"GET /" + b"a" * MAX_REQUEST_BYTES + b" HTTP/1.1\r\n\r\n", 431),
+    ],
+)
 async def test_bad_requests_get_an_answer_and_a_close(request_bytes, status):
     got, headers, _ = parse(await exchange(FakeBroker(), request_bytes))
     assert got == status
@@ -113,25 +117,33 @@ async def test_serve_admin_reports_its_address_over_tcp(nursery):
             return e.code
 
     with trio.fail_after(SCENARIO_S):
-        assert await trio.to_thread.run_sync(fetch, "/readyz") == 503
+        assert await trio.to_thread.run_sync(fetch, "/readyz", abandon_on_cancel=True) == 503
         broker.ready.set()
-        assert await trio.to_thread.run_sync(fetch, "/readyz") == 200
+        assert await trio.to_thread.run_sync(fetch, "/readyz", abandon_on_cancel=True) == 200
 
 
 # --- a live broker -----------------------------------------------------------------------------
 
 
 def metric_values(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 @pytest.mark.integration
 async def test_metrics_after_kafka_python_traffic(nursery, tmp_path):
     from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 
-    config = load_config(overrides={"listeners": "PLAINTEXT://127.0.0.1:0",
-                                    "log.dirs": str(tmp_path), "admin.port": 0})
+    config = load_config(
+        overrides={
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(tmp_path),
+            "admin.port": 0,
+        }
+    )
     broker = await nursery.start(serve, config)
     host, port = broker.admin_address
 
@@ -152,27 +164,35 @@ async def test_metrics_after_kafka_python_traffic(nursery, tmp_path):
         producer.close()
 
     def join_and_commit_two() -> KafkaConsumer:
-        consumer = KafkaConsumer("metered", bootstrap_servers=broker.bootstrap_servers,
-                                 group_id="meter", auto_offset_reset="earliest",
-                                 enable_auto_commit=False)
+        consumer = KafkaConsumer(
+            "metered",
+            bootstrap_servers=broker.bootstrap_servers,
+            group_id="meter",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        deadline = time.monotonic() + SCENARIO_S
         while not consumer.assignment():
+            assert time.monotonic() < deadline, "no assignment"
             consumer.poll(timeout_ms=200)
         consumer.commit({TopicPartition("metered", 0): OffsetAndMetadata(2, "", -1)})
         return consumer
 
     with trio.fail_after(SCENARIO_S):
         await broker.ready.wait()
-        assert await trio.to_thread.run_sync(ready) == 200
-        await trio.to_thread.run_sync(produce)
-        consumer = await trio.to_thread.run_sync(join_and_commit_two)
+        assert await trio.to_thread.run_sync(ready, abandon_on_cancel=True) == 200
+        await trio.to_thread.run_sync(produce, abandon_on_cancel=True)
+        consumer = await trio.to_thread.run_sync(join_and_commit_two, abandon_on_cancel=True)
         try:
-            stable = await trio.to_thread.run_sync(scrape)
+            stable = await trio.to_thread.run_sync(scrape, abandon_on_cancel=True)
         finally:
-            await trio.to_thread.run_sync(consumer.close)
-        empty = await trio.to_thread.run_sync(scrape)
+            await trio.to_thread.run_sync(consumer.close, abandon_on_cancel=True)
+        empty = await trio.to_thread.run_sync(scrape, abandon_on_cancel=True)
 
-    lag = ("kmock_consumer_lag",
-           frozenset({("group", "meter"), ("topic", "metered"), ("partition", "0")}))
+    lag = (
+        "kmock_consumer_lag",
+        frozenset({("group", "meter"), ("topic", "metered"), ("partition", "0")}),
+    )
     assert stable[lag] == 3
     assert stable[("kmock_groups", frozenset({("state", "Stable")}))] == 1
     assert stable[("kmock_groups", frozenset({("state", "Empty")}))] == 0

@@ -46,9 +46,15 @@ def stub_path(tmp_path) -> str:
 
 
 def run_entrypoint(path: str, *args: str, shell: str = "bash", **env: str) -> dict:
-    base = {"PATH": path, "HOSTNAME": "kmock-host"}
-    done = subprocess.run([shell, str(ENTRYPOINT), *args], env={**base, **env},
-                          capture_output=True, text=True, timeout=30, check=True)
+    base = {"PATH": path}
+    done = subprocess.run(
+        [shell, str(ENTRYPOINT), *args],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
@@ -61,23 +67,28 @@ def test_entrypoint_container_defaults(stub_path, shell):
         "KAFKA_LOG_DIRS": "/var/lib/kmock",
         "KAFKA_ADMIN_PORT": "8080",
         "KAFKA_ADMIN_HOST": "0.0.0.0",
-        "KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://kmock-host:9092",
+        "KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://localhost:9092",
     }
 
 
 def test_entrypoint_keeps_what_the_user_set(stub_path):
-    got = run_entrypoint(stub_path, "serve", "/etc/kmock/server.properties",
-                         KAFKA_LISTENERS="PLAINTEXT://0.0.0.0:19092",
-                         KAFKA_LOG_DIRS="/data", KAFKA_NUM_PARTITIONS="6")
+    got = run_entrypoint(
+        stub_path,
+        "serve",
+        "/etc/kmock/server.properties",
+        KAFKA_LISTENERS="PLAINTEXT://0.0.0.0:19092",
+        KAFKA_LOG_DIRS="/data",
+        KAFKA_NUM_PARTITIONS="6",
+    )
     assert got["args"] == ["serve", "/etc/kmock/server.properties"]
     assert got["env"]["KAFKA_LISTENERS"] == "PLAINTEXT://0.0.0.0:19092"
     assert got["env"]["KAFKA_LOG_DIRS"] == "/data"
     assert got["env"]["KAFKA_NUM_PARTITIONS"] == "6"
     # The advertised port follows the listener's.
-    assert got["env"]["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://kmock-host:19092"
+    assert got["env"]["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://localhost:19092"
 
-    got = run_entrypoint(stub_path, KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://localhost:9092")
-    assert got["env"]["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://localhost:9092"
+    got = run_entrypoint(stub_path, KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://kmock:9092")
+    assert got["env"]["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://kmock:9092"
 
 
 def test_entrypoint_runs_admin_commands_without_serve_defaults(stub_path):
@@ -86,12 +97,15 @@ def test_entrypoint_runs_admin_commands_without_serve_defaults(stub_path):
 
 
 def test_entrypoint_environment_becomes_settings(stub_path):
-    got = run_entrypoint(stub_path, KAFKA_NUM_PARTITIONS="3",
-                         KAFKA_AUTO_CREATE_TOPICS_ENABLE="false",
-                         KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS="0")
+    got = run_entrypoint(
+        stub_path,
+        KAFKA_NUM_PARTITIONS="3",
+        KAFKA_AUTO_CREATE_TOPICS_ENABLE="false",
+        KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
+    )
     config = load_config(environ=got["env"])
     assert config["listeners"] == "PLAINTEXT://0.0.0.0:9092"
-    assert config["advertised.listeners"] == "PLAINTEXT://kmock-host:9092"
+    assert config["advertised.listeners"] == "PLAINTEXT://localhost:9092"
     assert config["log.dirs"] == "/var/lib/kmock"
     assert (config["admin.port"], config["admin.host"]) == (8080, "0.0.0.0")
     assert config["num.partitions"] == 3
@@ -127,7 +141,9 @@ def test_compose_services_volume_and_health_check():
 
 def test_dockerfile_essentials():
     text = (ROOT / "Dockerfile").read_text()
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    lines = [
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    ]
     froms = [line for line in lines if line.startswith("FROM ")]
     assert all(line.split()[1] == "python:3.11-slim" for line in froms)
     assert "USER kmock" in lines
@@ -140,11 +156,17 @@ def test_dockerfile_essentials():
 
 
 async def test_compose_health_check_command_against_a_live_broker(nursery, tmp_path):
-    config = load_config(overrides={"listeners": "PLAINTEXT://127.0.0.1:0",
-                                    "log.dirs": str(tmp_path), "admin.port": 0})
+    config = load_config(
+        overrides={
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(tmp_path),
+            "admin.port": 0,
+        }
+    )
     broker = await nursery.start(serve, config)
     code = compose()["services"]["kmock"]["healthcheck"]["test"][3].replace(
-        "127.0.0.1:8080", "{}:{}".format(*broker.admin_address))
+        "127.0.0.1:8080", "{}:{}".format(*broker.admin_address)
+    )
     with trio.fail_after(SCENARIO_S):
         await broker.ready.wait()
         done = await trio.run_process([sys.executable, "-c", code], check=False)
@@ -153,14 +175,23 @@ async def test_compose_health_check_command_against_a_live_broker(nursery, tmp_p
 
 @pytest.mark.integration
 async def test_compose_example_client_against_a_live_broker(nursery, tmp_path):
-    config = load_config(overrides={"listeners": "PLAINTEXT://127.0.0.1:0",
-                                    "log.dirs": str(tmp_path), "num.partitions": 3})
+    config = load_config(
+        overrides={
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(tmp_path),
+            "num.partitions": 3,
+        }
+    )
     broker = await nursery.start(serve, config)
     env = {**os.environ, "BOOTSTRAP_SERVERS": broker.bootstrap_servers, "COUNT": "5"}
     with trio.fail_after(SCENARIO_S):
         await broker.ready.wait()
         done = await trio.run_process(
-            [sys.executable, str(ROOT / "docker" / "example_client.py")], env=env,
-            capture_stdout=True, capture_stderr=True, check=False)
+            [sys.executable, str(ROOT / "docker" / "example_client.py")],
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().splitlines()[-1] == "ok: every record came back"

@@ -224,6 +224,7 @@ def commit(
     metadata: str | None = "",
     leader_epoch: int = -1,
     retention_time_ms: int = -1,
+    commit_timestamp: int = -1,
     version: int = LATEST["commit"],
 ) -> tuple[int, Outcome]:
     token = next(_tokens)
@@ -234,6 +235,7 @@ def commit(
                 partition_index=partition,
                 committed_offset=offset,
                 committed_leader_epoch=leader_epoch,
+                commit_timestamp=commit_timestamp,
                 committed_metadata=metadata,
             )
         )

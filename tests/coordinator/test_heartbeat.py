@@ -211,7 +211,7 @@ def test_new_member_keeps_its_join_timeout_when_it_sends_its_join_again() -> Non
 
 
 def test_leave_of_a_pending_member_id_does_not_disturb_a_stable_group() -> None:
-    c, ids = stable_group(1)
+    c, _ = stable_group(1)
     member_id = new_member_id(c, 1)
     leave(c, 2, (member_id, None))
     assert c.group(GROUP).state is GroupState.STABLE
@@ -220,5 +220,8 @@ def test_leave_of_a_pending_member_id_does_not_disturb_a_stable_group() -> None:
 def test_leave_of_the_pending_member_id_that_held_the_join_phase_open_ends_it() -> None:
     c, ids = stable_group(1)
     member_id = new_member_id(c, 1)
-    c2_token, _ = join(c, 2, ids[0])  # the only member rejoins, but the pending id...
-    assert c.group(GROUP).state is GroupState.COMPLETING_REBALANCE  # ...is not waited for?
+    token, _ = join(c, 2, ids[0])
+    assert c.group(GROUP).state is GroupState.PREPARING_REBALANCE  # waiting for the pending id
+    _, outcome = leave(c, 3, (member_id, None))
+    assert reply(outcome, token).generation_id == 2
+    assert c.group(GROUP).state is GroupState.COMPLETING_REBALANCE

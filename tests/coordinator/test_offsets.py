@@ -198,6 +198,17 @@ def test_commit_v2_with_a_retention_time_writes_an_expire_timestamp_in_value_v1(
     assert (outcome.records[0].value_version, outcome.records[0].value.expire_timestamp) == (3, -1)
 
 
+def test_commit_v1_may_name_its_commit_time() -> None:
+    c = coordinator()
+    _, outcome = commit(c, 5, {("t", 0): 1}, commit_timestamp=WALL - 1_000, version=1)
+    assert outcome.records[0].value.commit_timestamp == WALL - 1_000
+    _, outcome = commit(c, 5, {("t", 0): 1}, version=1)
+    assert outcome.records[0].value.commit_timestamp == WALL + 5
+    # Later versions have no such field; whatever the dataclass holds is not used.
+    _, outcome = commit(c, 5, {("t", 0): 1}, commit_timestamp=WALL - 1_000, version=2)
+    assert outcome.records[0].value.commit_timestamp == WALL + 5
+
+
 @pytest.mark.parametrize(
     ("storage_error", "answer"),
     [

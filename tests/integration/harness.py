@@ -1,5 +1,5 @@
-"""What every client's scenarios share: a broker in a background thread, deadlines, CLI
-processes with their output kept for the report, and the expected records.
+"""What every client's scenarios share: deadlines, CLI processes with their output kept for
+the report, the expected records, and what the broker stored on disk.
 
 Records are keyed `key-<i>` with value `<prefix>-<i>` (what sarama-check and kafkajs-check
 produce too), so a consumer's output can be checked for loss, duplicates and order without
@@ -22,11 +22,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import trio
-
-from broker.config import load_config
-from broker.server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 JS_DIR = ROOT / "tests" / "integration" / "js"
@@ -62,8 +57,9 @@ def value(prefix: str, i: int) -> str:
     return f"{prefix}-{i}"
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
-               detail: Callable[[], str] | None = None) -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout: float, what: str, detail: Callable[[], str] | None = None
+) -> Any:
     """Poll `predicate` until it returns something truthy, for at most `timeout` seconds."""
     deadline = time.monotonic() + timeout
     tick = threading.Event()
@@ -100,92 +96,6 @@ def run_in_thread(fn: Callable[[], Any], timeout: float, what: str) -> Any:
     return box.get("result")
 
 
-# --- the broker -------------------------------------------------------------------------
-
-
-class BrokerThread:
-    """A kmock broker served by `trio.run` in a daemon thread, for synchronous tests.
-
-    `restart()` stops it gracefully and starts it again on the same port and data dir,
-    so clients keep their bootstrap address.
-    """
-
-    START_TIMEOUT_S = 30.0
-
-    def __init__(self, data_dir: Path, **overrides: Any) -> None:
-        self.data_dir = Path(data_dir)
-        self.overrides = overrides
-        self.port = 0
-        self.broker: Any = None
-        self._token: Any = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def cluster_id(self) -> str:
-        return str(self.broker.cluster_id)
-
-    @property
-    def node_id(self) -> int:
-        return int(self.broker.node_id)
-
-    def start(self) -> BrokerThread:
-        started = threading.Event()
-        self._error = None
-
-        async def main() -> None:
-            config = load_config(overrides={
-                "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-                "log.dirs": str(self.data_dir),
-                **self.overrides,
-            })
-            async with trio.open_nursery() as nursery:
-                self.broker = await nursery.start(serve, config)
-                await self.broker.ready.wait()
-                self._token = trio.lowlevel.current_trio_token()
-                self.port = self.broker.addresses[0][1]
-                started.set()
-
-        def run() -> None:
-            try:
-                trio.run(main)
-            except BaseException as e:  # reported by start() or stop()
-                self._error = e
-            finally:
-                started.set()
-
-        self._thread = threading.Thread(target=run, name="kmock-broker", daemon=True)
-        self._thread.start()
-        if not started.wait(self.START_TIMEOUT_S):
-            raise RuntimeError(f"kmock did not start within {self.START_TIMEOUT_S:g} s")
-        if self._error is not None:
-            raise RuntimeError(f"kmock failed to start: {self._error!r}") from self._error
-        return self
-
-    def stop(self) -> None:
-        if self._thread is None:
-            return
-        if self._thread.is_alive() and self._token is not None:
-            with contextlib.suppress(trio.RunFinishedError):
-                trio.from_thread.run_sync(self.broker.shutdown, trio_token=self._token)
-        self._thread.join(self.START_TIMEOUT_S)
-        alive = self._thread.is_alive()
-        self._thread = None
-        self._token = None
-        if alive:
-            raise RuntimeError(f"kmock did not stop within {self.START_TIMEOUT_S:g} s")
-        if self._error is not None:
-            raise RuntimeError(f"kmock stopped with an error: {self._error!r}") from self._error
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-
 # --- what is on disk --------------------------------------------------------------------
 
 # RecordBatch v2 header, up to the record count (61 bytes).
@@ -215,19 +125,41 @@ def batches_on_disk(data_dir: Path, topic: str) -> list[BatchHeader]:
     """
     out = []
     for pdir in sorted(Path(data_dir).glob(f"{topic}-*")):
-        part = pdir.name[len(topic) + 1:]
+        part = pdir.name[len(topic) + 1 :]
         if not part.isdigit():
             continue
         for seg in sorted(pdir.glob("*.log")):
             data = seg.read_bytes()
             pos = 0
             while pos + _BATCH.size <= len(data):
-                (base_offset, length, _epoch, magic, _crc, attributes, _lod, _bts, _mts,
-                 producer_id, producer_epoch, base_sequence, count) = _BATCH.unpack_from(data, pos)
+                (
+                    base_offset,
+                    length,
+                    _epoch,
+                    magic,
+                    _crc,
+                    attributes,
+                    _lod,
+                    _bts,
+                    _mts,
+                    producer_id,
+                    producer_epoch,
+                    base_sequence,
+                    count,
+                ) = _BATCH.unpack_from(data, pos)
                 if magic != 2 or length <= 0:
                     break
-                out.append(BatchHeader(int(part), base_offset, attributes, producer_id,
-                                       producer_epoch, base_sequence, count))
+                out.append(
+                    BatchHeader(
+                        int(part),
+                        base_offset,
+                        attributes,
+                        producer_id,
+                        producer_epoch,
+                        base_sequence,
+                        count,
+                    )
+                )
                 pos += 12 + length
     return out
 
@@ -246,9 +178,16 @@ class Rec:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-def check_records(got: Iterable[Rec], prefix: str, n: int, *, start: int = 0,
-                  exactly_once: bool = True, headers: list[tuple[str, str]] | None = None,
-                  contiguous_from_zero: bool = False) -> None:
+def check_records(
+    got: Iterable[Rec],
+    prefix: str,
+    n: int,
+    *,
+    start: int = 0,
+    exactly_once: bool = True,
+    headers: list[tuple[str, str]] | None = None,
+    contiguous_from_zero: bool = False,
+) -> None:
     """`got` holds records `start`..`n-1` of `prefix`, each key matching its value, in
     produce order within each partition, (when `exactly_once`) with no duplicates, and
     (when given) carrying `headers`."""
@@ -274,11 +213,13 @@ def check_records(got: Iterable[Rec], prefix: str, n: int, *, start: int = 0,
         seen = sorted({(r.offset, r.value) for r in recs})
         indexes = [int(str(v).rsplit("-", 1)[1]) for _, v in seen]
         assert indexes == sorted(indexes), (
-            f"partition {p}: records out of produce order: {indexes[:20]}")
+            f"partition {p}: records out of produce order: {indexes[:20]}"
+        )
         if contiguous_from_zero:
             offsets = [o for o, _ in seen]
             assert offsets == list(range(len(offsets))), (
-                f"partition {p}: offsets not contiguous from 0: {offsets[:20]}")
+                f"partition {p}: offsets not contiguous from 0: {offsets[:20]}"
+            )
 
 
 def check_compressed(data_dir: Path, topic: str, codec: str) -> None:
@@ -307,7 +248,8 @@ def check_idempotent(data_dir: Path, topic: str, n: int) -> None:
         for b in bs:
             assert b.base_sequence == seq, (
                 f"partition {p}: batch at offset {b.base_offset} has base_sequence "
-                f"{b.base_sequence}, expected {seq}")
+                f"{b.base_sequence}, expected {seq}"
+            )
             seq += b.records_count
     assert sum(b.records_count for b in batches) == n, "records on disk != records produced"
 
@@ -339,14 +281,16 @@ class Proc:
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
         self.popen = subprocess.Popen(
-            self.args, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
+            self.args,
+            cwd=self.cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
         self._readers = [
-            threading.Thread(target=self._read, args=(self.popen.stdout, self.stdout),
-                             daemon=True),
-            threading.Thread(target=self._read, args=(self.popen.stderr, self.stderr),
-                             daemon=True),
+            threading.Thread(target=self._read, args=(self.popen.stdout, self.stdout), daemon=True),
+            threading.Thread(target=self._read, args=(self.popen.stderr, self.stderr), daemon=True),
         ]
         for t in self._readers:
             t.start()
@@ -380,11 +324,22 @@ class Proc:
                     out.append(obj)
         return out
 
+    def error_summary(self) -> str:
+        """The client's own last word on what went wrong: its last {"event": "error"} line,
+        else its last line on stderr."""
+        errors = [e for e in self.events() if e.get("event") == "error"]
+        if errors:
+            return str(errors[-1].get("error", errors[-1])).splitlines()[0][:300]
+        err = [ln for ln in self.err_lines() if ln.strip()]
+        return err[-1][:300] if err else "(no error output)"
+
     def output(self) -> str:
-        return (f"--- {self.name}: {' '.join(self.args)}\n"
-                f"--- exit status: {self.popen.poll()}\n"
-                f"--- stdout:\n{tail(chr(10).join(self.lines()))}\n"
-                f"--- stderr:\n{tail(chr(10).join(self.err_lines()))}")
+        return (
+            f"--- {self.name}: {' '.join(self.args)}\n"
+            f"--- exit status: {self.popen.poll()}\n"
+            f"--- stdout:\n{tail(chr(10).join(self.lines()))}\n"
+            f"--- stderr:\n{tail(chr(10).join(self.err_lines()))}"
+        )
 
     def close_stdin(self) -> None:
         if self.popen.stdin and not self.popen.stdin.closed:
@@ -397,7 +352,9 @@ class Proc:
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError(
-                f"{self.name} still running after {timeout:g} s\n{self.output()}") from None
+                f"{self.name} still running after {timeout:g} s: {self.error_summary()}\n"
+                f"{self.output()}"
+            ) from None
         for t in self._readers:
             t.join(5)
         return rc
@@ -405,7 +362,9 @@ class Proc:
     def check(self, timeout: float) -> Proc:
         """Wait for exit; fail with the client's own output unless it exited 0."""
         rc = self.wait(timeout)
-        assert rc == 0, f"{self.name} exited with status {rc}\n{self.output()}"
+        assert rc == 0, (
+            f"{self.name} exited with status {rc}: {self.error_summary()}\n{self.output()}"
+        )
         return self
 
     def kill(self) -> None:
@@ -428,8 +387,14 @@ def explain(*procs: Proc) -> Iterator[None]:
             p.kill()
 
 
-def run(args: list[str], name: str, timeout: float, *, stdin: bytes | None = None,
-        cwd: Path | None = None) -> Proc:
+def run(
+    args: list[str],
+    name: str,
+    timeout: float,
+    *,
+    stdin: bytes | None = None,
+    cwd: Path | None = None,
+) -> Proc:
     """Run a client command to completion; fail with its output unless it exits 0."""
     p = Proc(args, name, cwd=cwd, stdin_data=stdin)
     try:

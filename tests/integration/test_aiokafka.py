@@ -49,8 +49,14 @@ def arun(coro: Awaitable[Any], timeout: float = 45) -> Any:
 
 @asynccontextmanager
 async def producer(bootstrap: str, **kw: Any) -> AsyncIterator[AIOKafkaProducer]:
-    p = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=CLIENT_ID, acks="all",
-                         linger_ms=5, request_timeout_ms=10000, **kw)
+    p = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        client_id=CLIENT_ID,
+        acks="all",
+        linger_ms=5,
+        request_timeout_ms=10000,
+        **kw,
+    )
     await p.start()
     try:
         yield p
@@ -60,10 +66,14 @@ async def producer(bootstrap: str, **kw: Any) -> AsyncIterator[AIOKafkaProducer]
 
 def consumer(bootstrap: str, *topics: str, **kw: Any) -> AIOKafkaConsumer:
     opts: dict[str, Any] = {
-        "bootstrap_servers": bootstrap, "client_id": CLIENT_ID,
-        "auto_offset_reset": "earliest", "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100, "session_timeout_ms": SESSION_TIMEOUT_MS,
-        "heartbeat_interval_ms": HEARTBEAT_MS, "request_timeout_ms": 10000,
+        "bootstrap_servers": bootstrap,
+        "client_id": CLIENT_ID,
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "fetch_max_wait_ms": 100,
+        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_MS,
+        "request_timeout_ms": 10000,
     }
     opts.update(kw)
     return AIOKafkaConsumer(*topics, **opts)
@@ -71,8 +81,9 @@ def consumer(bootstrap: str, *topics: str, **kw: Any) -> AIOKafkaConsumer:
 
 @asynccontextmanager
 async def admin(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
-    a = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=CLIENT_ID,
-                            request_timeout_ms=10000)
+    a = AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap, client_id=CLIENT_ID, request_timeout_ms=10000
+    )
     await a.start()
     try:
         yield a
@@ -80,19 +91,26 @@ async def admin(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
         await a.close()
 
 
-async def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
-                  **kw: Any) -> None:
+async def produce(
+    bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0, **kw: Any
+) -> None:
     hdrs = [(k, v.encode()) for k, v in HEADERS]
     async with producer(bootstrap, **kw) as p:
-        futures = [await p.send(topic, key=key(i).encode(), value=value(prefix, i).encode(),
-                                headers=hdrs) for i in range(start, n)]
+        futures = [
+            await p.send(topic, key=key(i).encode(), value=value(prefix, i).encode(), headers=hdrs)
+            for i in range(start, n)
+        ]
         await asyncio.gather(*futures)
 
 
 def rec(r: Any) -> Rec:
-    return Rec(r.partition, r.offset, r.key.decode() if r.key is not None else None,
-               r.value.decode() if r.value is not None else None,
-               tuple((k, v.decode()) for k, v in r.headers or ()))
+    return Rec(
+        r.partition,
+        r.offset,
+        r.key.decode() if r.key is not None else None,
+        r.value.decode() if r.value is not None else None,
+        tuple((k, v.decode()) for k, v in r.headers or ()),
+    )
 
 
 async def take(c: AIOKafkaConsumer, n: int, *, commit: bool = False) -> list[Rec]:
@@ -147,15 +165,21 @@ def test_metadata(shared_broker):
 
     cluster, topics = arun(main())
     scenarios.check_cluster(
-        shared_broker, cluster_id=cluster.get("cluster_id"),
+        shared_broker,
+        cluster_id=cluster.get("cluster_id"),
         controller_id=cluster.get("controller_id"),
-        brokers=[(b["node_id"], b["host"], b["port"]) for b in cluster["brokers"]])
+        brokers=[(b["node_id"], b["host"], b["port"]) for b in cluster["brokers"]],
+    )
     (t,) = topics
     assert t["error_code"] == 0
     assert t["topic"] == topic
-    scenarios.check_partitions(shared_broker, [
-        (p["partition"], p["leader"], p["replicas"], p["isr"], p["error_code"])
-        for p in t["partitions"]])
+    scenarios.check_partitions(
+        shared_broker,
+        [
+            (p["partition"], p["leader"], p["replicas"], p["isr"], p["error_code"])
+            for p in t["partitions"]
+        ],
+    )
 
 
 @scenario("create-delete-topic")
@@ -210,13 +234,21 @@ class Member:
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=lambda: asyncio.run(self._run(bootstrap, topic, group)),
-            name=f"aio-member-{name}", daemon=True)
+            name=f"aio-member-{name}",
+            daemon=True,
+        )
         self._thread.start()
 
     async def _run(self, bootstrap: str, topic: str, group: str) -> None:
         try:
-            c = consumer(bootstrap, topic, group_id=group, client_id=f"{CLIENT_ID}-{self.name}",
-                         enable_auto_commit=True, auto_commit_interval_ms=500)
+            c = consumer(
+                bootstrap,
+                topic,
+                group_id=group,
+                client_id=f"{CLIENT_ID}-{self.name}",
+                enable_auto_commit=True,
+                auto_commit_interval_ms=500,
+            )
             await c.start()
             try:
                 while not self._stop.is_set():
@@ -243,8 +275,10 @@ class Member:
         self._raise()
 
     def describe(self) -> str:
-        return (f"member {self.name}: assignment {sorted(self._assignment or ())}, "
-                f"{len(self._records)} records, error {self._error!r}")
+        return (
+            f"member {self.name}: assignment {sorted(self._assignment or ())}, "
+            f"{len(self._records)} records, error {self._error!r}"
+        )
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -332,6 +366,9 @@ def test_idempotent_producer(shared_broker):
     topic = unique("aio-idem")
     arun(produce(shared_broker.bootstrap_servers, topic, "i", 200, enable_idempotence=True))
     check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(arun(consume_all(shared_broker.bootstrap_servers, topic, 200)), "i", 200,
-                  contiguous_from_zero=True)
-
+    check_records(
+        arun(consume_all(shared_broker.bootstrap_servers, topic, 200)),
+        "i",
+        200,
+        contiguous_from_zero=True,
+    )

@@ -44,6 +44,13 @@ pytestmark = pytest.mark.integration
 
 CLIENT = "confluent-kafka"
 NOT_EXPRESSIBLE: dict[str, str] = {}
+_TRAILING_BYTES = (
+    "broker bug: librdkafka's all-topics Metadata v12 request (AdminClient.list_topics()) "
+    "carries 3 bytes after the body (a 4-byte placeholder for the null topics array); "
+    "kmock closes the connection on it ('3 bytes left over'), Kafka ignores trailing bytes "
+    "and lists every topic."
+)
+KNOWN_FAILURES = {"metadata": _TRAILING_BYTES, "create-delete-topic": _TRAILING_BYTES}
 
 CLIENT_ID = "kmock-confluent-kafka"
 log = logging.getLogger("confluent_kafka.librdkafka")
@@ -56,8 +63,13 @@ def _on_error(err: KafkaError) -> None:
 
 
 def common(bootstrap: str, **kw: Any) -> dict[str, Any]:
-    conf = {"bootstrap.servers": bootstrap, "client.id": CLIENT_ID, "logger": log,
-            "error_cb": _on_error, "socket.timeout.ms": 10000}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "client.id": CLIENT_ID,
+        "logger": log,
+        "error_cb": _on_error,
+        "socket.timeout.ms": 10000,
+    }
     conf.update({k.replace("_", "."): v for k, v in kw.items()})
     return conf
 
@@ -67,19 +79,27 @@ def Producer(bootstrap: str, **kw: Any) -> _Producer:
 
 
 def Consumer(bootstrap: str, **kw: Any) -> _Consumer:
-    return _Consumer(common(bootstrap, **{
-        "group_id": unique("ck-assign"), "auto_offset_reset": "earliest",
-        "enable_auto_commit": False, "fetch_wait_max_ms": 100,
-        "session_timeout_ms": SESSION_TIMEOUT_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
-        **kw}))
+    return _Consumer(
+        common(
+            bootstrap,
+            **{
+                "group_id": unique("ck-assign"),
+                "auto_offset_reset": "earliest",
+                "enable_auto_commit": False,
+                "fetch_wait_max_ms": 100,
+                "session_timeout_ms": SESSION_TIMEOUT_MS,
+                "heartbeat_interval_ms": HEARTBEAT_MS,
+                **kw,
+            },
+        )
+    )
 
 
 def admin(bootstrap: str) -> AdminClient:
     return AdminClient(common(bootstrap))
 
 
-def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
-            **kw: Any) -> None:
+def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0, **kw: Any) -> None:
     failed: list[str] = []
 
     def delivered(err: KafkaError | None, msg: Any) -> None:
@@ -89,8 +109,13 @@ def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
     p = Producer(bootstrap, **kw)
     hdrs = [(k, v.encode()) for k, v in HEADERS]
     for i in range(start, n):
-        p.produce(topic, key=key(i).encode(), value=value(prefix, i).encode(), headers=hdrs,
-                  on_delivery=delivered)
+        p.produce(
+            topic,
+            key=key(i).encode(),
+            value=value(prefix, i).encode(),
+            headers=hdrs,
+            on_delivery=delivered,
+        )
         p.poll(0)
     left = p.flush(20)
     assert left == 0, f"{left} records not delivered in 20 s (librdkafka errors: {errors})"
@@ -99,9 +124,13 @@ def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
 
 def rec(m: Any) -> Rec:
     k, v = m.key(), m.value()
-    return Rec(m.partition(), m.offset(), k.decode() if k is not None else None,
-               v.decode() if v is not None else None,
-               tuple((hk, hv.decode()) for hk, hv in m.headers() or ()))
+    return Rec(
+        m.partition(),
+        m.offset(),
+        k.decode() if k is not None else None,
+        v.decode() if v is not None else None,
+        tuple((hk, hv.decode()) for hk, hv in m.headers() or ()),
+    )
 
 
 def take(c: _Consumer, n: int, timeout: float = 30, *, commit: bool = False) -> list[Rec]:
@@ -152,36 +181,61 @@ def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[R
 def test_metadata(shared_broker):
     topic = unique("ck-meta")
     produce(shared_broker.bootstrap_servers, topic, "m", 3)
-    md = admin(shared_broker.bootstrap_servers).list_topics(timeout=10)
-    scenarios.check_cluster(shared_broker, cluster_id=md.cluster_id,
-                            controller_id=md.controller_id,
-                            brokers=[(b.id, b.host, b.port) for b in md.brokers.values()])
+    a = admin(shared_broker.bootstrap_servers)
+    md = a.list_topics(topic, timeout=10)
+    scenarios.check_cluster(
+        shared_broker,
+        cluster_id=md.cluster_id,
+        controller_id=md.controller_id,
+        brokers=[(b.id, b.host, b.port) for b in md.brokers.values()],
+    )
     t = md.topics[topic]
     assert t.error is None, t.error
-    scenarios.check_partitions(shared_broker, [
-        (p.id, p.leader, p.replicas, p.isrs, p.error.code() if p.error else 0)
-        for p in t.partitions.values()])
+    scenarios.check_partitions(
+        shared_broker,
+        [
+            (p.id, p.leader, p.replicas, p.isrs, p.error.code() if p.error else 0)
+            for p in t.partitions.values()
+        ],
+    )
+    try:
+        everything = a.list_topics(timeout=10)
+    except KafkaException as e:
+        raise AssertionError(f"list_topics() of all topics failed: {e}") from e
+    assert topic in everything.topics
 
 
 @scenario("create-delete-topic")
 def test_create_delete_topic(shared_broker):
     topic = unique("ck-admin")
     a = admin(shared_broker.bootstrap_servers)
-    a.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)],
-                    request_timeout=10)[topic].result(timeout=15)
+    a.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)], request_timeout=10)[
+        topic
+    ].result(timeout=15)
     md = a.list_topics(topic, timeout=10)
     assert sorted(md.topics[topic].partitions) == [0, 1, 2]
     a.delete_topics([topic], request_timeout=10)[topic].result(timeout=15)
-    wait_until(lambda: topic not in a.list_topics(timeout=10).topics, 10,
-               f"{topic} to disappear from metadata")
+
+    def gone() -> bool:
+        try:
+            return topic not in a.list_topics(timeout=10).topics
+        except KafkaException as e:
+            raise AssertionError(f"list_topics() of all topics failed: {e}") from e
+
+    wait_until(gone, 10, f"{topic} to disappear from metadata")
 
 
 @scenario("keys-headers")
 def test_keys_and_headers(shared_broker):
     topic = unique("ck-keys")
     produce(shared_broker.bootstrap_servers, topic, "kh", 200)
-    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), "kh", 200,
-                  headers=HEADERS, contiguous_from_zero=True)
+    check_records(
+        consume_all(shared_broker.bootstrap_servers, topic, 200),
+        "kh",
+        200,
+        headers=HEADERS,
+        contiguous_from_zero=True,
+    )
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -190,8 +244,13 @@ def test_compression(shared_broker, codec):
     topic = unique(f"ck-{codec}")
     produce(shared_broker.bootstrap_servers, topic, codec, 200, compression_type=codec)
     check_compressed(shared_broker.data_dir, topic, codec)
-    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), codec, 200,
-                  headers=HEADERS, contiguous_from_zero=True)
+    check_records(
+        consume_all(shared_broker.bootstrap_servers, topic, 200),
+        codec,
+        200,
+        headers=HEADERS,
+        contiguous_from_zero=True,
+    )
 
 
 class Member:
@@ -204,14 +263,20 @@ class Member:
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, args=(bootstrap, topic, group),
-                                        name=f"ck-member-{name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(bootstrap, topic, group), name=f"ck-member-{name}", daemon=True
+        )
         self._thread.start()
 
     def _run(self, bootstrap: str, topic: str, group: str) -> None:
         try:
-            c = Consumer(bootstrap, group_id=group, client_id=f"{CLIENT_ID}-{self.name}",
-                         enable_auto_commit=True, auto_commit_interval_ms=500)
+            c = Consumer(
+                bootstrap,
+                group_id=group,
+                client_id=f"{CLIENT_ID}-{self.name}",
+                enable_auto_commit=True,
+                auto_commit_interval_ms=500,
+            )
             c.subscribe([topic])
             try:
                 while not self._stop.is_set():
@@ -243,8 +308,10 @@ class Member:
         self._raise()
 
     def describe(self) -> str:
-        return (f"member {self.name}: assignment {sorted(self._assignment or ())}, "
-                f"{len(self._records)} records, error {self._error!r}")
+        return (
+            f"member {self.name}: assignment {sorted(self._assignment or ())}, "
+            f"{len(self._records)} records, error {self._error!r}"
+        )
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -293,12 +360,14 @@ def test_list_and_describe_groups(shared_broker):
     a = admin(bootstrap)
     with group_consumer(bootstrap, topic, group) as c:
         take(c, 30, commit=True)
-        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in range(3)}
+        ends = {
+            p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(3)
+        }
         listed = a.list_consumer_groups(request_timeout=10).result(timeout=15)
         described = a.describe_consumer_groups([group], request_timeout=10)[group].result(15)
         offsets = a.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)], request_timeout=10)[group].result(15)
+            [ConsumerGroupTopicPartitions(group)], request_timeout=10
+        )[group].result(15)
     assert not listed.errors, listed.errors
     mine = [g for g in listed.valid if g.group_id == group]
     assert mine, f"{group} not in {[g.group_id for g in listed.valid]}"
@@ -319,5 +388,9 @@ def test_idempotent_producer(shared_broker):
     topic = unique("ck-idem")
     produce(shared_broker.bootstrap_servers, topic, "i", 200, enable_idempotence=True)
     check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), "i", 200,
-                  contiguous_from_zero=True)
+    check_records(
+        consume_all(shared_broker.bootstrap_servers, topic, 200),
+        "i",
+        200,
+        contiguous_from_zero=True,
+    )

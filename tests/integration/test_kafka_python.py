@@ -40,33 +40,54 @@ CLIENT_ID = "kmock-kafka-python"
 
 
 def producer(bootstrap: str, **kw: Any) -> KafkaProducer:
-    return KafkaProducer(bootstrap_servers=bootstrap, client_id=CLIENT_ID, linger_ms=5,
-                         max_block_ms=15000, request_timeout_ms=10000, **kw)
+    return KafkaProducer(
+        bootstrap_servers=bootstrap,
+        client_id=CLIENT_ID,
+        linger_ms=5,
+        max_block_ms=15000,
+        request_timeout_ms=10000,
+        **kw,
+    )
 
 
 def consumer(bootstrap: str, **kw: Any) -> KafkaConsumer:
     opts: dict[str, Any] = {
-        "bootstrap_servers": bootstrap, "client_id": CLIENT_ID,
-        "auto_offset_reset": "earliest", "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100, "session_timeout_ms": SESSION_TIMEOUT_MS,
-        "heartbeat_interval_ms": HEARTBEAT_MS, "request_timeout_ms": 10000,
+        "bootstrap_servers": bootstrap,
+        "client_id": CLIENT_ID,
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "fetch_max_wait_ms": 100,
+        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_MS,
+        "request_timeout_ms": 10000,
     }
     opts.update(kw)
     return KafkaConsumer(**opts)
 
 
 def admin(bootstrap: str) -> KafkaAdminClient:
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id=CLIENT_ID,
-                            request_timeout_ms=10000)
+    return KafkaAdminClient(
+        bootstrap_servers=bootstrap, client_id=CLIENT_ID, request_timeout_ms=10000
+    )
 
 
-def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
-            headers: bool = True, **kw: Any) -> list[Any]:
+def produce(
+    bootstrap: str,
+    topic: str,
+    prefix: str,
+    n: int,
+    *,
+    start: int = 0,
+    headers: bool = True,
+    **kw: Any,
+) -> list[Any]:
     hdrs = [(k, v.encode()) for k, v in HEADERS] if headers else None
     p = producer(bootstrap, **kw)
     try:
-        futures = [p.send(topic, key=key(i).encode(), value=value(prefix, i).encode(),
-                          headers=hdrs) for i in range(start, n)]
+        futures = [
+            p.send(topic, key=key(i).encode(), value=value(prefix, i).encode(), headers=hdrs)
+            for i in range(start, n)
+        ]
         p.flush(timeout=20)
         return [f.get(timeout=1) for f in futures]
     finally:
@@ -74,9 +95,19 @@ def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
 
 
 def rec(r: Any) -> Rec:
-    return Rec(r.partition, r.offset, r.key.decode() if r.key is not None else None,
-               r.value.decode() if r.value is not None else None,
-               tuple((k, v.decode()) for k, v in r.headers or ()))
+    return Rec(
+        r.partition,
+        r.offset,
+        r.key.decode() if r.key is not None else None,
+        r.value.decode() if r.value is not None else None,
+        tuple((k, v.decode()) for k, v in r.headers or ()),
+    )
+
+
+# kafka-python 3.0.12 can lose the end of a rebalance when poll() times out while a JoinGroup
+# or SyncGroup is in flight: the group is joined, but the assignment is never applied and the
+# consumer sits idle. A poll timeout longer than a join round trip avoids it.
+POLL_MS = 1000
 
 
 def poll_until(c: KafkaConsumer, n: int, timeout: float, *, commit: bool = False) -> list[Rec]:
@@ -84,7 +115,7 @@ def poll_until(c: KafkaConsumer, n: int, timeout: float, *, commit: bool = False
     got: list[Rec] = []
 
     def more() -> bool:
-        batch = c.poll(timeout_ms=100, max_records=n - len(got))
+        batch = c.poll(timeout_ms=POLL_MS, max_records=n - len(got))
         for records in batch.values():
             got.extend(rec(r) for r in records)
         if commit and batch:
@@ -110,16 +141,28 @@ def test_metadata(shared_broker):
     with closing(admin(shared_broker.bootstrap_servers)) as a:
         cluster = a.describe_cluster()
         described = a.describe_topics([topic])
-    scenarios.check_cluster(shared_broker, cluster_id=cluster["cluster_id"],
-                            controller_id=cluster["controller_id"],
-                            brokers=[(b["broker_id"], b["host"], b["port"])
-                                     for b in cluster["brokers"]])
+    scenarios.check_cluster(
+        shared_broker,
+        cluster_id=cluster["cluster_id"],
+        controller_id=cluster["controller_id"],
+        brokers=[(b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]],
+    )
     (t,) = described
     assert t["error_code"] == 0
     assert t["name"] == topic
-    scenarios.check_partitions(shared_broker, [
-        (p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["error_code"])
-        for p in t["partitions"]])
+    scenarios.check_partitions(
+        shared_broker,
+        [
+            (
+                p["partition_index"],
+                p["leader_id"],
+                p["replica_nodes"],
+                p["isr_nodes"],
+                p["error_code"],
+            )
+            for p in t["partitions"]
+        ],
+    )
 
 
 @scenario("create-delete-topic")
@@ -149,8 +192,13 @@ def test_compression(shared_broker, codec):
     topic = unique(f"kp-{codec}")
     produce(shared_broker.bootstrap_servers, topic, codec, 200, compression_type=codec)
     check_compressed(shared_broker.data_dir, topic, codec)
-    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), codec, 200,
-                  headers=HEADERS, contiguous_from_zero=True)
+    check_records(
+        consume_all(shared_broker.bootstrap_servers, topic, 200),
+        codec,
+        200,
+        headers=HEADERS,
+        contiguous_from_zero=True,
+    )
 
 
 class Member:
@@ -164,18 +212,24 @@ class Member:
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, args=(bootstrap, topic, group),
-                                        name=f"kp-member-{name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(bootstrap, topic, group), name=f"kp-member-{name}", daemon=True
+        )
         self._thread.start()
 
     def _run(self, bootstrap: str, topic: str, group: str) -> None:
         try:
-            c = consumer(bootstrap, group_id=group, client_id=f"{CLIENT_ID}-{self.name}",
-                         enable_auto_commit=True, auto_commit_interval_ms=500)
+            c = consumer(
+                bootstrap,
+                group_id=group,
+                client_id=f"{CLIENT_ID}-{self.name}",
+                enable_auto_commit=True,
+                auto_commit_interval_ms=500,
+            )
             c.subscribe([topic])
             try:
                 while not self._stop.is_set():
-                    batch = c.poll(timeout_ms=100)
+                    batch = c.poll(timeout_ms=POLL_MS)
                     with self._lock:
                         for records in batch.values():
                             self._records.extend(rec(r) for r in records)
@@ -201,8 +255,10 @@ class Member:
         self._raise()
 
     def describe(self) -> str:
-        return (f"member {self.name}: assignment {sorted(self._assignment or ())}, "
-                f"{len(self._records)} records, error {self._error!r}")
+        return (
+            f"member {self.name}: assignment {sorted(self._assignment or ())}, "
+            f"{len(self._records)} records, error {self._error!r}"
+        )
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -289,5 +345,9 @@ def test_idempotent_producer(shared_broker):
     topic = unique("kp-idem")
     produce(shared_broker.bootstrap_servers, topic, "i", 200, enable_idempotence=True)
     check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(consume_all(shared_broker.bootstrap_servers, topic, 200), "i", 200,
-                  contiguous_from_zero=True)
+    check_records(
+        consume_all(shared_broker.bootstrap_servers, topic, 200),
+        "i",
+        200,
+        contiguous_from_zero=True,
+    )

@@ -45,8 +45,9 @@ def args(cmd: list[str], mode: str, bootstrap: str, **opts: Any) -> list[str]:
 
 
 def js(cmd: list[str], mode: str, bootstrap: str, **opts: Any) -> Proc:
-    return run(args(cmd, mode, bootstrap, **opts), f"kafkajs-check {mode}", TIMEOUT_S + 10,
-               cwd=JS_DIR)
+    return run(
+        args(cmd, mode, bootstrap, **opts), f"kafkajs-check {mode}", TIMEOUT_S + 10, cwd=JS_DIR
+    )
 
 
 def produce(cmd: list[str], bootstrap: str, topic: str, prefix: str, n: int, **opts: Any) -> Proc:
@@ -58,9 +59,13 @@ def produce(cmd: list[str], bootstrap: str, topic: str, prefix: str, n: int, **o
 
 
 def records(p: Proc) -> list[Rec]:
-    return [Rec(e["partition"], e["offset"], e["key"], e["value"],
-                tuple(tuple(h) for h in e["headers"]))
-            for e in p.events() if e.get("event") == "consumed"]
+    return [
+        Rec(
+            e["partition"], e["offset"], e["key"], e["value"], tuple(tuple(h) for h in e["headers"])
+        )
+        for e in p.events()
+        if e.get("event") == "consumed"
+    ]
 
 
 def consume_all(cmd: list[str], bootstrap: str, topic: str, n: int) -> list[Rec]:
@@ -69,6 +74,25 @@ def consume_all(cmd: list[str], bootstrap: str, topic: str, n: int) -> list[Rec]
 
 def group_consume(cmd: list[str], bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
     return records(js(cmd, "group", bootstrap, topic=topic, group=group, n=n))
+
+
+def committed(cmd: list[str], bootstrap: str, topic: str, group: str) -> dict[int, int]:
+    p = js(cmd, "group-offsets", bootstrap, topic=topic, group=group)
+    return {
+        x["partition"]: x["offset"] for x in first(p, "offsets")["partitions"] if x["offset"] >= 0
+    }
+
+
+def check_committed(
+    cmd: list[str], bootstrap: str, topic: str, group: str, consumed: list[Rec]
+) -> None:
+    """The group's committed offsets are one past the last record consumed per partition."""
+    want = {
+        p: 1 + max(r.offset for r in consumed if r.partition == p)
+        for p in {r.partition for r in consumed}
+    }
+    got = committed(cmd, bootstrap, topic, group)
+    assert got == want, f"committed offsets {got} after consuming up to {want}"
 
 
 def first(p: Proc, event: str) -> dict[str, Any]:
@@ -85,14 +109,20 @@ def test_metadata(kafkajs_check, shared_broker):
     p = js(kafkajs_check, "metadata", bootstrap, topic=topic)
     with explain(p):
         cluster, t = first(p, "cluster"), first(p, "topic")
-        scenarios.check_cluster(shared_broker, cluster_id=cluster["cluster_id"],
-                                controller_id=cluster["controller"],
-                                brokers=[(b["node_id"], b["host"], b["port"])
-                                         for b in cluster["brokers"]])
+        scenarios.check_cluster(
+            shared_broker,
+            cluster_id=cluster["cluster_id"],
+            controller_id=cluster["controller"],
+            brokers=[(b["node_id"], b["host"], b["port"]) for b in cluster["brokers"]],
+        )
         assert t["name"] == topic
-        scenarios.check_partitions(shared_broker, [
-            (x["partitionId"], x["leader"], x["replicas"], x["isr"], x["partitionErrorCode"])
-            for x in t["partitions"]])
+        scenarios.check_partitions(
+            shared_broker,
+            [
+                (x["partitionId"], x["leader"], x["replicas"], x["isr"], x["partitionErrorCode"])
+                for x in t["partitions"]
+            ],
+        )
 
 
 @scenario("create-delete-topic")
@@ -133,14 +163,19 @@ class Member:
 
     def __init__(self, cmd: list[str], bootstrap: str, topic: str, group: str, name: str) -> None:
         self.name = name
-        self.proc = Proc(args(cmd, "group", bootstrap, topic=topic, group=group, hold=True,
-                              timeout=120),
-                         f"kafkajs member {name}", cwd=JS_DIR, keep_stdin_open=True)
+        self.proc = Proc(
+            args(cmd, "group", bootstrap, topic=topic, group=group, hold=True, timeout=120),
+            f"kafkajs member {name}",
+            cwd=JS_DIR,
+            keep_stdin_open=True,
+        )
 
     def assignment(self) -> frozenset[int] | None:
         assigned = [e for e in self.proc.events() if e.get("event") == "assigned"]
         if self.proc.popen.poll() is not None:
-            raise AssertionError(f"member {self.name} exited\n{self.proc.output()}")
+            raise AssertionError(
+                f"member {self.name} exited: {self.proc.error_summary()}\n{self.proc.output()}"
+            )
         return frozenset(assigned[-1]["partitions"]) if assigned else None
 
     def records(self) -> list[Rec]:
@@ -170,6 +205,7 @@ def test_commit_and_resume(kafkajs_check, shared_broker):
     bootstrap = shared_broker.bootstrap_servers
     produce(kafkajs_check, bootstrap, topic, "c", 200)
     first_part = group_consume(kafkajs_check, bootstrap, topic, group, 120)
+    check_committed(kafkajs_check, bootstrap, topic, group, first_part)
     rest = group_consume(kafkajs_check, bootstrap, topic, group, 80)
     check_records(first_part + rest, "c", 200)
 
@@ -181,12 +217,14 @@ def test_resume_after_broker_restart(kafkajs_check, fresh_broker):
     bootstrap = b.bootstrap_servers
     produce(kafkajs_check, bootstrap, topic, "r", 200)
     first_part = group_consume(kafkajs_check, bootstrap, topic, group, 120)
+    check_committed(kafkajs_check, bootstrap, topic, group, first_part)
     b.restart()
     produce(kafkajs_check, bootstrap, topic, "r", 260, start=200)
     rest = group_consume(kafkajs_check, bootstrap, topic, group, 140)
     check_records(first_part + rest, "r", 260)
-    check_records(consume_all(kafkajs_check, bootstrap, topic, 260), "r", 260,
-                  contiguous_from_zero=True)
+    check_records(
+        consume_all(kafkajs_check, bootstrap, topic, 260), "r", 260, contiguous_from_zero=True
+    )
 
 
 @scenario("list-describe-groups")
@@ -197,13 +235,13 @@ def test_list_and_describe_groups(kafkajs_check, shared_broker):
     member = Member(kafkajs_check, bootstrap, topic, group, "d")
     with explain(member.proc):
         wait_until(lambda: len(member.records()) >= 30, TIMEOUT_S, "the member to read 30 records")
-        ends = {p: 1 + max(r.offset for r in member.records() if r.partition == p)
-                for p in {r.partition for r in member.records()}}
+        ends = {
+            p: 1 + max(r.offset for r in member.records() if r.partition == p)
+            for p in {r.partition for r in member.records()}
+        }
 
         def offsets() -> dict[int, int] | None:
-            p = js(kafkajs_check, "group-offsets", bootstrap, topic=topic, group=group)
-            got = {x["partition"]: x["offset"] for x in first(p, "offsets")["partitions"]
-                   if x["offset"] >= 0}
+            got = committed(kafkajs_check, bootstrap, topic, group)
             return got if got == ends else None
 
         wait_until(offsets, TIMEOUT_S, f"committed offsets {ends}")
@@ -231,5 +269,6 @@ def test_idempotent_producer(kafkajs_check, shared_broker):
     bootstrap = shared_broker.bootstrap_servers
     produce(kafkajs_check, bootstrap, topic, "i", 200, idempotent=True)
     check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(consume_all(kafkajs_check, bootstrap, topic, 200), "i", 200,
-                  contiguous_from_zero=True)
+    check_records(
+        consume_all(kafkajs_check, bootstrap, topic, 200), "i", 200, contiguous_from_zero=True
+    )

@@ -38,17 +38,29 @@ pytestmark = pytest.mark.integration
 CLIENT = "kcat"
 NOT_EXPRESSIBLE = {
     "create-delete-topic": "kcat has no admin commands (no CreateTopics/DeleteTopics); "
-                           "topics only come from the broker's auto-creation",
+    "topics only come from the broker's auto-creation",
     "list-describe-groups": "kcat cannot list or describe groups, nor fetch a group's "
-                            "committed offsets (its modes are -P, -C, -G, -L and -Q)",
+    "committed offsets (its modes are -P, -C, -G, -L and -Q)",
 }
+
+_NO_MSGVER1 = (
+    "librdkafka 2.0.2 (inside kcat 1.7.1) turns gzip, snappy and lz4 off against a broker "
+    "without Produce v2 / Fetch v2 (its MsgVer1 feature) and sends those batches "
+    "uncompressed; kmock starts at Produce v3 and Fetch v4, as Kafka 4.0 does (KIP-896). "
+    "zstd needs only Produce v7 and works."
+)
+KNOWN_FAILURES = {f"compression-{c}": _NO_MSGVER1 for c in ("gzip", "snappy", "lz4")}
 
 TIMEOUT_S = 30
 GROUP_OPTS = [
-    "-X", f"session.timeout.ms={SESSION_TIMEOUT_MS}",
-    "-X", f"heartbeat.interval.ms={HEARTBEAT_MS}",
-    "-X", "fetch.wait.max.ms=100",
-    "-X", "auto.offset.reset=earliest",
+    "-X",
+    f"session.timeout.ms={SESSION_TIMEOUT_MS}",
+    "-X",
+    f"heartbeat.interval.ms={HEARTBEAT_MS}",
+    "-X",
+    "fetch.wait.max.ms=100",
+    "-X",
+    "auto.offset.reset=earliest",
 ]
 
 
@@ -56,21 +68,41 @@ def base(kcat: str, bootstrap: str) -> list[str]:
     return [kcat, "-b", bootstrap, "-m", "10", "-X", "client.id=kmock-kcat"]
 
 
-def produce(kcat: str, bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0,
-            extra: list[str] | None = None) -> None:
+def produce(
+    kcat: str,
+    bootstrap: str,
+    topic: str,
+    prefix: str,
+    n: int,
+    *,
+    start: int = 0,
+    extra: list[str] | None = None,
+) -> Proc:
     lines = "".join(f"{key(i)}:{value(prefix, i)}\n" for i in range(start, n))
     headers = [arg for k, v in HEADERS for arg in ("-H", f"{k}={v}")]
-    run([*base(kcat, bootstrap), "-P", "-t", topic, "-K", ":", *headers, *(extra or [])],
-        "kcat -P", TIMEOUT_S, stdin=lines.encode())
+    return run(
+        [*base(kcat, bootstrap), "-P", "-t", topic, "-K", ":", *headers, *(extra or [])],
+        "kcat -P",
+        TIMEOUT_S,
+        stdin=lines.encode(),
+    )
 
 
 def rec(envelope: dict[str, Any]) -> Rec:
     raw = envelope.get("headers") or []
     # kcat prints headers as a flat [name, value, name, value, ...] list.
-    headers = tuple(zip(raw[0::2], raw[1::2], strict=True)) if isinstance(raw, list) else (
-        tuple(raw.items()))
-    return Rec(envelope["partition"], envelope["offset"], envelope.get("key"),
-               envelope.get("payload"), headers)
+    headers = (
+        tuple(zip(raw[0::2], raw[1::2], strict=True))
+        if isinstance(raw, list)
+        else (tuple(raw.items()))
+    )
+    return Rec(
+        envelope["partition"],
+        envelope["offset"],
+        envelope.get("key"),
+        envelope.get("payload"),
+        headers,
+    )
 
 
 def records(p: Proc) -> list[Rec]:
@@ -78,8 +110,11 @@ def records(p: Proc) -> list[Rec]:
 
 
 def consume_all(kcat: str, bootstrap: str, topic: str, n: int) -> list[Rec]:
-    p = run([*base(kcat, bootstrap), "-C", "-t", topic, "-o", "beginning", "-e", "-J",
-             "-c", str(n)], "kcat -C", TIMEOUT_S)
+    p = run(
+        [*base(kcat, bootstrap), "-C", "-t", topic, "-o", "beginning", "-e", "-J", "-c", str(n)],
+        "kcat -C",
+        TIMEOUT_S,
+    )
     got = records(p)
     assert len(got) == n, f"kcat -C printed {len(got)} records, expected {n}\n{p.output()}"
     return got
@@ -87,8 +122,11 @@ def consume_all(kcat: str, bootstrap: str, topic: str, n: int) -> list[Rec]:
 
 def group_consume(kcat: str, bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
     """`kcat -G` until n records: it stores each record's offset and commits on close."""
-    p = run([*base(kcat, bootstrap), "-G", group, *GROUP_OPTS, "-J", "-c", str(n), topic],
-            "kcat -G", TIMEOUT_S)
+    p = run(
+        [*base(kcat, bootstrap), "-G", group, *GROUP_OPTS, "-J", "-c", str(n), topic],
+        "kcat -G",
+        TIMEOUT_S,
+    )
     got = records(p)
     assert len(got) == n, f"kcat -G printed {len(got)} records, expected {n}\n{p.output()}"
     return got
@@ -106,15 +144,25 @@ def test_metadata(kcat, shared_broker):
         for b in md["brokers"]:
             host, _, port = b["name"].rpartition(":")
             brokers.append((b["id"], host, int(port)))
-        scenarios.check_cluster(shared_broker, cluster_id=None,
-                                controller_id=md.get("controllerid"), brokers=brokers)
+        scenarios.check_cluster(
+            shared_broker, cluster_id=None, controller_id=md.get("controllerid"), brokers=brokers
+        )
         (t,) = md["topics"]
         assert t["topic"] == topic, t
         assert "error" not in t, t
-        scenarios.check_partitions(shared_broker, [
-            (p_["partition"], p_["leader"], [r["id"] for r in p_["replicas"]],
-             [r["id"] for r in p_["isrs"]], p_.get("error", 0))
-            for p_ in t["partitions"]])
+        scenarios.check_partitions(
+            shared_broker,
+            [
+                (
+                    p_["partition"],
+                    p_["leader"],
+                    [r["id"] for r in p_["replicas"]],
+                    [r["id"] for r in p_["isrs"]],
+                    p_.get("error", 0),
+                )
+                for p_ in t["partitions"]
+            ],
+        )
 
 
 @scenario("keys-headers")
@@ -129,8 +177,15 @@ def test_keys_and_headers(kcat, shared_broker):
 @scenario("compression-{codec}")
 def test_compression(kcat, shared_broker, codec):
     topic = unique(f"kcat-{codec}")
-    produce(kcat, shared_broker.bootstrap_servers, topic, codec, 200, extra=["-z", codec])
-    check_compressed(shared_broker.data_dir, topic, codec)
+    # -d msg: librdkafka says so (only) in its debug log when it decides not to compress.
+    p = produce(
+        kcat, shared_broker.bootstrap_servers, topic, codec, 200, extra=["-z", codec, "-d", "msg"]
+    )
+    try:
+        check_compressed(shared_broker.data_dir, topic, codec)
+    except AssertionError as e:
+        why = sorted({ln.rsplit("]: ", 1)[-1] for ln in p.err_lines() if "not compressing" in ln})
+        raise AssertionError(f"{e}; librdkafka said: {'; '.join(why) or 'nothing'}") from None
     got = consume_all(kcat, shared_broker.bootstrap_servers, topic, 200)
     check_records(got, codec, 200, headers=HEADERS, contiguous_from_zero=True)
 
@@ -144,8 +199,10 @@ class Member:
 
     def __init__(self, kcat: str, bootstrap: str, topic: str, group: str, name: str) -> None:
         self.name = name
-        self.proc = Proc([*base(kcat, bootstrap), "-G", group, *GROUP_OPTS, "-J", "-u", topic],
-                         f"kcat -G member {name}")
+        self.proc = Proc(
+            [*base(kcat, bootstrap), "-G", group, *GROUP_OPTS, "-J", "-u", topic],
+            f"kcat -G member {name}",
+        )
 
     def assignment(self) -> frozenset[int] | None:
         current: frozenset[int] | None = None
@@ -155,7 +212,9 @@ class Member:
                 parts = frozenset(int(x) for x in re.findall(r"\[(\d+)\]", m.group(2)))
                 current = parts if m.group(1) == "assigned" else frozenset()
         if current is None and self.proc.popen.poll() is not None:
-            raise AssertionError(f"member {self.name} exited\n{self.proc.output()}")
+            raise AssertionError(
+                f"member {self.name} exited: {self.proc.error_summary()}\n{self.proc.output()}"
+            )
         return current
 
     def records(self) -> list[Rec]:

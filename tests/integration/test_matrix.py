@@ -27,8 +27,12 @@ def cells(module) -> list[str]:
         name = getattr(fn, "kmock_scenario", None)
         if name is None:
             continue
-        codecs = [p for mark in getattr(fn, "pytestmark", []) if mark.name == "parametrize"
-                  and mark.args[0] == "codec" for p in mark.args[1]]
+        codecs = [
+            p
+            for mark in getattr(fn, "pytestmark", [])
+            if mark.name == "parametrize" and mark.args[0] == "codec"
+            for p in mark.args[1]
+        ]
         out += [name.format(codec=c) for c in codecs] if "{codec}" in name else [name]
     return out
 
@@ -47,16 +51,27 @@ def test_every_scenario_is_tested_or_not_expressible(client):
     assert not set(tested) & declined, "a scenario both tested and declared not expressible"
     assert set(tested) | declined == set(matrix.SCENARIOS), (
         f"missing: {sorted(set(matrix.SCENARIOS) - set(tested) - declined)}; "
-        f"unknown: {sorted((set(tested) | declined) - set(matrix.SCENARIOS))}")
+        f"unknown: {sorted((set(tested) | declined) - set(matrix.SCENARIOS))}"
+    )
     assert all(why.strip() for why in module.NOT_EXPRESSIBLE.values())
 
 
 def test_render_marks_every_cell():
-    results = {("kafka-python", "metadata"): matrix.Result("passed"),
-               ("aiokafka", "metadata"): matrix.Result("failed", "boom: it broke")}
+    results = {
+        ("kafka-python", "metadata"): matrix.Result("passed"),
+        ("aiokafka", "metadata"): matrix.Result("failed", "boom: it broke"),
+    }
     text = matrix.render(results, {("kcat", "create-delete-topic"): "no admin"}, {})
     assert "**FAIL** [F1](#f1)" in text
     assert "boom: it broke" in text
     assert "n/e [N1](#n1)" in text
     assert "no admin" in text
     assert text.count("not run") == len(matrix.CLIENTS) * len(matrix.SCENARIOS) - 3
+
+
+@pytest.mark.parametrize("client", matrix.CLIENTS)
+def test_known_failures_name_tested_scenarios(client):
+    module = importlib.import_module(MODULES[client])
+    known = getattr(module, "KNOWN_FAILURES", {})
+    assert set(known) <= set(cells(module)), "a known failure for a scenario with no test"
+    assert all(why.strip() for why in known.values())

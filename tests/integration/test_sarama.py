@@ -30,6 +30,11 @@ pytestmark = pytest.mark.integration
 
 CLIENT = "sarama"
 NOT_EXPRESSIBLE: dict[str, str] = {}
+KNOWN_FAILURES = {
+    "metadata": "sarama 1.22's ClusterAdmin.ListTopics sends DescribeConfigs v0 (with "
+    "-version 2.1.0); kmock serves DescribeConfigs from v1, as Kafka 4.0 does "
+    "(KIP-896), and closes the connection (EOF). Kafka 3.x answers v0.",
+}
 
 TIMEOUT_S = 30
 
@@ -53,9 +58,17 @@ def produce(binary: str, bootstrap: str, topic: str, prefix: str, n: int, **opts
 
 
 def records(p: Proc) -> list[Rec]:
-    return [Rec(e["partition"], e["offset"], e["key"], e["value"],
-                tuple(tuple(h) for h in e.get("headers") or ()))
-            for e in p.events() if e.get("event") == "consumed"]
+    return [
+        Rec(
+            e["partition"],
+            e["offset"],
+            e["key"],
+            e["value"],
+            tuple(tuple(h) for h in e.get("headers") or ()),
+        )
+        for e in p.events()
+        if e.get("event") == "consumed"
+    ]
 
 
 def consume_all(binary: str, bootstrap: str, topic: str, n: int) -> list[Rec]:
@@ -64,6 +77,23 @@ def consume_all(binary: str, bootstrap: str, topic: str, n: int) -> list[Rec]:
 
 def group_consume(binary: str, bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
     return records(go(binary, "group", bootstrap, topic=topic, group=group, n=n))
+
+
+def committed(binary: str, bootstrap: str, topic: str, group: str) -> dict[int, int]:
+    p = go(binary, "group-offsets", bootstrap, topic=topic, group=group)
+    return {int(k): v for k, v in first(p, "offsets")["offsets"].items() if v >= 0}
+
+
+def check_committed(
+    binary: str, bootstrap: str, topic: str, group: str, consumed: list[Rec]
+) -> None:
+    """The group's committed offsets are one past the last record consumed per partition."""
+    want = {
+        p: 1 + max(r.offset for r in consumed if r.partition == p)
+        for p in {r.partition for r in consumed}
+    }
+    got = committed(binary, bootstrap, topic, group)
+    assert got == want, f"committed offsets {got} after consuming up to {want}"
 
 
 def first(p: Proc, event: str) -> dict[str, Any]:
@@ -84,13 +114,22 @@ def test_metadata(sarama_check, shared_broker):
         for b in cluster["brokers"]:
             host, _, port = b["addr"].rpartition(":")
             brokers.append((b["node_id"], host, int(port)))
-        scenarios.check_cluster(shared_broker, cluster_id=cluster["cluster_id"],
-                                controller_id=cluster["controller"], brokers=brokers)
+        scenarios.check_cluster(
+            shared_broker,
+            cluster_id=cluster["cluster_id"],
+            controller_id=cluster["controller"],
+            brokers=brokers,
+        )
         assert t["name"] == topic, t
         assert t["error_code"] == 0, t
-        scenarios.check_partitions(shared_broker, [
-            (x["partition"], x["leader"], x["replicas"], x["isr"], x["error_code"])
-            for x in t["partitions"]])
+        scenarios.check_partitions(
+            shared_broker,
+            [
+                (x["partition"], x["leader"], x["replicas"], x["isr"], x["error_code"])
+                for x in t["partitions"]
+            ],
+        )
+        assert first(p, "admin-topics")["topics"].get(topic) == 3
 
 
 @scenario("create-delete-topic")
@@ -135,7 +174,9 @@ class Member:
     def assignment(self) -> frozenset[int] | None:
         assigned = [e for e in self.proc.events() if e.get("event") == "assigned"]
         if self.proc.popen.poll() is not None:
-            raise AssertionError(f"member {self.name} exited\n{self.proc.output()}")
+            raise AssertionError(
+                f"member {self.name} exited: {self.proc.error_summary()}\n{self.proc.output()}"
+            )
         if not assigned:
             return None
         claims = assigned[-1].get("claims") or {}
@@ -169,6 +210,7 @@ def test_commit_and_resume(sarama_check, shared_broker):
     bootstrap = shared_broker.bootstrap_servers
     produce(sarama_check, bootstrap, topic, "c", 200)
     first_part = group_consume(sarama_check, bootstrap, topic, group, 120)
+    check_committed(sarama_check, bootstrap, topic, group, first_part)
     rest = group_consume(sarama_check, bootstrap, topic, group, 80)
     check_records(first_part + rest, "c", 200)
 
@@ -180,12 +222,14 @@ def test_resume_after_broker_restart(sarama_check, fresh_broker):
     bootstrap = b.bootstrap_servers
     produce(sarama_check, bootstrap, topic, "r", 200)
     first_part = group_consume(sarama_check, bootstrap, topic, group, 120)
+    check_committed(sarama_check, bootstrap, topic, group, first_part)
     b.restart()
     produce(sarama_check, bootstrap, topic, "r", 260, start=200)
     rest = group_consume(sarama_check, bootstrap, topic, group, 140)
     check_records(first_part + rest, "r", 260)
-    check_records(consume_all(sarama_check, bootstrap, topic, 260), "r", 260,
-                  contiguous_from_zero=True)
+    check_records(
+        consume_all(sarama_check, bootstrap, topic, 260), "r", 260, contiguous_from_zero=True
+    )
 
 
 @scenario("list-describe-groups")
@@ -196,12 +240,13 @@ def test_list_and_describe_groups(sarama_check, shared_broker):
     member = Member(sarama_check, bootstrap, topic, group, "d")
     with explain(member.proc):
         wait_until(lambda: len(member.records()) >= 30, TIMEOUT_S, "the member to read 30 records")
-        ends = {str(p): 1 + max(r.offset for r in member.records() if r.partition == p)
-                for p in {r.partition for r in member.records()}}
+        ends = {
+            p: 1 + max(r.offset for r in member.records() if r.partition == p)
+            for p in {r.partition for r in member.records()}
+        }
 
-        def offsets() -> dict[str, int] | None:
-            p = go(sarama_check, "group-offsets", bootstrap, topic=topic, group=group)
-            got = {k: v for k, v in first(p, "offsets")["offsets"].items() if v >= 0}
+        def offsets() -> dict[int, int] | None:
+            got = committed(sarama_check, bootstrap, topic, group)
             return got if got == ends else None
 
         # sarama commits marked offsets once a second.
@@ -229,5 +274,6 @@ def test_idempotent_producer(sarama_check, shared_broker):
     bootstrap = shared_broker.bootstrap_servers
     produce(sarama_check, bootstrap, topic, "i", 200, idempotent=True)
     check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(consume_all(sarama_check, bootstrap, topic, 200), "i", 200,
-                  contiguous_from_zero=True)
+    check_records(
+        consume_all(sarama_check, bootstrap, topic, 200), "i", 200, contiguous_from_zero=True
+    )

@@ -21,7 +21,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def spark():
-    pytest.importorskip("pyspark", reason="the pipeline extra is not installed: pip install -e '.[pipeline]'")
+    pytest.importorskip(
+        "pyspark", reason="the pipeline extra is not installed: pip install -e '.[pipeline]'"
+    )
     if shutil.which("java") is None:
         pytest.fail("Spark needs Java 17 or 21 on PATH (make system-deps installs it)")
     from pipeline.session import build_session

@@ -44,10 +44,16 @@ def batch(
 
 def values(base_offset: int, count: int, **kwargs: object) -> bytes:
     """A batch of `count` records keyed k<offset> with values v<offset>."""
-    return batch(base_offset, [(b"k%d" % o, b"v%d" % o) for o in range(base_offset, base_offset + count)], **kwargs)
+    return batch(
+        base_offset,
+        [(b"k%d" % o, b"v%d" % o) for o in range(base_offset, base_offset + count)],
+        **kwargs,
+    )
 
 
-def write_segment(root: Path, topic: str, partition: int, base_offset: int, batches: Sequence[bytes]) -> Path:
+def write_segment(
+    root: Path, topic: str, partition: int, base_offset: int, batches: Sequence[bytes]
+) -> Path:
     """Write batches back to back as <root>/<topic>-<partition>/<20-digit base>.log."""
     directory = root / f"{topic}-{partition}"
     directory.mkdir(parents=True, exist_ok=True)
@@ -57,15 +63,28 @@ def write_segment(root: Path, topic: str, partition: int, base_offset: int, batc
 
 
 def commit(
-    group: str, topic: str, partition: int, offset: int, *, commit_timestamp: int = T0, metadata: str = "",
-    leader_epoch: int = -1, key_version: int = 1, value_version: int = 3,
+    group: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    commit_timestamp: int = T0,
+    metadata: str = "",
+    leader_epoch: int = -1,
+    key_version: int = 1,
+    value_version: int = 3,
 ) -> tuple[bytes, bytes]:
     """An OffsetCommit record's (key, value)."""
     key = encode_key(OffsetCommitKey(group=group, topic=topic, partition=partition))
     if key_version == 0:
         key = b"\x00\x00" + key[2:]
     value = encode_value(
-        OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata, commit_timestamp=commit_timestamp),
+        OffsetCommitValue(
+            offset=offset,
+            leader_epoch=leader_epoch,
+            metadata=metadata,
+            commit_timestamp=commit_timestamp,
+        ),
         value_version,
     )
     return key, value
@@ -96,10 +115,14 @@ def group_metadata(
             client_host="/127.0.0.1",
             rebalance_timeout=300_000,
             session_timeout=10_000,
-            subscription=encode_subscription(ConsumerProtocolSubscription(topics=list(topics), owned_partitions=[]), 1),
+            subscription=encode_subscription(
+                ConsumerProtocolSubscription(topics=list(topics), owned_partitions=[]), 1
+            ),
             assignment=encode_assignment(
                 ConsumerProtocolAssignment(
-                    assigned_partitions=[TopicPartition(topic=t, partitions=p) for t, p in assignment.items()]
+                    assigned_partitions=[
+                        TopicPartition(topic=t, partitions=p) for t, p in assignment.items()
+                    ]
                 ),
                 1,
             ),
@@ -122,12 +145,25 @@ def group_tombstone(group: str) -> tuple[bytes, None]:
 
 
 def marker(kind: ControlRecordType, producer_id: int, offset: int) -> bytes:
-    return build_control_batch(kind, producer_id=producer_id, producer_epoch=0, coordinator_epoch=0,
-                               timestamp=T0, base_offset=offset)
+    return build_control_batch(
+        kind,
+        producer_id=producer_id,
+        producer_epoch=0,
+        coordinator_epoch=0,
+        timestamp=T0,
+        base_offset=offset,
+    )
 
 
 def txn(offset: int, producer_id: int, record: tuple[bytes, bytes]) -> bytes:
-    return batch(offset, [record], producer_id=producer_id, producer_epoch=0, base_sequence=0, is_transactional=True)
+    return batch(
+        offset,
+        [record],
+        producer_id=producer_id,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
 
 
 def group_log(root: Path) -> Path:
@@ -146,23 +182,47 @@ def group_log(root: Path) -> Path:
         group_metadata("g1", 1, [("c1-a", ["orders"], {"orders": [0, 1]})], state_timestamp=T0),
         commit("g1", "orders", 0, 10),
         commit("g1", "orders", 1, 5),
-        group_metadata("g1", 2, [("c1-a", ["orders"], {"orders": [0]}), ("c2-b", ["orders"], {"orders": [1]})],
-                       state_timestamp=T0 + 1000),
+        group_metadata(
+            "g1",
+            2,
+            [("c1-a", ["orders"], {"orders": [0]}), ("c2-b", ["orders"], {"orders": [1]})],
+            state_timestamp=T0 + 1000,
+        ),
         commit("g1", "orders", 0, 40),
         commit("g1", "orders", 1, 20, metadata="last"),
         commit("g1", "audit", 0, 3),
         offset_tombstone("g1", "audit", 0),
-        group_metadata("g1", 3, [("c2-b", ["orders"], {"orders": [0, 1]})], state_timestamp=T0 + 2000),
+        group_metadata(
+            "g1", 3, [("c2-b", ["orders"], {"orders": [0, 1]})], state_timestamp=T0 + 2000
+        ),
     ]
     write_segment(root, "__consumer_offsets", 0, 0, [batch(0, g1[:3]), batch(3, g1[3:])])
-    write_segment(root, "__consumer_offsets", 0, 9, [batch(9, [commit("g1", "orders", 0, 60, commit_timestamp=T0 + 5)])])
-    write_segment(root, "__consumer_offsets", 1, 0, [
-        batch(0, [commit("g2", "orders", 0, 80), commit("g2", "ghost", 0, 7)]),
-        batch(2, [group_metadata("g3", 1, [("c9-z", ["audit"], {"audit": [0]})]), group_tombstone("g3")]),
-        txn(4, 77, commit("g2", "orders", 1, 15)),
-        marker(ControlRecordType.ABORT, 77, 5),
-        txn(6, 78, commit("g2", "orders", 1, 12)),
-        marker(ControlRecordType.COMMIT, 78, 7),
-        txn(8, 79, commit("g2", "audit", 0, 1)),
-    ])
+    write_segment(
+        root,
+        "__consumer_offsets",
+        0,
+        9,
+        [batch(9, [commit("g1", "orders", 0, 60, commit_timestamp=T0 + 5)])],
+    )
+    write_segment(
+        root,
+        "__consumer_offsets",
+        1,
+        0,
+        [
+            batch(0, [commit("g2", "orders", 0, 80), commit("g2", "ghost", 0, 7)]),
+            batch(
+                2,
+                [
+                    group_metadata("g3", 1, [("c9-z", ["audit"], {"audit": [0]})]),
+                    group_tombstone("g3"),
+                ],
+            ),
+            txn(4, 77, commit("g2", "orders", 1, 15)),
+            marker(ControlRecordType.ABORT, 77, 5),
+            txn(6, 78, commit("g2", "orders", 1, 12)),
+            marker(ControlRecordType.COMMIT, 78, 7),
+            txn(8, 79, commit("g2", "audit", 0, 1)),
+        ],
+    )
     return root

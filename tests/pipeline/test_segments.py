@@ -39,9 +39,19 @@ def _decode_all(buf: bytes, **kwargs: int) -> Columns:
 
 def _as_rows(c: Columns) -> list[tuple]:
     return [
-        (c.offset[i], c.timestamp[i], c.key[i], c.value[i],
-         tuple(zip(c.header_keys[c.header_offsets[i]:c.header_offsets[i + 1]],
-                   c.header_values[c.header_offsets[i]:c.header_offsets[i + 1]])))
+        (
+            c.offset[i],
+            c.timestamp[i],
+            c.key[i],
+            c.value[i],
+            tuple(
+                zip(
+                    c.header_keys[c.header_offsets[i] : c.header_offsets[i + 1]],
+                    c.header_values[c.header_offsets[i] : c.header_offsets[i + 1]],
+                    strict=True,
+                )
+            ),
+        )
         for i in range(len(c))
     ]
 
@@ -50,7 +60,7 @@ def _canonical(buf: bytes) -> list[tuple]:
     return [
         (r.offset, r.timestamp, r.key, r.value, r.headers)
         for pos, h in iter_batches(buf)
-        for r in decode_records(buf[pos:pos + h.size])
+        for r in decode_records(buf[pos : pos + h.size])
     ]
 
 
@@ -96,7 +106,10 @@ def test_plan_prunes_by_topic_partition_and_offset_range(tmp_path: Path) -> None
     assert bases(topics=["t"], partitions=[1]) == [("t", 1, 0), ("t", 1, 100), ("t", 1, 200)]
     # [150, 200) meets only the segment holding 100..199; [100, 201) meets two.
     assert bases(topics=["t"], partitions=[0], start_offset=150, end_offset=200) == [("t", 0, 100)]
-    assert bases(topics=["t"], partitions=[0], start_offset=100, end_offset=201) == [("t", 0, 100), ("t", 0, 200)]
+    assert bases(topics=["t"], partitions=[0], start_offset=100, end_offset=201) == [
+        ("t", 0, 100),
+        ("t", 0, 200),
+    ]
     # The last segment is open-ended.
     assert bases(topics=["t"], partitions=[0], start_offset=10_000) == [("t", 0, 200)]
 
@@ -181,17 +194,24 @@ def test_scan_segment_of_an_empty_file_ends_at_its_base_offset(tmp_path: Path) -
     assert (empty.batches, empty.first_offset, empty.log_end_offset) == (0, None, 5)
 
 
-def test_scan_segment_log_end_offset_follows_last_offset_delta_across_compaction_gaps(tmp_path: Path) -> None:
+def test_scan_segment_log_end_offset_follows_last_offset_delta_across_compaction_gaps(
+    tmp_path: Path,
+) -> None:
     # A compacted batch keeps its lastOffsetDelta: offsets 10 and 14 survive of 10..19.
     compacted = build_batch(
-        [(b"a", b"1", (), T0), (b"b", b"2", (), T0)], base_offset=10, offset_deltas=[0, 4], last_offset_delta=9
+        [(b"a", b"1", (), T0), (b"b", b"2", (), T0)],
+        base_offset=10,
+        offset_deltas=[0, 4],
+        last_offset_delta=9,
     )
     write_segment(tmp_path, "t", 0, 10, [compacted])
     (scanned,) = (scan_segment(s) for s in plan([tmp_path]))
     assert (scanned.records, scanned.log_end_offset) == (2, 20)
 
 
-def test_scan_segment_with_record_check_reports_a_crc_valid_batch_that_does_not_decode(tmp_path: Path) -> None:
+def test_scan_segment_with_record_check_reports_a_crc_valid_batch_that_does_not_decode(
+    tmp_path: Path,
+) -> None:
     # A batch whose CRC is right but whose record count is wrong: the framing checks pass.
     good = values(0, 2)
     lying = bytearray(values(2, 2))
@@ -220,7 +240,10 @@ def test_decode_columns_matches_decode_records_for_every_codec(codec: Compressio
     items = [(b"key-%d" % i, bytes(range(256)) * (i % 3) + b"x" * i) for i in range(40)]
     items[5] = (None, b"no key")
     items[6] = (b"tombstone", None)
-    buf = batch(0, items, compression=codec) + batch(40, items[:3], compression=codec, timestamp=T0 + 10**7)
+    items[7] = (b"big" * 3000, b"x" * 20_000)  # lengths past two varint bytes
+    buf = batch(0, items, compression=codec) + batch(
+        40, items[:3], compression=codec, timestamp=T0 + 10**7
+    )
     c = _decode_all(buf)
     assert _as_rows(c) == _canonical(buf)
     assert c.header_offsets == [0] * 44
@@ -235,16 +258,26 @@ def test_decode_columns_falls_back_for_headers() -> None:
 
 
 def test_decode_columns_uses_max_timestamp_for_log_append_time() -> None:
-    buf = build_batch([(b"a", b"1", (), T0), (b"b", b"2", (), T0 + 5)], timestamp_type=1, max_timestamp=T0 + 99)
+    buf = build_batch(
+        [(b"a", b"1", (), T0), (b"b", b"2", (), T0 + 5)], timestamp_type=1, max_timestamp=T0 + 99
+    )
     c = _decode_all(buf)
     assert c.timestamp == [T0 + 99, T0 + 99]
     assert c.timestamp_type == [1, 1]
 
 
 def test_decode_columns_flags_control_and_transactional_batches() -> None:
-    data = batch(0, [(b"k", b"v")], producer_id=42, producer_epoch=3, base_sequence=0, is_transactional=True)
-    marker = build_control_batch(ControlRecordType.COMMIT, producer_id=42, producer_epoch=3,
-                                 coordinator_epoch=0, timestamp=T0, base_offset=1)
+    data = batch(
+        0, [(b"k", b"v")], producer_id=42, producer_epoch=3, base_sequence=0, is_transactional=True
+    )
+    marker = build_control_batch(
+        ControlRecordType.COMMIT,
+        producer_id=42,
+        producer_epoch=3,
+        coordinator_epoch=0,
+        timestamp=T0,
+        base_offset=1,
+    )
     c = _decode_all(data + marker)
     assert c.offset == [0, 1]
     assert c.is_control == [False, True]
@@ -286,3 +319,21 @@ _records = st.lists(
 def test_decode_columns_agrees_with_decode_records(records: list, codec: int, base: int) -> None:
     buf = build_batch(records, base_offset=base, compression=codec)
     assert _as_rows(_decode_all(buf)) == _canonical(buf)
+
+
+def test_a_segment_deleted_or_shortened_after_planning_is_reported(tmp_path: Path) -> None:
+    first = write_segment(tmp_path, "t", 0, 0, [values(0, 3), values(3, 3)])
+    second = write_segment(tmp_path, "t", 0, 6, [values(6, 3)])
+    planned = plan([tmp_path])
+    whole = len(values(0, 3))
+    with first.open("r+b") as f:
+        f.truncate(whole)
+    second.unlink()
+    shrunk, gone = (scan_segment(s) for s in planned)
+    assert (shrunk.records, shrunk.log_end_offset) == (3, 3)
+    assert [(s.position, s.length) for s in shrunk.skipped] == [
+        (whole, planned[0].size_bytes - whole)
+    ]
+    assert shrunk.skipped[0].reason.startswith("gone")
+    assert (gone.batches, gone.log_end_offset) == (0, 6)
+    assert [(s.position, s.length) for s in gone.skipped] == [(0, planned[1].size_bytes)]

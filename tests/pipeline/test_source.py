@@ -13,7 +13,6 @@ from protocol.records import ControlRecordType, build_batch, build_control_batch
 from tests.pipeline.logdata import T0, batch, commit, group_metadata, values, write_segment
 
 
-
 def _local_time(ms: int) -> datetime.datetime:
     """How PySpark hands back a timestamp: naive, in this process's local time."""
     return datetime.datetime.fromtimestamp(ms / 1000)
@@ -25,22 +24,49 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     orders-1 and audit-0: one plain segment each; __consumer_offsets-0: two records."""
     root = tmp_path_factory.mktemp("data")
     first = [values(0, 4), values(4, 4, compression=CompressionType.GZIP)]
-    headers = build_batch([(b"h", b"with headers", [("trace", b"abc"), ("empty", None)], T0 + 50)], base_offset=8)
+    headers = build_batch(
+        [(b"h", b"with headers", [("trace", b"abc"), ("empty", None)], T0 + 50)], base_offset=8
+    )
     write_segment(root, "orders", 0, 0, [*first, headers])
     second = [
         values(9, 3, compression=CompressionType.SNAPPY),
         values(12, 3, compression=CompressionType.LZ4),
-        values(15, 3, compression=CompressionType.ZSTD, producer_id=5, producer_epoch=0, base_sequence=0,
-               is_transactional=True),
-        build_control_batch(ControlRecordType.COMMIT, producer_id=5, producer_epoch=0, coordinator_epoch=0,
-                            timestamp=T0 + 99, base_offset=18),
+        values(
+            15,
+            3,
+            compression=CompressionType.ZSTD,
+            producer_id=5,
+            producer_epoch=0,
+            base_sequence=0,
+            is_transactional=True,
+        ),
+        build_control_batch(
+            ControlRecordType.COMMIT,
+            producer_id=5,
+            producer_epoch=0,
+            coordinator_epoch=0,
+            timestamp=T0 + 99,
+            base_offset=18,
+        ),
     ]
     write_segment(root, "orders", 0, 9, second)
     write_segment(root, "orders", 1, 0, [values(0, 6)])
     write_segment(root, "audit", 0, 0, [batch(0, [(None, b"a"), (b"k", None)])])
-    write_segment(root, "__consumer_offsets", 0, 0, [
-        batch(0, [commit("g1", "orders", 0, 7), group_metadata("g1", 1, [("c1-x", ["orders"], {"orders": [0, 1]})])]),
-    ])
+    write_segment(
+        root,
+        "__consumer_offsets",
+        0,
+        0,
+        [
+            batch(
+                0,
+                [
+                    commit("g1", "orders", 0, 7),
+                    group_metadata("g1", 1, [("c1-x", ["orders"], {"orders": [0, 1]})]),
+                ],
+            ),
+        ],
+    )
     return root
 
 
@@ -58,7 +84,11 @@ def test_records_of_every_codec_with_headers_and_control_records(spark, log_dir:
     assert rows[8]["headers"][1].asDict() == {"key": "empty", "value": None}
     assert all(r["headers"] == [] for r in rows if r["offset"] != 8)
     marker = rows[18]
-    assert (marker["is_control"], marker["is_transactional"], marker["producer_id"]) == (True, True, 5)
+    assert (marker["is_control"], marker["is_transactional"], marker["producer_id"]) == (
+        True,
+        True,
+        5,
+    )
     assert marker["key"] == b"\x00\x00\x00\x01"  # version 0, COMMIT
     assert [r["is_transactional"] for r in rows[15:18]] == [True] * 3
     assert df.schema.simpleString() == (
@@ -82,30 +112,56 @@ def test_one_input_partition_per_segment_and_pruning_options(spark, log_dir: Pat
     assert splits(topics="orders,audit", partitions="0") == 3
     assert splits(topics="orders", partitions=[0], start_offset=9) == 1
     assert splits(topics="orders", partitions=[0], end_offset=9) == 1
-    rows = jobs.read(spark, log_dir, topics="orders", partitions=0, start_offset=6, end_offset=14).collect()
+    rows = jobs.read(
+        spark, log_dir, topics="orders", partitions=0, start_offset=6, end_offset=14
+    ).collect()
     assert sorted(r["offset"] for r in rows) == list(range(6, 14))
 
 
 def test_partition_dirs_as_paths(spark, log_dir: Path) -> None:
     df = jobs.read(spark, [log_dir / "orders-1", log_dir / "audit-0"])
-    assert sorted((r["topic"], r["partition"]) for r in df.select("topic", "partition").distinct().collect()) == [
-        ("audit", 0), ("orders", 1),
+    assert sorted(
+        (r["topic"], r["partition"]) for r in df.select("topic", "partition").distinct().collect()
+    ) == [
+        ("audit", 0),
+        ("orders", 1),
     ]
     assert df.count() == 8
 
 
 def test_two_loads_with_different_options_in_one_query(spark, log_dir: Path) -> None:
-    orders = jobs.read(spark, log_dir, topics="orders").groupBy().count().withColumnRenamed("count", "orders")
-    offsets = jobs.read(spark, log_dir, topics="__consumer_offsets").groupBy().count().withColumnRenamed("count", "co")
+    orders = (
+        jobs.read(spark, log_dir, topics="orders")
+        .groupBy()
+        .count()
+        .withColumnRenamed("count", "orders")
+    )
+    offsets = (
+        jobs.read(spark, log_dir, topics="__consumer_offsets")
+        .groupBy()
+        .count()
+        .withColumnRenamed("count", "co")
+    )
     (row,) = orders.crossJoin(offsets).collect()
     assert (row["orders"], row["co"]) == (25, 2)
 
 
 def test_batches_mode_reads_headers_only(spark, log_dir: Path) -> None:
-    rows = jobs.read(spark, log_dir, topics="orders", partitions=0, mode="batches").orderBy("base_offset").collect()
-    assert [(r["base_offset"], r["last_offset"], r["records_count"], r["compression"]) for r in rows] == [
-        (0, 3, 4, "none"), (4, 7, 4, "gzip"), (8, 8, 1, "none"), (9, 11, 3, "snappy"),
-        (12, 14, 3, "lz4"), (15, 17, 3, "zstd"), (18, 18, 1, "none"),
+    rows = (
+        jobs.read(spark, log_dir, topics="orders", partitions=0, mode="batches")
+        .orderBy("base_offset")
+        .collect()
+    )
+    assert [
+        (r["base_offset"], r["last_offset"], r["records_count"], r["compression"]) for r in rows
+    ] == [
+        (0, 3, 4, "none"),
+        (4, 7, 4, "gzip"),
+        (8, 8, 1, "none"),
+        (9, 11, 3, "snappy"),
+        (12, 14, 3, "lz4"),
+        (15, 17, 3, "zstd"),
+        (18, 18, 1, "none"),
     ]
     assert [r["segment"] for r in rows] == [0, 0, 0, 9, 9, 9, 9]
     assert rows[0]["position"] == 0
@@ -115,8 +171,16 @@ def test_batches_mode_reads_headers_only(spark, log_dir: Path) -> None:
 
 
 def test_segments_mode_gives_log_end_offsets(spark, log_dir: Path) -> None:
-    ends = {(r["topic"], r["partition"]): r["log_end_offset"] for r in jobs.log_end_offsets(spark, log_dir).collect()}
-    assert ends == {("orders", 0): 19, ("orders", 1): 6, ("audit", 0): 2, ("__consumer_offsets", 0): 2}
+    ends = {
+        (r["topic"], r["partition"]): r["log_end_offset"]
+        for r in jobs.log_end_offsets(spark, log_dir).collect()
+    }
+    assert ends == {
+        ("orders", 0): 19,
+        ("orders", 1): 6,
+        ("audit", 0): 2,
+        ("__consumer_offsets", 0): 2,
+    }
 
 
 def test_decode_consumer_offsets_gives_typed_rows(spark, log_dir: Path) -> None:
@@ -145,20 +209,66 @@ def damaged_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     torn = values(20, 10)[:-9]
     whole = [values(0, 10), values(10, 10)]
     write_segment(root, "t", 1, 0, [*whole, torn])
-    return root, {"bad_at": len(good), "bad_len": len(bad), "torn_at": len(b"".join(whole)), "torn_len": len(torn)}
+    return root, {
+        "bad_at": len(good),
+        "bad_len": len(bad),
+        "torn_at": len(b"".join(whole)),
+        "torn_len": len(torn),
+    }
 
 
-def test_damaged_segments_are_read_around_and_reported(spark, damaged_dir: tuple[Path, dict[str, int]]) -> None:
+def test_damaged_segments_are_read_around_and_reported(
+    spark, damaged_dir: tuple[Path, dict[str, int]]
+) -> None:
     root, at = damaged_dir
     offsets = {(r["partition"], r["offset"]) for r in jobs.read(spark, root).collect()}
     assert offsets == {(0, o) for o in [*range(10), *range(20, 30)]} | {(1, o) for o in range(20)}
     segments = {r["partition"]: r for r in jobs.read(spark, root, mode="segments").collect()}
     assert segments[0]["log_end_offset"] == 30
     assert segments[1]["log_end_offset"] == 20
-    assert (segments[0]["skipped_bytes"], segments[1]["skipped_bytes"]) == (at["bad_len"], at["torn_len"])
+    assert (segments[0]["skipped_bytes"], segments[1]["skipped_bytes"]) == (
+        at["bad_len"],
+        at["torn_len"],
+    )
     skipped = jobs.skipped(spark, root)
     assert [(s["partition"], s["position"], s["length"]) for s in skipped] == [
-        (0, at["bad_at"], at["bad_len"]), (1, at["torn_at"], at["torn_len"]),
+        (0, at["bad_at"], at["bad_len"]),
+        (1, at["torn_at"], at["torn_len"]),
     ]
-    assert skipped[0]["reason"].startswith("corrupt") and "CRC" in skipped[0]["reason"]
+    assert skipped[0]["reason"].startswith("corrupt")
+    assert "CRC" in skipped[0]["reason"]
     assert skipped[1]["reason"].startswith("truncated")
+
+
+def test_empty_segments_make_no_tasks_and_segments_mode_packs_small_files(
+    spark, tmp_path: Path
+) -> None:
+    for p in range(5):
+        write_segment(tmp_path, "__consumer_offsets", p, 0, [])
+    write_segment(tmp_path, "t", 0, 0, [values(0, 3)])
+    records = jobs.read(spark, tmp_path)
+    assert (records.rdd.getNumPartitions(), records.count()) == (1, 3)
+    segments = jobs.read(spark, tmp_path, mode="segments")
+    assert (segments.rdd.getNumPartitions(), segments.count()) == (1, 6)
+    assert jobs.read(spark, tmp_path, topics="nothing").count() == 0
+
+
+def test_segments_written_by_storage_log(spark, tmp_path: Path) -> None:
+    from storage import Log, LogConfig
+
+    config = LogConfig(
+        segment_bytes=600, message_timestamp_type="LogAppendTime", flush_mode="always"
+    )
+    log = Log.open(tmp_path / "events-2", config, now_wall_ms=T0)
+    for i in range(10):
+        log.append(values(0, 5, compression=CompressionType(i % 5)), wall_ms=T0 + i)
+    log.close()
+    assert len(list((tmp_path / "events-2").glob("*.log"))) > 2
+    rows = jobs.read(spark, tmp_path).orderBy("offset").collect()
+    assert [r["offset"] for r in rows] == list(range(50))
+    assert {(r["topic"], r["partition"]) for r in rows} == {("events", 2)}
+    # LogAppendTime: every record carries its batch's append time.
+    assert [r["timestamp"] for r in rows[::5]] == [_local_time(T0 + i) for i in range(10)]
+    assert {r["timestamp_type"] for r in rows} == {1}
+    ends = jobs.log_end_offsets(spark, tmp_path).collect()
+    assert [(r["partition"], r["log_end_offset"]) for r in ends] == [(2, 50)]

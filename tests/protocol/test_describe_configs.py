@@ -72,7 +72,7 @@ RESPONSE = DescribeConfigsResponse(
 
 
 def test_versions():
-    assert DescribeConfigsRequest.VERSIONS == DescribeConfigsResponse.VERSIONS == range(1, 5)
+    assert DescribeConfigsRequest.VERSIONS == DescribeConfigsResponse.VERSIONS == range(0, 5)
     assert DescribeConfigsRequest.FLEXIBLE_FROM == DescribeConfigsResponse.FLEXIBLE_FROM == 4
 
 

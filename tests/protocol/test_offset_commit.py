@@ -71,15 +71,16 @@ def test_roundtrip(msg, version):
 
 
 def test_retention_time_is_carried_by_v2_to_v4_only():
-    assert [for_version(REQUEST, v).retention_time_ms for v in VERSIONS] == [86400000] * 3 + [
-        -1
-    ] * 5
+    assert [for_version(REQUEST, v).retention_time_ms for v in VERSIONS] == (
+        [-1] + [86400000] * 3 + [-1] * 5
+    )
 
 
-def test_commit_timestamp_is_declared_but_absent_from_every_served_version():
+def test_commit_timestamp_is_carried_by_v1_only():
     partition = OffsetCommitRequestPartition(
         partition_index=0, committed_offset=1, commit_timestamp=99
     )
+    assert for_version(partition, 1).commit_timestamp == 99
     assert for_version(partition, 2).commit_timestamp == -1
 
 

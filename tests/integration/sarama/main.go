@@ -142,7 +142,6 @@ func produce(addrs []string, config *sarama.Config, topic string, start, n int, 
 	if err != nil {
 		return err
 	}
-	defer producer.Close()
 	for i := start; i < n; i++ {
 		msg := &sarama.ProducerMessage{
 			Topic:     topic,
@@ -155,6 +154,8 @@ func produce(addrs []string, config *sarama.Config, topic string, start, n int, 
 		}
 		p, offset, err := producer.SendMessage(msg)
 		if err != nil {
+			// Close once only: a second Close panics in sarama 1.22 (send on closed channel).
+			producer.Close()
 			return err
 		}
 		emit(map[string]interface{}{
@@ -320,7 +321,8 @@ func group(ctx context.Context, addrs []string, config *sarama.Config, topic, gr
 }
 
 // metadata prints what a Metadata request (v5) answers: cluster id, controller,
-// brokers, and the topic's partitions with their leaders and replicas.
+// brokers, and the topic's partitions with their leaders and replicas; then
+// what ClusterAdmin.ListTopics answers.
 func metadata(addrs []string, config *sarama.Config, topic string) error {
 	client, err := sarama.NewClient(addrs, config)
 	if err != nil {
@@ -361,7 +363,12 @@ func metadata(addrs []string, config *sarama.Config, topic string) error {
 			"event": "topic", "name": t.Name, "error_code": int16(t.Err), "partitions": parts,
 		})
 	}
-	return nil
+	admin, err := sarama.NewClusterAdmin(addrs, config)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	return listTopics(admin)
 }
 
 // administer runs one ClusterAdmin call and prints its answer.
@@ -375,16 +382,16 @@ func administer(addrs []string, config *sarama.Config, mode, topic, groupID stri
 	case "create-topic":
 		detail := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}
 		if err := admin.CreateTopic(topic, detail, false); err != nil {
-			return err
+			return fmt.Errorf("ClusterAdmin.CreateTopic: %v", err)
 		}
 		emit(map[string]interface{}{"event": "created", "topic": topic})
-		return listTopics(admin)
+		return topicsInMetadata(addrs, config)
 	case "delete-topic":
 		if err := admin.DeleteTopic(topic); err != nil {
-			return err
+			return fmt.Errorf("ClusterAdmin.DeleteTopic: %v", err)
 		}
 		emit(map[string]interface{}{"event": "deleted", "topic": topic})
-		return listTopics(admin)
+		return topicsInMetadata(addrs, config)
 	case "list-groups":
 		groups, err := admin.ListConsumerGroups()
 		if err != nil {
@@ -433,15 +440,41 @@ func administer(addrs []string, config *sarama.Config, mode, topic, groupID stri
 	return nil
 }
 
+// topicsInMetadata prints every topic with its partition count, from a fresh
+// client's all-topics Metadata request (which never auto-creates a topic).
+func topicsInMetadata(addrs []string, config *sarama.Config) error {
+	client, err := sarama.NewClient(addrs, config)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	names, err := client.Topics()
+	if err != nil {
+		return err
+	}
+	out := map[string]int{}
+	for _, name := range names {
+		parts, err := client.Partitions(name)
+		if err != nil {
+			return err
+		}
+		out[name] = len(parts)
+	}
+	emit(map[string]interface{}{"event": "topics", "topics": out})
+	return nil
+}
+
+// listTopics prints what ClusterAdmin.ListTopics answers (it asks DescribeConfigs
+// for each topic's configuration, too).
 func listTopics(admin sarama.ClusterAdmin) error {
 	topics, err := admin.ListTopics()
 	if err != nil {
-		return err
+		return fmt.Errorf("ClusterAdmin.ListTopics: %v", err)
 	}
 	out := map[string]int32{}
 	for name, d := range topics {
 		out[name] = d.NumPartitions
 	}
-	emit(map[string]interface{}{"event": "topics", "topics": out})
+	emit(map[string]interface{}{"event": "admin-topics", "topics": out})
 	return nil
 }

@@ -1,0 +1,235 @@
+"""Profile a kmock process under one of the benchmark loads with py-spy (not part of `make bench`).
+
+    python bench/profile.py SCENARIO [--seconds S] [--top N] [--native] [--wall] [--conns N]
+
+By default only samples that hold the GIL are kept (py-spy --gil): on this loaded 2-core VM
+a wall-clock profile charges send() with the time the woken client runs. `--wall` keeps all.
+
+SCENARIO: startup | replay | commits | metadata | join | produce100 | produce10k |
+          consume100 | consume10k
+py-spy must be installed in the same venv (`pip install py-spy`). Prints the functions with
+the most samples, by self time and by inclusive time (a function counted once per stack),
+and keeps the raw collapsed stacks in bench/tmp/profile-<scenario>.txt for flame graphs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR.parent))
+sys.path.insert(0, str(BENCH_DIR))
+
+from common import PY, TMP, KmockProcess, kmock_command  # noqa: E402
+
+PYSPY = str(Path(PY).parent / "py-spy")
+
+
+class Spy:
+    def __init__(self, pid: int, out: Path, seconds: float | None, native: bool,
+                 gil: bool = True) -> None:
+        cmd = [PYSPY, "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
+               "--function", "--threads", "-o", str(out)]
+        if gil:
+            # Only samples holding the GIL: leaves out blocking syscalls (send() on loopback
+            # is charged the receiver's wake-up and preemption on this busy 2-core VM).
+            cmd.append("--gil")
+        if seconds:
+            cmd += ["--duration", str(int(seconds))]
+        if native:
+            cmd.append("--native")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.3)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(2)
+        self.proc.wait(30)
+
+
+def report(path: Path, top: int) -> None:
+    self_c: collections.Counter[str] = collections.Counter()
+    incl: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(n)
+        frames = [f for f in stack.split(";") if not f.startswith("thread (")
+                  and not f.startswith("process ")]
+        if not frames:
+            continue
+        total += count
+        self_c[_short(frames[-1])] += count
+        for f in set(_short(x) for x in frames):
+            incl[f] += count
+    print(f"{total} samples")
+    print("\n--- self time ---")
+    for f, c in self_c.most_common(top):
+        print(f"{100 * c / total:5.1f}%  {f}")
+    print("\n--- inclusive time ---")
+    for f, c in incl.most_common(top):
+        print(f"{100 * c / total:5.1f}%  {f}")
+
+
+def _short(frame: str) -> str:
+    # "func (path/to/file.py:123)" -> "func (file.py:123)" relative to the project
+    name, _, where = frame.partition(" (")
+    where = where.rstrip(")")
+    root = str(BENCH_DIR.parent) + "/"
+    where = where.replace(root, "")
+    if "site-packages/" in where:
+        where = where.split("site-packages/", 1)[1]
+    elif "/lib/python3" in where:
+        where = "stdlib/" + where.split("/lib/python3", 1)[1].split("/", 1)[1]
+    return f"{name} ({where})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario")
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--top", type=int, default=35)
+    ap.add_argument("--native", action="store_true")
+    ap.add_argument("--wall", action="store_true", help="all samples, not only GIL-holding")
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--conns", type=int, default=256)
+    a = ap.parse_args()
+    TMP.mkdir(parents=True, exist_ok=True)
+    out = TMP / f"profile-{a.scenario}.txt"
+    sc = a.scenario
+
+    if sc == "startup":
+        # py-spy launches kmock itself so that imports are sampled too.
+        work = Path(tempfile.mkdtemp(dir=TMP))
+        cmd, _ = kmock_command()
+        port = 0
+        spy = subprocess.Popen([PYSPY, "record", "--format", "raw", "--rate", "1000",
+                                "--function", "-o", str(out), "--", *cmd, "serve",
+                                "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+                                "--log-dirs", str(work / "data")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(a.seconds)
+        for child in _children(spy.pid):
+            os.kill(child, 15)
+        spy.wait(30)
+        shutil.rmtree(work, ignore_errors=True)
+        report(out, a.top)
+        return
+
+    if sc == "replay":
+        import replay_gen
+
+        work = Path(tempfile.mkdtemp(dir=TMP))
+        data = work / "data"
+        with KmockProcess(data_dir=data):
+            pass
+        print(replay_gen.generate(data, a.records))
+        cmd, _ = kmock_command()
+        spy = subprocess.Popen([PYSPY, "record", "--format", "raw", "--rate", "250",
+                                "--function", "-o", str(out), "--", *cmd, "serve",
+                                "--listeners", "PLAINTEXT://127.0.0.1:0",
+                                "--log-dirs", str(data)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 600
+        logf = data.parent
+        # wait for the replay line in kmock's stderr (py-spy passes it through)
+        assert spy.stderr is not None
+        for line in spy.stderr:
+            if "replayed" in line:
+                print(line.strip())
+                break
+            if time.time() > deadline:
+                break
+        for child in _children(spy.pid):
+            os.kill(child, 15)
+        spy.wait(60)
+        shutil.rmtree(work, ignore_errors=True)
+        del logf
+        report(out, a.top)
+        return
+
+    with KmockProcess() as k:
+        import kwire
+        from run import _commit_requests, _prepare_wire
+
+        adv = _prepare_wire(k)
+        load = None
+        if sc == "commits":
+            v = kwire.common_version(type(_commit_requests(1, 0, 8)[0][0]), adv)
+            reqs = _commit_requests(a.conns, 0, v)
+            load = lambda: kwire.closed_loop(k.addr, reqs, duration_s=a.seconds + 2,  # noqa: E731
+                                             warmup_s=0.5)
+        elif sc == "metadata":
+            from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+
+            req = MetadataRequest(topics=[MetadataRequestTopic(name="bench-meta")])
+            load = lambda: kwire.closed_loop(k.addr, [(req, 8)] * a.conns,  # noqa: E731
+                                             duration_s=a.seconds + 2, warmup_s=0.5)
+        elif sc == "join":
+            import trio
+
+            import join_bench
+            from protocol.messages.heartbeat import HeartbeatRequest
+            from protocol.messages.join_group import JoinGroupRequest
+            from protocol.messages.leave_group import LeaveGroupRequest
+            from protocol.messages.sync_group import SyncGroupRequest
+
+            vs = {"join": kwire.common_version(JoinGroupRequest, adv),
+                  "sync": kwire.common_version(SyncGroupRequest, adv),
+                  "heartbeat": kwire.common_version(HeartbeatRequest, adv),
+                  "leave": kwire.common_version(LeaveGroupRequest, adv)}
+
+            def load() -> None:
+                for r in range(int(a.seconds)):
+                    print(trio.run(join_bench.form_group, k.addr, 100, f"prof-{r}", vs))
+        elif sc in ("produce100", "produce10k", "consume100", "consume10k"):
+            size, count = (100, 300_000) if sc.endswith("100") else (10240, 30_000)
+            extra = []
+            if sc.startswith("consume"):  # fill the topic first, unprofiled
+                subprocess.run([PY, str(BENCH_DIR / "ck_client.py"), k.bootstrap,
+                                f"prof-{size}", str(size), str(count)], capture_output=True)
+                extra = ["consume-only"]
+
+            def load() -> None:
+                r = subprocess.run([PY, str(BENCH_DIR / "ck_client.py"), k.bootstrap,
+                                    f"prof-{size}", str(size), str(count), *extra],
+                                   capture_output=True, text=True)
+                print(r.stdout.strip()[-500:])
+        else:
+            raise SystemExit(f"unknown scenario {sc}")
+        result: list[object] = []
+        t = threading.Thread(target=lambda: result.append(load()))
+        t.start()
+        time.sleep(1.0)
+        spy = Spy(k.pid, out, None, a.native, gil=not a.wall)
+        t.join()
+        spy.stop()
+        if result and hasattr(result[0], "rate"):
+            r = result[0]
+            lat = sorted(r.latencies_s)  # type: ignore[attr-defined]
+            print(f"rate {r.rate:.0f}/s p50 {lat[len(lat) // 2] * 1000:.1f} ms "  # type: ignore[attr-defined]
+                  f"p99 {lat[int(len(lat) * 0.99)] * 1000:.1f} ms errors {r.errors}")  # type: ignore[attr-defined]
+    report(out, a.top)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return [int(x) for x in out.split()]
+
+
+if __name__ == "__main__":
+    main()

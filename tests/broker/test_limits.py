@@ -1,0 +1,346 @@
+"""Connection limits: frame size, connection count, idle timeout, slow readers, half-open
+connections, many connections at once. In each case the broker sheds the one connection
+(or refuses it) and everyone else keeps being served.
+
+Most tests run the broker in process. The slow-reader test runs it as a process, because
+what it checks is the broker's own memory and the kernel's view of its sockets.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from broker.client import KafkaClient
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
+from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from protocol.messages.metadata import MetadataRequest
+from protocol.records import build_batch
+from tests.reliability.inproc import running
+from tests.reliability.process import BrokerProcess, poll_until
+from tests.wire import WireClient, read_frame, request_bytes
+
+MB = 1024 * 1024
+
+
+async def _serves(broker: Any) -> None:
+    client = await WireClient.connect(broker)
+    try:
+        assert (await client.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
+    finally:
+        await client.aclose()
+
+
+def _api_versions_of_size(size: int, correlation_id: int = 1) -> bytes:
+    """An ApiVersions v3 request whose frame (after the size prefix) is `size` bytes."""
+    base = request_bytes(
+        ApiVersionsRequest(client_software_name="", client_software_version=""),
+        3,
+        correlation_id=correlation_id,
+    )
+    pad = size - (len(base) - 4)
+    # A compact string's length varint grows by one byte at 127 and at 16383 characters.
+    for extra in range(3):
+        name = "n" * (pad - extra)
+        data = request_bytes(
+            ApiVersionsRequest(client_software_name=name, client_software_version=""),
+            3,
+            correlation_id=correlation_id,
+        )
+        if len(data) - 4 == size:
+            return data
+    raise AssertionError(f"cannot build an ApiVersions of {size} bytes")
+
+
+# --- frame size ------------------------------------------------------------------------
+
+
+async def test_frame_at_the_size_limit_is_served_and_one_byte_more_closes(tmp_path: Path) -> None:
+    limit = 4096
+    with trio.fail_after(30):
+        async with running(tmp_path / "data", **{"socket.request.max.bytes": limit}) as broker:
+            client = await WireClient.connect(broker)
+            await client.send_raw(_api_versions_of_size(limit, correlation_id=7))
+            reply = await read_frame(client.stream)
+            assert reply is not None
+            assert struct.unpack_from(">i", reply)[0] == 7
+            await client.send_raw(_api_versions_of_size(limit + 1))
+            assert await client.is_closed_by_peer()
+            # Announcing a huge frame is refused on its size alone: nothing more is read.
+            client = await WireClient.connect(broker)
+            await client.send_raw(struct.pack(">i", 64 * MB))
+            assert await client.is_closed_by_peer()
+            await _serves(broker)
+
+
+# --- connection count ------------------------------------------------------------------
+
+
+async def test_connections_over_max_connections_are_refused_and_slots_come_back(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(30):
+        async with running(tmp_path / "data", **{"max.connections": 5}) as broker:
+            clients = [await WireClient.connect(broker) for _ in range(5)]
+            for c in clients:
+                assert (await c.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
+            extra = await WireClient.connect(broker)
+            await extra.send_raw(request_bytes(ApiVersionsRequest(), 3))
+            assert await extra.is_closed_by_peer()
+            for c in clients:  # the ones inside the limit are not disturbed
+                assert (await c.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
+            await clients.pop().aclose()
+            # The broker sees the close when it reads EOF; until then a new connection is
+            # still over the limit. Each attempt is a real connection, no waiting in between.
+            for _ in range(200):
+                newcomer = await WireClient.connect(broker)
+                await newcomer.send_raw(request_bytes(ApiVersionsRequest(), 3))
+                if await read_frame(newcomer.stream) is not None:
+                    break
+                await newcomer.aclose()
+            else:
+                raise AssertionError("no slot came back after a client left")
+            for c in [*clients, newcomer]:
+                await c.aclose()
+
+
+# --- idle and half-open connections ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sent", [b"", request_bytes(ApiVersionsRequest(), 3)[:6]], ids=["idle", "half-sent-frame"]
+)
+async def test_connection_without_traffic_is_closed_after_connections_max_idle_ms(
+    tmp_path: Path, sent: bytes
+) -> None:
+    idle_ms = 300
+    with trio.fail_after(30):
+        async with running(tmp_path / "data", **{"connections.max.idle.ms": idle_ms}) as broker:
+            client = await WireClient.connect(broker)
+            assert (await client.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
+            await client.send_raw(sent)  # a peer that went away mid-frame, or just stopped
+            started = time.monotonic()
+            assert await client.is_closed_by_peer()
+            assert time.monotonic() - started >= idle_ms / 1000 * 0.9
+            await _serves(broker)
+
+
+async def test_many_connections_at_once_are_all_served(tmp_path: Path) -> None:
+    connections = 300
+    with trio.fail_after(60):
+        async with running(tmp_path / "data") as broker:
+            answered = 0
+
+            async def one() -> None:
+                nonlocal answered
+                client = await WireClient.connect(broker)
+                try:
+                    response = await client.call(MetadataRequest(topics=None), 9)
+                    assert response.brokers
+                    answered += 1
+                finally:
+                    await client.aclose()
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(connections):
+                    nursery.start_soon(one)
+            assert answered == connections
+            assert broker.open_connections == 0 or broker.open_connections <= connections
+
+
+# --- slow readers ------------------------------------------------------------------------
+
+
+def _established(port: int) -> int:
+    """Connections the broker (listening on `port`) holds open, as the kernel sees them
+    (/proc/net/tcp: its end of each; a socket it closed is no longer ESTABLISHED, even while
+    a FIN waits behind data the peer never reads)."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port = int(fields[1].rsplit(":", 1)[1], 16)
+        if local_port == port and fields[3] == "01":  # TCP_ESTABLISHED
+            count += 1
+    return count
+
+
+def _slow_reader(port: int, topic: str, fetches: int) -> socket.socket:
+    """A client that asks for a lot (pipelined Fetches of the whole partition) and then
+    never reads a byte of the answers."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setblocking(False)
+    request = FetchRequest(
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=64 * MB,
+        isolation_level=0,
+        topics=[
+            FetchTopic(
+                topic=topic,
+                partitions=[
+                    FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=64 * MB)
+                ],
+            )
+        ],
+    )
+    payload = b"".join(request_bytes(request, 11, correlation_id=i) for i in range(fetches))
+    try:
+        while payload:
+            payload = payload[sock.send(payload) :]
+    except BlockingIOError:
+        pass  # the broker stopped reading: its answers are waiting on us
+    return sock
+
+
+def test_clients_that_never_read_are_disconnected_and_do_not_hold_memory(
+    tmp_path: Path,
+) -> None:
+    """Kafka counts a connection that makes no progress in either direction as idle: a
+    client that stops reading its responses is closed after connections.max.idle.ms, like
+    one that stops sending. Without that, each such client pins a task, a descriptor and a
+    response (here 4 MB) for as long as it likes, and enough of them exhaust the broker."""
+    idle_ms = 1000
+    readers = 20
+    overrides = {"connections.max.idle.ms": idle_ms}
+    broker = BrokerProcess(tmp_path / "data", tmp_path / "logs", overrides=overrides)
+    broker.start()
+    socks: list[socket.socket] = []
+    try:
+        with KafkaClient(broker.bootstrap) as client:
+            client.create_topic("big", num_partitions=1)
+            for i in range(4):
+                client.produce("big", 0, build_batch([(None, bytes(1000 * 1024), (), i)]))
+        baseline = broker.rss_bytes()
+        socks = [_slow_reader(broker.port, "big", 8) for _ in range(readers)]
+        with KafkaClient(broker.bootstrap, timeout_s=10) as client:  # others still served
+            assert client.partition_count("big") == 1
+        pinned = poll_until(
+            lambda: broker.rss_bytes() - baseline > 20 * MB and broker.rss_bytes(),
+            10,
+            "the slow readers' responses to be built",
+        )
+        assert _established(broker.port) == readers
+        deadline_s = idle_ms / 1000 * 2 + 5
+        try:
+            poll_until(
+                lambda: _established(broker.port) == 0,
+                deadline_s,
+                "the broker to close connections that never read",
+            )
+        except AssertionError:
+            open_ = _established(broker.port)
+            raise AssertionError(
+                f"{open_} of {readers} connections that never read are still open "
+                f"{deadline_s:g} s after connections.max.idle.ms={idle_ms}; the broker holds "
+                f"{(broker.rss_bytes() - baseline) / MB:.0f} MB more than before them "
+                f"(peak seen {(pinned - baseline) / MB:.0f} MB)"
+            ) from None
+        poll_until(
+            lambda: broker.rss_bytes() - baseline < 30 * MB,
+            10,
+            "the broker to let go of the slow readers' responses",
+        )
+        with KafkaClient(broker.bootstrap, timeout_s=10) as client:
+            assert client.partition_count("big") == 1
+    finally:
+        for s in socks:
+            s.close()
+        broker.kill()
+    assert not broker.problems(), broker.problems()
+
+
+# --- requests that ask the broker for unbounded work -------------------------------------
+
+_HUGE = 1_000_000
+
+
+def _huge_create_topics() -> bytes:
+    return request_bytes(
+        CreateTopicsRequest(
+            topics=[
+                CreatableTopic(
+                    name="huge",
+                    num_partitions=_HUGE,
+                    replication_factor=-1,
+                    assignments=[],
+                    configs=[],
+                )
+            ],
+            timeout_ms=30000,
+            validate_only=False,
+        ),
+        5,
+    )
+
+
+def _huge_create_partitions() -> bytes:
+    return request_bytes(
+        CreatePartitionsRequest(
+            topics=[CreatePartitionsTopic(name="small", count=_HUGE, assignments=None)],
+            timeout_ms=30000,
+            validate_only=False,
+        ),
+        2,
+    )
+
+
+@pytest.mark.parametrize(
+    "request_frame",
+    [_huge_create_topics, _huge_create_partitions],
+    ids=["CreateTopics", "CreatePartitions"],
+)
+def test_a_request_for_a_million_partitions_is_refused_without_stalling_the_broker(
+    tmp_path: Path, request_frame: Any
+) -> None:
+    """Every partition is a directory, files and an open descriptor. One request asking
+    for a million of them must be refused (Kafka's controller validates the count against
+    its limits too), not carried out on the event loop: meanwhile no other client is
+    served, and the descriptors run out long before a million."""
+    broker = BrokerProcess(tmp_path / "data", tmp_path / "logs")
+    broker.start()
+    try:
+        with KafkaClient(broker.bootstrap) as client:
+            client.create_topic("small", num_partitions=1)
+        asker = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+        asker.sendall(request_frame())
+        started = time.monotonic()
+        try:
+            with KafkaClient(broker.bootstrap, timeout_s=2) as other:
+                assert other.partition_count("small") == 1
+        except Exception as e:
+            raise AssertionError(
+                f"another client got no answer within 2 s while the broker worked on the "
+                f"request ({e})"
+            ) from None
+        (size,) = struct.unpack(">i", _recv_exactly(asker, 4))
+        reply = _recv_exactly(asker, size)
+        assert time.monotonic() - started < 10
+        assert reply  # answered (refused), not dropped
+        assert broker.is_running()
+    finally:
+        broker.kill()
+    partitions = [
+        d
+        for d in (tmp_path / "data").iterdir()
+        if d.name.startswith("huge-") or d.name.startswith("small-")
+    ]
+    assert len(partitions) <= 1000, f"{len(partitions)} partition directories were created"
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise AssertionError("the broker closed the connection instead of answering")
+        buf += chunk
+    return buf

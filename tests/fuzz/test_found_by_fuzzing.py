@@ -1,0 +1,52 @@
+"""Inputs the fuzzers found that made the broker fail, kept as plain tests.
+
+Each test sends the smallest request that showed the failure, over a real connection to
+the in-process broker. The conftest guard fails a test when broker code logs at ERROR, so
+"answered cleanly" here means: a well-formed answer (or a clean close, where Kafka closes),
+and no exception the dispatch site had to catch.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+import trio
+
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from tests.wire import WireClient, read_frame, request_bytes
+
+ZERO_ID = uuid.UUID(int=0)
+
+
+@pytest.mark.parametrize("version", [10, 11])
+@pytest.mark.parametrize("topic_id", [ZERO_ID, uuid.UUID(int=7)], ids=["zero-id", "unknown-id"])
+async def test_metadata_before_v12_with_a_null_topic_name_is_answered_not_crashed(
+    broker: Any, version: int, topic_id: uuid.UUID
+) -> None:
+    # MetadataRequestTopic.name is nullable from v10, but MetadataResponseTopic.name only
+    # from v12: the broker answered UNKNOWN_TOPIC_ID with a null name, which cannot be
+    # encoded at v10/v11 ("None in a non-nullable compact string"), so the connection
+    # crashed. Kafka refuses null names and topic ids below v12 with INVALID_REQUEST
+    # (KafkaApis.handleTopicMetadataRequest).
+    with trio.fail_after(10):
+        client = await WireClient.connect(broker)
+        request = MetadataRequest(
+            topics=[MetadataRequestTopic(topic_id=topic_id, name=None)],
+            allow_auto_topic_creation=False,
+        )
+        await client.send_raw(request_bytes(request, version, correlation_id=5))
+        reply = await read_frame(client.stream)
+        if reply is not None:  # answered: with an error for the topic, in a valid response
+            from protocol.frames import parse_response_header
+            from protocol.messages.metadata import MetadataResponse
+            from protocol.schema import decode
+
+            _, pos = parse_response_header(reply, True)
+            response = decode(MetadataResponse, version, reply, pos)
+            assert [t.error_code for t in response.topics] == [ErrorCode.INVALID_REQUEST]
+            assert (await client.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
+        await client.aclose()

@@ -1,0 +1,58 @@
+"""Options and reporting for the reliability tests.
+
+`--cycles N` sets how many kill/restart cycles each crash-cycle test runs: 3 by default (the
+short version that runs with the rest of the suite), 100 under `make reliability`.
+
+`long_run` is true when the run selects `-m reliability` (what `make reliability` does):
+the long live fuzz then sends its 120,000 frames; in the full suite it is skipped, because
+tests/fuzz/test_live_server.py runs the short version there.
+
+Each crash-cycle and fuzz test adds a line to the terminal summary with what it found, so
+a run reports cycles, frames and losses even when it passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+DEFAULT_CYCLES = 3
+
+_report: list[str] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cycles",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"kill/restart cycles per crash-cycle test (default {DEFAULT_CYCLES})",
+    )
+
+
+@pytest.fixture
+def cycles(request: pytest.FixtureRequest) -> int:
+    # The option is only registered when this directory is named on the command line (a
+    # conftest below the root is not read before the command line is parsed).
+    value = request.config.getoption("--cycles", default=None)
+    return int(value) if value is not None else DEFAULT_CYCLES
+
+
+@pytest.fixture
+def long_run(request: pytest.FixtureRequest) -> bool:
+    return "reliability" in (request.config.getoption("-m", default="") or "")
+
+
+@pytest.fixture
+def reliability_report() -> Any:
+    """report(line): add a line to the end-of-run summary."""
+    return _report.append
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _report:
+        terminalreporter.section("kmock reliability")
+        for line in _report:
+            terminalreporter.write_line(line)
