@@ -44,13 +44,7 @@ pytestmark = pytest.mark.integration
 
 CLIENT = "confluent-kafka"
 NOT_EXPRESSIBLE: dict[str, str] = {}
-_TRAILING_BYTES = (
-    "broker bug: librdkafka's all-topics Metadata v12 request (AdminClient.list_topics()) "
-    "carries 3 bytes after the body (a 4-byte placeholder for the null topics array); "
-    "kmock closes the connection on it ('3 bytes left over'), Kafka ignores trailing bytes "
-    "and lists every topic."
-)
-KNOWN_FAILURES = {"metadata": _TRAILING_BYTES, "create-delete-topic": _TRAILING_BYTES}
+KNOWN_FAILURES: dict[str, str] = {}
 
 CLIENT_ID = "kmock-confluent-kafka"
 log = logging.getLogger("confluent_kafka.librdkafka")

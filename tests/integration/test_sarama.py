@@ -30,11 +30,7 @@ pytestmark = pytest.mark.integration
 
 CLIENT = "sarama"
 NOT_EXPRESSIBLE: dict[str, str] = {}
-KNOWN_FAILURES = {
-    "metadata": "sarama 1.22's ClusterAdmin.ListTopics sends DescribeConfigs v0 (with "
-    "-version 2.1.0); kmock serves DescribeConfigs from v1, as Kafka 4.0 does "
-    "(KIP-896), and closes the connection (EOF). Kafka 3.x answers v0.",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 TIMEOUT_S = 30
 
