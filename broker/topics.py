@@ -37,6 +37,15 @@ log = logging.getLogger("broker.topics")
 OFFSETS_TOPIC = "__consumer_offsets"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
+# Kafka's controller refuses an operation that would write more than 10,000 records
+# (QuorumController.MAX_RECORDS_PER_USER_OP, KAFKA-14996); one record per partition here.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
+
+def check_partition_count(new_partitions: int) -> None:
+    if new_partitions > MAX_PARTITIONS_PER_REQUEST:
+        raise KafkaError(ErrorCode.POLICY_VIOLATION,
+                         "Excessively large number of partitions per request.")
 
 
 def validate_topic_name(name: str) -> None:
@@ -239,6 +248,7 @@ class TopicRegistry:
             self.check_new(name)
         if num_partitions < 1:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"{num_partitions} partitions")
+        check_partition_count(num_partitions)
         topic = Topic(name, topic_id or uuid.uuid4(), [], configs, internal)
         lc = _log_config(self.config, configs)
         topic.partitions = [self._open_partition(topic, i, lc, now_wall_ms)
@@ -250,6 +260,7 @@ class TopicRegistry:
 
     def add_partitions(self, name: str, total: int, *, now_wall_ms: int) -> None:
         topic = self.topics[name]
+        check_partition_count(total - len(topic.partitions))
         lc = _log_config(self.config, topic.configs)
         for i in range(len(topic.partitions), total):
             topic.partitions.append(self._open_partition(topic, i, lc, now_wall_ms))
@@ -273,9 +284,14 @@ class TopicRegistry:
         self._save()
 
     def close(self) -> None:
+        """Close every log; one that cannot be closed (a full or failed disk) is logged and
+        left for recovery at the next start, and the others are still closed."""
         for topic in self.topics.values():
             for p in topic.partitions:
-                p.log.close()
+                try:
+                    p.log.close()
+                except KafkaError as e:
+                    log.error("closing %s-%d failed: %s", topic.name, p.index, e)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -489,7 +489,14 @@ class Log:
             index_interval_bytes=self.config.index_interval_bytes,
             wall_ms=wall_ms,
         )
-        fsync_directory(self.path)
+        try:
+            fsync_directory(self.path)
+        except OSError:
+            # Undo the half-made roll: left in place, the new segment's file would make
+            # every later roll fail (it is created exclusively), wedging the partition
+            # after the disk recovered.
+            new.delete_files()
+            raise
         self._segments.append(new)
         self._bases.append(new.base_offset)
 

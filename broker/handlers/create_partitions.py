@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any
 
 from broker.handlers.create_topics import check_replicas
+from broker.topics import check_partition_count
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.create_partitions import (
     CreatePartitionsRequest,
@@ -46,6 +47,7 @@ def _add(ctx: Any, request: CreatePartitionsTopic, validate_only: bool) -> None:
         raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                          f"The topic {topic.name} currently has {current} partition(s); "
                          f"{request.count} would not be an increase.")
+    check_partition_count(request.count - current)
     if request.assignments is not None:
         added = request.count - current
         if len(request.assignments) != added:

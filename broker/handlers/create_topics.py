@@ -34,7 +34,7 @@ from typing import Any
 
 from broker.config import TOPIC_CONFIGS
 from broker.handlers.describe_configs import effective_topic_source, topic_value
-from broker.topics import validate_topic_configs
+from broker.topics import check_partition_count, validate_topic_configs
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.create_topics import (
     CreatableReplicaAssignment,
@@ -118,6 +118,7 @@ def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTo
                          "Null value not supported for topic configs: " + ",".join(nulls))
     overrides = validate_topic_configs({c.name: c.value for c in topic.configs})
     num_partitions = _partitions(config, topic, broker.node_id)
+    check_partition_count(num_partitions)
     if validate_only:
         topic_id = uuid.uuid4()
     else:

@@ -154,7 +154,6 @@ async def test_many_connections_at_once_are_all_served(tmp_path: Path) -> None:
                 for _ in range(connections):
                     nursery.start_soon(one)
             assert answered == connections
-            assert broker.open_connections == 0 or broker.open_connections <= connections
 
 
 # --- slow readers ------------------------------------------------------------------------
