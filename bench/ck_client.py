@@ -34,16 +34,22 @@ def _wait_topic(p: Producer, topic: str) -> None:
     while time.monotonic() < deadline:
         md = p.list_topics(topic, timeout=5)
         t = md.topics.get(topic)
-        if t is not None and t.error is None and 0 in t.partitions and \
-                t.partitions[0].leader >= 0:
+        if t is not None and t.error is None and 0 in t.partitions and t.partitions[0].leader >= 0:
             return
         time.sleep(0.05)
     raise RuntimeError(f"topic {topic} not available")
 
 
 def produce(bootstrap: str, topic: str, size: int, count: int) -> dict[str, float]:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                  "batch.size": 1_000_000, "compression.type": "none"})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "compression.type": "none",
+        }
+    )
     _wait_topic(p, topic)  # auto-creates the topic (Metadata), outside the timing
     payload = os.urandom(size)
     produce_ = p.produce
@@ -58,22 +64,28 @@ def produce(bootstrap: str, topic: str, size: int, count: int) -> dict[str, floa
             except BufferError:
                 poll(0.0005)
                 if time.perf_counter() > deadline:
-                    raise RuntimeError(f"produce not done after {PRODUCE_LIMIT_S:.0f} s "
-                                       f"({i} of {count} queued)") from None
+                    raise RuntimeError(
+                        f"produce not done after {PRODUCE_LIMIT_S:.0f} s ({i} of {count} queued)"
+                    ) from None
         if not i & 1023:
             poll(0)
     left = p.flush(max(1.0, deadline - time.perf_counter()))
     t1 = time.perf_counter()
     if left:
-        raise RuntimeError(f"{left} of {count} messages not delivered after "
-                           f"{t1 - t0:.0f} s")
+        raise RuntimeError(f"{left} of {count} messages not delivered after {t1 - t0:.0f} s")
     return {"produce_s": t1 - t0}
 
 
 def consume(bootstrap: str, topic: str, count: int) -> dict[str, float]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 10,
-                  "enable.partition.eof": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-consume",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 10,
+            "enable.partition.eof": False,
+        }
+    )
     tp = TopicPartition(topic, 0)
     low, high = c.get_watermark_offsets(tp, timeout=10)
     if high - low <= 0:

@@ -65,18 +65,14 @@ def percentile(xs: Sequence[float], q: float) -> float:
     if not xs:
         return float("nan")
     s = sorted(xs)
-    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    k = max(0, min(len(s) - 1, round(q / 100 * len(s) + 0.5) - 1))
     return s[k]
 
 
 def fmt(x: float | None, digits: int = 0, unit: str = "") -> str:
     if x is None or x != x:  # NaN
         return "-"
-    if digits == 0:
-        s = f"{x:,.0f}"
-    else:
-        s = f"{x:,.{digits}f}"
-    return s + unit
+    return f"{x:,.{digits}f}" + unit
 
 
 def ratio(a: float | None, b: float | None) -> str:
@@ -146,8 +142,9 @@ def kmock_command() -> tuple[list[str], str]:
     """How to start kmock: the venv's `kmock` console script if installed, else -m."""
     script = Path(PY).parent / "kmock"
     if script.exists():
-        return [str(script)], str(script.relative_to(ROOT) if script.is_relative_to(ROOT)
-                                      else script)
+        return [str(script)], str(
+            script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
+        )
     return [PY, "-m", "broker.cli"], f"{PY} -m broker.cli"
 
 
@@ -170,9 +167,16 @@ class KmockProcess:
     Use as a context manager; `.start_s` is spawn -> first successful TCP connect.
     """
 
-    def __init__(self, data_dir: Path | None = None, *, overrides: dict[str, Any] | None = None,
-                 admin: bool = False, ready: str = "connect", timeout: float = 60.0,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None = None,
+        *,
+        overrides: dict[str, Any] | None = None,
+        admin: bool = False,
+        ready: str = "connect",
+        timeout: float = 60.0,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.env = env
         self.owns_dir = data_dir is None
         TMP.mkdir(parents=True, exist_ok=True)
@@ -201,8 +205,14 @@ class KmockProcess:
 
     def __enter__(self) -> KmockProcess:
         cmd, _ = kmock_command()
-        cmd = [*cmd, "serve", "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
-               "--log-dirs", str(self.data_dir)]
+        cmd = [
+            *cmd,
+            "serve",
+            "--listeners",
+            f"PLAINTEXT://127.0.0.1:{self.port}",
+            "--log-dirs",
+            str(self.data_dir),
+        ]
         if self.admin_port is not None:
             cmd += ["--admin-port", str(self.admin_port)]
         for k, v in self.overrides.items():
@@ -211,9 +221,14 @@ class KmockProcess:
         self._log = open(self.log_path, "wb")
         self.spawn_wall = time.time()
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL,
-                                     env={**os.environ, **self.env} if self.env else None)
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env} if self.env else None,
+        )
         deadline = t0 + self.timeout
         check = self._readyz if self.ready == "readyz" else lambda: try_connect(self.port)
         while True:
@@ -225,12 +240,14 @@ class KmockProcess:
                 break
             if self.proc.poll() is not None:
                 self.__exit__(None, None, None)
-                raise RuntimeError(f"kmock exited with {self.proc.returncode}:\n"
-                                   + self.log_text()[-3000:])
+                raise RuntimeError(
+                    f"kmock exited with {self.proc.returncode}:\n" + self.log_text()[-3000:]
+                )
             if time.perf_counter() > deadline:
                 self.__exit__(None, None, None)
-                raise RuntimeError(f"kmock not ready after {self.timeout} s:\n"
-                                   + self.log_text()[-3000:])
+                raise RuntimeError(
+                    f"kmock not ready after {self.timeout} s:\n" + self.log_text()[-3000:]
+                )
             time.sleep(0.001)
         return self
 
@@ -268,8 +285,9 @@ class KmockProcess:
         with contextlib.suppress(Exception):
             self._log.close()
         self._log_cache = self.log_text()  # the log goes with the temp dir
-        self.error_lines = [ln for ln in self._log_cache.splitlines()
-                            if " ERROR " in ln or " CRITICAL " in ln]
+        self.error_lines = [
+            ln for ln in self._log_cache.splitlines() if " ERROR " in ln or " CRITICAL " in ln
+        ]
         if self.owns_dir and not os.environ.get("BENCH_KEEP_TMP"):
             shutil.rmtree(self.data_dir.parent, ignore_errors=True)
 
@@ -286,12 +304,15 @@ class KmockProcess:
     def logged_replay(self) -> tuple[int, float, float]:
         """(records, ms as logged, ms from spawn to the log line's timestamp)."""
         text = self.log_text()
-        m = re.search(r"^(\S+) INFO broker\.runtime replayed (\d+) __consumer_offsets records"
-                      r".* in (\d+) ms", text, re.M)
+        m = re.search(
+            r"^(\S+) INFO broker\.runtime replayed (\d+) __consumer_offsets records"
+            r".* in (\d+) ms",
+            text,
+            re.M,
+        )
         if not m:
             return -1, float("nan"), float("nan")
-        return (int(m.group(2)), float(m.group(3)),
-                (_log_ts(m.group(1)) - self.spawn_wall) * 1000)
+        return (int(m.group(2)), float(m.group(3)), (_log_ts(m.group(1)) - self.spawn_wall) * 1000)
 
 
 def _log_ts(ts: str) -> float:
@@ -312,8 +333,13 @@ class MockProcess:
         self.bootstrap = ""
 
     def __enter__(self) -> MockProcess:
-        self.proc = subprocess.Popen([PY, str(BENCH / "mock_holder.py")], cwd=ROOT,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [PY, str(BENCH / "mock_holder.py")],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
         if not line:
@@ -354,9 +380,12 @@ class FloorProcess:
 
     def __enter__(self) -> FloorProcess:
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen([PY, str(BENCH / "trio_floor.py"), str(self.port)], cwd=ROOT,
-                                     stdin=subprocess.DEVNULL,
-                                     env={**os.environ, **self.env} if self.env else None)
+        self.proc = subprocess.Popen(
+            [PY, str(BENCH / "trio_floor.py"), str(self.port)],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env} if self.env else None,
+        )
         while not try_connect(self.port):
             if self.proc.poll() is not None or time.perf_counter() - t0 > 30:
                 raise RuntimeError("trio_floor did not start")
@@ -377,8 +406,14 @@ class FloorProcess:
 def run_json(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run a helper that prints one JSON object on its last stdout line."""
     try:
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, **(env or {})})
+        p = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
     except subprocess.TimeoutExpired as e:
         return {"error": f"timed out after {timeout:.0f} s", "stderr": str(e.stderr)[-2000:]}
     lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
@@ -444,12 +479,22 @@ def versions() -> dict[str, str]:
 
 def git_revision() -> str:
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, timeout=5)
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         if rev.returncode != 0:
             return "no commit yet"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=ROOT, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         return rev.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "?"

@@ -26,8 +26,8 @@ import struct
 from typing import Any
 
 import trio
-
 from kwire import CLIENT_ID, decode_response
+
 from protocol.consumer_protocol import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
@@ -57,15 +57,21 @@ class _Client:
 
     async def call(self, request: Message, version: int) -> Any:
         corr = next(self.corr)
-        chunks = frame_request(type(request).API_KEY, version, corr, CLIENT_ID,
-                               encode_chunks(request, version), type(request).is_flexible(version))
+        chunks = frame_request(
+            type(request).API_KEY,
+            version,
+            corr,
+            CLIENT_ID,
+            encode_chunks(request, version),
+            type(request).is_flexible(version),
+        )
         await self.stream.send_all(b"".join(bytes(c) for c in chunks))
         while True:
             if len(self.buf) >= 4:
                 (size,) = struct.unpack_from(">i", self.buf)
                 if len(self.buf) >= 4 + size:
-                    frame = bytes(self.buf[4:4 + size])
-                    del self.buf[:4 + size]
+                    frame = bytes(self.buf[4 : 4 + size])
+                    del self.buf[: 4 + size]
                     got, resp = decode_response(type(request).API_KEY, version, frame)
                     assert got == corr
                     return resp
@@ -96,10 +102,13 @@ class _Run:
 
     def _join(self, member_id: str) -> JoinGroupRequest:
         return JoinGroupRequest(
-            group_id=self.group, session_timeout_ms=SESSION_TIMEOUT_MS,
-            rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, member_id=member_id,
+            group_id=self.group,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
+            member_id=member_id,
             protocol_type="consumer",
-            protocols=[JoinGroupRequestProtocol(name="range", metadata=self.subscription)])
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=self.subscription)],
+        )
 
     def _check_done(self, generation: int) -> None:
         if len(self.synced) == self.n and all(g == generation for g, _ in self.synced.values()):
@@ -138,13 +147,24 @@ class _Run:
                 if join.leader == member_id:
                     for k, m in enumerate(join.members):
                         a = ConsumerProtocolAssignment(
-                            assigned_partitions=[TopicPartition(topic=TOPIC, partitions=[k])])
-                        assignments.append(SyncGroupRequestAssignment(
-                            member_id=m.member_id, assignment=encode_assignment(a, 0)))
-                sync = await c.call(SyncGroupRequest(
-                    group_id=self.group, generation_id=generation, member_id=member_id,
-                    protocol_type="consumer", protocol_name="range",
-                    assignments=assignments), self.v["sync"])
+                            assigned_partitions=[TopicPartition(topic=TOPIC, partitions=[k])]
+                        )
+                        assignments.append(
+                            SyncGroupRequestAssignment(
+                                member_id=m.member_id, assignment=encode_assignment(a, 0)
+                            )
+                        )
+                sync = await c.call(
+                    SyncGroupRequest(
+                        group_id=self.group,
+                        generation_id=generation,
+                        member_id=member_id,
+                        protocol_type="consumer",
+                        protocol_name="range",
+                        assignments=assignments,
+                    ),
+                    self.v["sync"],
+                )
                 if sync.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
                     continue
                 if sync.error_code:
@@ -158,9 +178,12 @@ class _Run:
                         await self.done.wait()
                     if self.done.is_set():
                         break
-                    hb = await c.call(HeartbeatRequest(
-                        group_id=self.group, generation_id=generation, member_id=member_id),
-                        self.v["heartbeat"])
+                    hb = await c.call(
+                        HeartbeatRequest(
+                            group_id=self.group, generation_id=generation, member_id=member_id
+                        ),
+                        self.v["heartbeat"],
+                    )
                     if hb.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
                         break
                     if hb.error_code:
@@ -172,14 +195,19 @@ class _Run:
 async def _leave(addr: tuple[str, int], group: str, ids: list[str | None], version: int) -> None:
     stream = await trio.open_tcp_stream(*addr)
     try:
-        await _Client(stream).call(LeaveGroupRequest(
-            group_id=group, members=[MemberIdentity(member_id=m) for m in ids if m]), version)
+        await _Client(stream).call(
+            LeaveGroupRequest(
+                group_id=group, members=[MemberIdentity(member_id=m) for m in ids if m]
+            ),
+            version,
+        )
     finally:
         await stream.aclose()
 
 
-async def form_group(addr: tuple[str, int], n: int, group: str, versions: dict[str, int],
-                     timeout_s: float = 60.0) -> dict[str, Any]:
+async def form_group(
+    addr: tuple[str, int], n: int, group: str, versions: dict[str, int], timeout_s: float = 60.0
+) -> dict[str, Any]:
     run = _Run(n, group, versions)
     with trio.move_on_after(timeout_s) as scope:
         async with trio.open_nursery() as nursery:

@@ -22,8 +22,9 @@ import time
 from array import array
 from typing import Any
 
-from broker.routes import route_for
 from common import proc_cpu_s
+
+from broker.routes import route_for
 from protocol.frames import API_VERSIONS_KEY, frame_request, parse_response_header
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.schema import Message, decode, encode_chunks
@@ -33,8 +34,14 @@ CLIENT_ID = "kmock-bench"
 
 
 def request_bytes(request: Message, version: int, correlation_id: int = 1) -> bytes:
-    chunks = frame_request(type(request).API_KEY, version, correlation_id, CLIENT_ID,
-                           encode_chunks(request, version), type(request).is_flexible(version))
+    chunks = frame_request(
+        type(request).API_KEY,
+        version,
+        correlation_id,
+        CLIENT_ID,
+        encode_chunks(request, version),
+        type(request).is_flexible(version),
+    )
     return b"".join(bytes(c) for c in chunks)
 
 
@@ -126,7 +133,7 @@ class LoopResult:
 
 
 class _Conn:
-    __slots__ = ("sock", "req", "corr", "t_sent", "buf", "expected", "version", "api_key")
+    __slots__ = ("api_key", "buf", "corr", "expected", "req", "sock", "t_sent", "version")
 
     def __init__(self, sock: socket.socket, req: bytes, api_key: int, version: int) -> None:
         self.sock = sock
@@ -139,8 +146,14 @@ class _Conn:
         self.version = version
 
 
-def closed_loop(addr: tuple[str, int], requests: list[tuple[Message, int]], *,
-                duration_s: float, warmup_s: float, server_pid: int | None = None) -> LoopResult:
+def closed_loop(
+    addr: tuple[str, int],
+    requests: list[tuple[Message, int]],
+    *,
+    duration_s: float,
+    warmup_s: float,
+    server_pid: int | None = None,
+) -> LoopResult:
     """One connection per (request, version); each sends it again as soon as it is answered.
 
     The rate counts the answers received inside the measured window (`duration_s`, after
@@ -156,8 +169,7 @@ def closed_loop(addr: tuple[str, int], requests: list[tuple[Message, int]], *,
             # librdkafka mock listens with a backlog of 5; a burst of connects overflows it
             # and the kernel retries the dropped SYNs only after 1 s.)
             call(s, ApiVersionsRequest(), 0)
-            conns[s.fileno()] = _Conn(s, request_bytes(req, version, 1), type(req).API_KEY,
-                                      version)
+            conns[s.fileno()] = _Conn(s, request_bytes(req, version, 1), type(req).API_KEY, version)
         connect_s = time.perf_counter() - t_c0
         ep = select.epoll()
         for fd, c in conns.items():
@@ -194,8 +206,8 @@ def closed_loop(addr: tuple[str, int], requests: list[tuple[Message, int]], *,
                     if len(buf) < 4 + size:
                         break
                     t = perf()
-                    frame = bytes(buf[4:4 + size])
-                    del buf[:4 + size]
+                    frame = bytes(buf[4 : 4 + size])
+                    del buf[: 4 + size]
                     (corr,) = unpack_from(frame, 0)
                     if corr != c.corr:
                         raise RuntimeError(f"correlation id {corr}, expected {c.corr}")
@@ -216,17 +228,26 @@ def closed_loop(addr: tuple[str, int], requests: list[tuple[Message, int]], *,
                     c.t_sent = perf()
                     c.sock.send(c.req)
         ep.close()
-        server_cpu = (proc_cpu_s(server_pid) - cpu_mark[0]) if cpu_mark and server_pid \
-            else float("nan")
-        return LoopResult(done_in_window, duration_s, lat, errors, connect_s,
-                          time.process_time() - cpu0, server_cpu)
+        server_cpu = (
+            (proc_cpu_s(server_pid) - cpu_mark[0]) if cpu_mark and server_pid else float("nan")
+        )
+        return LoopResult(
+            done_in_window,
+            duration_s,
+            lat,
+            errors,
+            connect_s,
+            time.process_time() - cpu0,
+            server_cpu,
+        )
     finally:
         for c in conns.values():
             c.sock.close()
 
 
-def usable_version(request: Message, *targets: tuple[tuple[str, int], dict[int, tuple[int, int]]]
-                   ) -> int:
+def usable_version(
+    request: Message, *targets: tuple[tuple[str, int], dict[int, tuple[int, int]]]
+) -> int:
     """The highest version of `request` that every target advertises and whose response our
     codec decodes cleanly from every target (probed with one real request each).
 
@@ -240,7 +261,7 @@ def usable_version(request: Message, *targets: tuple[tuple[str, int], dict[int, 
             for addr, _ in targets:
                 with connect(addr) as s:
                     call(s, request, version)
-        except Exception:  # noqa: BLE001 - a decode failure means: try the next version down
+        except Exception:
             continue
         return version
     raise RuntimeError(f"no version of {cls.__name__} works with every target")

@@ -35,10 +35,23 @@ PYSPY = str(Path(PY).parent / "py-spy")
 
 
 class Spy:
-    def __init__(self, pid: int, out: Path, seconds: float | None, native: bool,
-                 gil: bool = True) -> None:
-        cmd = [PYSPY, "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
-               "--function", "--threads", "-o", str(out)]
+    def __init__(
+        self, pid: int, out: Path, seconds: float | None, native: bool, gil: bool = True
+    ) -> None:
+        cmd = [
+            PYSPY,
+            "record",
+            "--pid",
+            str(pid),
+            "--format",
+            "raw",
+            "--rate",
+            "250",
+            "--function",
+            "--threads",
+            "-o",
+            str(out),
+        ]
         if gil:
             # Only samples holding the GIL: leaves out blocking syscalls (send() on loopback
             # is charged the receiver's wake-up and preemption on this busy 2-core VM).
@@ -65,13 +78,16 @@ def report(path: Path, top: int) -> None:
         if not stack:
             continue
         count = int(n)
-        frames = [f for f in stack.split(";") if not f.startswith("thread (")
-                  and not f.startswith("process ")]
+        frames = [
+            f
+            for f in stack.split(";")
+            if not f.startswith("thread (") and not f.startswith("process ")
+        ]
         if not frames:
             continue
         total += count
         self_c[_short(frames[-1])] += count
-        for f in set(_short(x) for x in frames):
+        for f in {_short(x) for x in frames}:
             incl[f] += count
     print(f"{total} samples")
     print("\n--- self time ---")
@@ -114,11 +130,28 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(dir=TMP))
         cmd, _ = kmock_command()
         port = 0
-        spy = subprocess.Popen([PYSPY, "record", "--format", "raw", "--rate", "1000",
-                                "--function", "-o", str(out), "--", *cmd, "serve",
-                                "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
-                                "--log-dirs", str(work / "data")],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spy = subprocess.Popen(
+            [
+                PYSPY,
+                "record",
+                "--format",
+                "raw",
+                "--rate",
+                "1000",
+                "--function",
+                "-o",
+                str(out),
+                "--",
+                *cmd,
+                "serve",
+                "--listeners",
+                f"PLAINTEXT://127.0.0.1:{port}",
+                "--log-dirs",
+                str(work / "data"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(a.seconds)
         for child in _children(spy.pid):
             os.kill(child, 15)
@@ -136,11 +169,29 @@ def main() -> None:
             pass
         print(replay_gen.generate(data, a.records))
         cmd, _ = kmock_command()
-        spy = subprocess.Popen([PYSPY, "record", "--format", "raw", "--rate", "250",
-                                "--function", "-o", str(out), "--", *cmd, "serve",
-                                "--listeners", "PLAINTEXT://127.0.0.1:0",
-                                "--log-dirs", str(data)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        spy = subprocess.Popen(
+            [
+                PYSPY,
+                "record",
+                "--format",
+                "raw",
+                "--rate",
+                "250",
+                "--function",
+                "-o",
+                str(out),
+                "--",
+                *cmd,
+                "serve",
+                "--listeners",
+                "PLAINTEXT://127.0.0.1:0",
+                "--log-dirs",
+                str(data),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.time() + 600
         logf = data.parent
         # wait for the replay line in kmock's stderr (py-spy passes it through)
@@ -168,27 +219,35 @@ def main() -> None:
         if sc == "commits":
             v = kwire.common_version(type(_commit_requests(1, 0, 8)[0][0]), adv)
             reqs = _commit_requests(a.conns, 0, v)
-            load = lambda: kwire.closed_loop(k.addr, reqs, duration_s=a.seconds + 2,  # noqa: E731
-                                             warmup_s=0.5)
+
+            def load() -> object:
+                return kwire.closed_loop(k.addr, reqs, duration_s=a.seconds + 2, warmup_s=0.5)
+
         elif sc == "metadata":
             from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 
             req = MetadataRequest(topics=[MetadataRequestTopic(name="bench-meta")])
-            load = lambda: kwire.closed_loop(k.addr, [(req, 8)] * a.conns,  # noqa: E731
-                                             duration_s=a.seconds + 2, warmup_s=0.5)
+
+            def load() -> object:
+                return kwire.closed_loop(
+                    k.addr, [(req, 8)] * a.conns, duration_s=a.seconds + 2, warmup_s=0.5
+                )
+
         elif sc == "join":
+            import join_bench
             import trio
 
-            import join_bench
             from protocol.messages.heartbeat import HeartbeatRequest
             from protocol.messages.join_group import JoinGroupRequest
             from protocol.messages.leave_group import LeaveGroupRequest
             from protocol.messages.sync_group import SyncGroupRequest
 
-            vs = {"join": kwire.common_version(JoinGroupRequest, adv),
-                  "sync": kwire.common_version(SyncGroupRequest, adv),
-                  "heartbeat": kwire.common_version(HeartbeatRequest, adv),
-                  "leave": kwire.common_version(LeaveGroupRequest, adv)}
+            vs = {
+                "join": kwire.common_version(JoinGroupRequest, adv),
+                "sync": kwire.common_version(SyncGroupRequest, adv),
+                "heartbeat": kwire.common_version(HeartbeatRequest, adv),
+                "leave": kwire.common_version(LeaveGroupRequest, adv),
+            }
 
             def load() -> None:
                 for r in range(int(a.seconds)):
@@ -197,14 +256,33 @@ def main() -> None:
             size, count = (100, 300_000) if sc.endswith("100") else (10240, 30_000)
             extra = []
             if sc.startswith("consume"):  # fill the topic first, unprofiled
-                subprocess.run([PY, str(BENCH_DIR / "ck_client.py"), k.bootstrap,
-                                f"prof-{size}", str(size), str(count)], capture_output=True)
+                subprocess.run(
+                    [
+                        PY,
+                        str(BENCH_DIR / "ck_client.py"),
+                        k.bootstrap,
+                        f"prof-{size}",
+                        str(size),
+                        str(count),
+                    ],
+                    capture_output=True,
+                )
                 extra = ["consume-only"]
 
             def load() -> None:
-                r = subprocess.run([PY, str(BENCH_DIR / "ck_client.py"), k.bootstrap,
-                                    f"prof-{size}", str(size), str(count), *extra],
-                                   capture_output=True, text=True)
+                r = subprocess.run(
+                    [
+                        PY,
+                        str(BENCH_DIR / "ck_client.py"),
+                        k.bootstrap,
+                        f"prof-{size}",
+                        str(size),
+                        str(count),
+                        *extra,
+                    ],
+                    capture_output=True,
+                    text=True,
+                )
                 print(r.stdout.strip()[-500:])
         else:
             raise SystemExit(f"unknown scenario {sc}")
@@ -218,8 +296,10 @@ def main() -> None:
         if result and hasattr(result[0], "rate"):
             r = result[0]
             lat = sorted(r.latencies_s)  # type: ignore[attr-defined]
-            print(f"rate {r.rate:.0f}/s p50 {lat[len(lat) // 2] * 1000:.1f} ms "  # type: ignore[attr-defined]
-                  f"p99 {lat[int(len(lat) * 0.99)] * 1000:.1f} ms errors {r.errors}")  # type: ignore[attr-defined]
+            print(
+                f"rate {r.rate:.0f}/s p50 {lat[len(lat) // 2] * 1000:.1f} ms "  # type: ignore[attr-defined]
+                f"p99 {lat[int(len(lat) * 0.99)] * 1000:.1f} ms errors {r.errors}"
+            )  # type: ignore[attr-defined]
     report(out, a.top)
 
 

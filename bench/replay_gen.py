@@ -36,12 +36,19 @@ def generate(data_dir: Path, records: int, groups: int = 1000, partitions: int =
     coordinator = GroupCoordinator(CoordinatorConfig(offsets_topic_num_partitions=n_partitions))
     now = int(time.time() * 1000)
     config = LogConfig(cleanup_policy="compact", segment_bytes=segment_bytes)
-    logs = {p: Log.open(data_dir / f"{OFFSETS_TOPIC}-{p}", config, now_wall_ms=now)
-            for p in range(n_partitions)}
+    logs = {
+        p: Log.open(data_dir / f"{OFFSETS_TOPIC}-{p}", config, now_wall_ms=now)
+        for p in range(n_partitions)
+    }
     group_ids = [f"replay-group-{g:05d}" for g in range(groups)]
     placement = [coordinator.partition_for(g) for g in group_ids]
-    keys = [[encode_key(OffsetCommitKey(group=g, topic="orders", partition=p))
-             for p in range(partitions)] for g in group_ids]
+    keys = [
+        [
+            encode_key(OffsetCommitKey(group=g, topic="orders", partition=p))
+            for p in range(partitions)
+        ]
+        for g in group_ids
+    ]
     written = 0
     batches = 0
     rounds = 0
@@ -54,12 +61,22 @@ def generate(data_dir: Path, records: int, groups: int = 1000, partitions: int =
                     break
                 offset_base = rounds * 1000
                 batch = build_batch(
-                    (keys[gi][p],
-                     encode_value(OffsetCommitValue(offset=offset_base + p, leader_epoch=0,
-                                                    metadata="", commit_timestamp=now),
-                                  VALUE_VERSION),
-                     (), now)
-                    for p in range(take))
+                    (
+                        keys[gi][p],
+                        encode_value(
+                            OffsetCommitValue(
+                                offset=offset_base + p,
+                                leader_epoch=0,
+                                metadata="",
+                                commit_timestamp=now,
+                            ),
+                            VALUE_VERSION,
+                        ),
+                        (),
+                        now,
+                    )
+                    for p in range(take)
+                )
                 logs[placement[gi]].append(batch, wall_ms=now)
                 written += take
                 batches += 1
@@ -68,8 +85,17 @@ def generate(data_dir: Path, records: int, groups: int = 1000, partitions: int =
         for log in logs.values():
             log.close()  # fsyncs and writes the index files
     used = len(set(placement))
-    size = sum(f.stat().st_size for p in range(n_partitions)
-               for f in (data_dir / f"{OFFSETS_TOPIC}-{p}").glob("*.log"))
-    return {"records": written, "batches": batches, "groups": groups,
-            "keys": groups * partitions, "partitions_used": used,
-            "bytes": size, "seconds": time.perf_counter() - t0}
+    size = sum(
+        f.stat().st_size
+        for p in range(n_partitions)
+        for f in (data_dir / f"{OFFSETS_TOPIC}-{p}").glob("*.log")
+    )
+    return {
+        "records": written,
+        "batches": batches,
+        "groups": groups,
+        "keys": groups * partitions,
+        "partitions_used": used,
+        "bytes": size,
+        "seconds": time.perf_counter() - t0,
+    }

@@ -47,6 +47,56 @@ from common import (  # noqa: E402
 
 RESULTS = BENCH_DIR / "RESULTS.md"
 
+PC_HEADER = [
+    "phase",
+    "mock msg/s",
+    "mock MB/s",
+    "kmock msg/s",
+    "kmock MB/s",
+    "ratio",
+    "target",
+    "met",
+    "kmock no fsync msg/s",
+    "ratio no fsync",
+    "raw mock",
+    "raw kmock",
+    "raw no fsync",
+]
+COMMIT_HEADER = [
+    "target",
+    "commits/s",
+    "p50 ms",
+    "p99 ms",
+    "server CPU us/commit",
+    "errors",
+    "ratio kmock/mock",
+    "target met (>= 20k/s, p99 <= 20 ms)",
+    "raw commits/s",
+    "raw p99 ms",
+]
+JOIN_HEADER = [
+    "rep",
+    "t1 - t0 ms",
+    "t1 - last JoinGroup sent by anyone ms",
+    "generations synced",
+    "final generation",
+    "rejoins after t0",
+    "error",
+]
+META_HEADER = [
+    "target",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    "p99.9 ms",
+    "max ms",
+    "server CPU us/req",
+    "connect all s",
+    "errors",
+    "raw p99 ms",
+]
+SUMMARY_HEADER = ["#", "measurement", "kmock", "reference", "ratio", "target", "met?"]
+
 P = {  # parameters: (full, quick)
     "start_reps": (5, 2),
     "idle_s": (1.0, 0.5),
@@ -96,8 +146,9 @@ class Report:
         self.sections: list[str] = []
         self.notes: list[str] = []
 
-    def row(self, num: str, what: str, kmock: str, ref: str, rat: str, target: str,
-            ok: bool | None) -> None:
+    def row(
+        self, num: str, what: str, kmock: str, ref: str, rat: str, target: str, ok: bool | None
+    ) -> None:
         self.summary.append((num, what, kmock, ref, rat, target, met(ok)))
 
     def section(self, text: str) -> None:
@@ -105,8 +156,10 @@ class Report:
 
 
 def table(header: list[str], rows: list[list[Any]]) -> str:
-    out = ["| " + " | ".join(header) + " |",
-           "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    out = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|",
+    ]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(out) + "\n"
 
@@ -150,11 +203,24 @@ def bench_startup(rep: Report) -> None:
                     f_conn.append(f.start_s)
     mc, mf = median(k_conn), median(f_conn)
     mr, mfr = median(k_rss), median(f_rss)
-    rep.row("1", "start: spawn `kmock serve` -> TCP connect OK (empty data dir)",
-            fmt(mc, 3, " s"), fmt(mf, 3, " s") + " (python+trio listener)", ratio(mc, mf),
-            "<= 0.5 s", mc <= 0.5)
-    rep.row("1", "idle RSS after start", fmt(mr, 1, " MB"), fmt(mfr, 1, " MB") +
-            " (python+trio listener)", ratio(mr, mfr), "<= 50 MB", mr <= 50)
+    rep.row(
+        "1",
+        "start: spawn `kmock serve` -> TCP connect OK (empty data dir)",
+        fmt(mc, 3, " s"),
+        fmt(mf, 3, " s") + " (python+trio listener)",
+        ratio(mc, mf),
+        "<= 0.5 s",
+        mc <= 0.5,
+    )
+    rep.row(
+        "1",
+        "idle RSS after start",
+        fmt(mr, 1, " MB"),
+        fmt(mfr, 1, " MB") + " (python+trio listener)",
+        ratio(mr, mfr),
+        "<= 50 MB",
+        mr <= 50,
+    )
     rep.section(f"""## 1. Start-up time and idle RSS
 
 `kmock serve --listeners PLAINTEXT://127.0.0.1:<free port> --log-dirs <new empty dir>`
@@ -164,23 +230,71 @@ port succeeds (polled every 1 ms). Reference, interleaved with it: `bench/trio_f
 any Python/trio broker. Bytecode caches are on (kept in bench/tmp/pycache, written by one
 untimed start of each), as for any installed copy; the "no bytecode cache" row starts kmock
 with PYTHONDONTWRITEBYTECODE=1 and an empty cache dir, i.e. compiling every module.
-RSS is VmRSS from /proc/PID/status {p('idle_s')} s after the port accepts. {reps}
+RSS is VmRSS from /proc/PID/status {p("idle_s")} s after the port accepts. {reps}
 repetitions, the three kinds of start shuffled in each; medians.
 
-{table(["measurement", "kmock", "reference: python+trio listener", "ratio", "raw kmock", "raw reference"], [
-    ["spawn -> TCP connect succeeds", fmt(mc, 3, " s"), fmt(mf, 3, " s"), ratio(mc, mf),
-     raw(k_conn, 3), raw(f_conn, 3)],
-    ["spawn -> first ApiVersions response (connect, then one round trip)",
-     fmt(median(k_first), 3, " s"), "-", "-", raw(k_first, 3), "-"],
-    ["spawn -> 'kmock listening' log line (its timestamp, ms resolution)",
-     fmt(median(k_logged), 3, " s"), "-", "-", raw(k_logged, 3), "-"],
-    ["inside serve(), as logged ('listening ... in N ms')", fmt(median(k_serve), 0, " ms"),
-     "-", "-", raw(k_serve), "-"],
-    ["spawn -> TCP connect, no bytecode cache", fmt(median(cold), 3, " s"), fmt(mf, 3, " s"),
-     ratio(median(cold), mf), raw(cold, 3), "-"],
-    ["idle RSS (VmRSS)", fmt(mr, 1, " MB"), fmt(mfr, 1, " MB"), ratio(mr, mfr),
-     raw(k_rss, 1), raw(f_rss, 1)],
-])}
+{
+        table(
+            [
+                "measurement",
+                "kmock",
+                "reference: python+trio listener",
+                "ratio",
+                "raw kmock",
+                "raw reference",
+            ],
+            [
+                [
+                    "spawn -> TCP connect succeeds",
+                    fmt(mc, 3, " s"),
+                    fmt(mf, 3, " s"),
+                    ratio(mc, mf),
+                    raw(k_conn, 3),
+                    raw(f_conn, 3),
+                ],
+                [
+                    "spawn -> first ApiVersions response (connect, then one round trip)",
+                    fmt(median(k_first), 3, " s"),
+                    "-",
+                    "-",
+                    raw(k_first, 3),
+                    "-",
+                ],
+                [
+                    "spawn -> 'kmock listening' log line (its timestamp, ms resolution)",
+                    fmt(median(k_logged), 3, " s"),
+                    "-",
+                    "-",
+                    raw(k_logged, 3),
+                    "-",
+                ],
+                [
+                    "inside serve(), as logged ('listening ... in N ms')",
+                    fmt(median(k_serve), 0, " ms"),
+                    "-",
+                    "-",
+                    raw(k_serve),
+                    "-",
+                ],
+                [
+                    "spawn -> TCP connect, no bytecode cache",
+                    fmt(median(cold), 3, " s"),
+                    fmt(mf, 3, " s"),
+                    ratio(median(cold), mf),
+                    raw(cold, 3),
+                    "-",
+                ],
+                [
+                    "idle RSS (VmRSS)",
+                    fmt(mr, 1, " MB"),
+                    fmt(mfr, 1, " MB"),
+                    ratio(mr, mfr),
+                    raw(k_rss, 1),
+                    raw(f_rss, 1),
+                ],
+            ],
+        )
+    }
 Of the {fmt(mc, 3)} s, about {fmt(mf, 3)} s is the interpreter + trio floor; the rest is
 importing kmock's modules and parsing the configuration before serve() binds the port.
 serve() opens the port before it creates the 50 __consumer_offsets partitions and starts
@@ -237,31 +351,62 @@ def bench_produce_consume(rep: Report) -> None:
                     if not alive:
                         out["error"] = out.get("error", "") + " (kmock died)"
                 if "error" in out:
-                    errors.append(f"{who} {size} B trial {t + 1}: {out['error']}"
-                                  + (f"; kmock log: {out['error_log'][0]}" if out.get("error_log") else ""))
+                    errors.append(
+                        f"{who} {size} B trial {t + 1}: {out['error']}"
+                        + (f"; kmock log: {out['error_log'][0]}" if out.get("error_log") else "")
+                    )
                 res.setdefault((size, who), []).append(out)
     rows = []
     for size, count in sizes:
         for phase in ("produce", "consume"):
-            per = {who: [_msgs_per_s(o, phase, count) for o in res.get((size, who), [])]
-                   for who in targets}
+            per = {
+                who: [_msgs_per_s(o, phase, count) for o in res.get((size, who), [])]
+                for who in targets
+            }
             med = {who: median(v) for who, v in per.items()}
             mm, mk = med["mock"], med["kmock"]
             mn = med.get("nofsync", float("nan"))
             label = f"{phase} {size} B x {count:,}"
             r = mk / mm if not (_nan(mk) or _nan(mm) or mm == 0) else float("nan")
-            rows.append([label, fmt(mm), fmt(mm * size / 1e6, 1), fmt(mk), fmt(mk * size / 1e6, 1),
-                         ratio(mk, mm), ">= 0.70x", met(None if _nan(r) else r >= 0.7),
-                         fmt(mn), ratio(mn, mm),
-                         raw(per["mock"]), raw(per["kmock"]), raw(per.get("nofsync", []))])
-            rep.row("2", f"{phase} msg/s, {size} B messages (confluent-kafka)",
-                    fmt(mk) + " msg/s", fmt(mm) + " msg/s (librdkafka mock)", ratio(mk, mm),
-                    ">= 0.70x mock", None if _nan(r) else r >= 0.7)
+            rows.append(
+                [
+                    label,
+                    fmt(mm),
+                    fmt(mm * size / 1e6, 1),
+                    fmt(mk),
+                    fmt(mk * size / 1e6, 1),
+                    ratio(mk, mm),
+                    ">= 0.70x",
+                    met(None if _nan(r) else r >= 0.7),
+                    fmt(mn),
+                    ratio(mn, mm),
+                    raw(per["mock"]),
+                    raw(per["kmock"]),
+                    raw(per.get("nofsync", [])),
+                ]
+            )
+            rep.row(
+                "2",
+                f"{phase} msg/s, {size} B messages (confluent-kafka)",
+                fmt(mk) + " msg/s",
+                fmt(mm) + " msg/s (librdkafka mock)",
+                ratio(mk, mm),
+                ">= 0.70x mock",
+                None if _nan(r) else r >= 0.7,
+            )
     cpu_rows = []
     for size, count in sizes:
-        cpu_rows.append([f"{size} B x {count:,}"] + [
-            fmt(median([o.get("server_cpu_s", float("nan")) for o in res.get((size, who), [])]),
-                2, " s") for who in targets])
+        cpu_rows.append(
+            [f"{size} B x {count:,}"]
+            + [
+                fmt(
+                    median([o.get("server_cpu_s", float("nan")) for o in res.get((size, who), [])]),
+                    2,
+                    " s",
+                )
+                for who in targets
+            ]
+        )
     err_text = ("\n**Errors:**\n\n" + "\n".join(f"* {e}" for e in errors) + "\n") if errors else ""
     names = {"mock": "mock process", "kmock": "kmock process", "nofsync": "kmock, no fsync"}
     rep.section(f"""## 2. Produce and consume throughput (confluent-kafka)
@@ -280,7 +425,7 @@ re-reads the retained window (seek back to the low watermark) until it has read 
 messages as were produced; kmock's window is the whole log, read once. Ratio = kmock / mock
 (medians).
 
-{table(["phase", "mock msg/s", "mock MB/s", "kmock msg/s", "kmock MB/s", "ratio", "target", "met", "kmock no fsync msg/s", "ratio no fsync", "raw mock", "raw kmock", "raw no fsync"], rows)}
+{table(PC_HEADER, rows)}
 Server CPU time over a whole trial (produce + consume), median:
 
 {table(["messages"] + [names[w] for w in targets], cpu_rows)}{err_text}""")
@@ -296,23 +441,47 @@ def _commit_requests(n: int, rep_no: int, version: int) -> list[Any]:
         OffsetCommitRequestTopic,
     )
 
-    return [(OffsetCommitRequest(
-        group_id=f"bench-commit-{rep_no}-{i}", generation_id_or_member_epoch=-1, member_id="",
-        topics=[OffsetCommitRequestTopic(name="bench-commits", partitions=[
-            OffsetCommitRequestPartition(partition_index=0, committed_offset=1000 + i,
-                                         committed_metadata="")])]), version)
-        for i in range(n)]
+    return [
+        (
+            OffsetCommitRequest(
+                group_id=f"bench-commit-{rep_no}-{i}",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                topics=[
+                    OffsetCommitRequestTopic(
+                        name="bench-commits",
+                        partitions=[
+                            OffsetCommitRequestPartition(
+                                partition_index=0, committed_offset=1000 + i, committed_metadata=""
+                            )
+                        ],
+                    )
+                ],
+            ),
+            version,
+        )
+        for i in range(n)
+    ]
 
 
 def _prepare_wire(target: Any) -> dict[int, tuple[int, int]]:
     """ApiVersions, and create the topics the wire benchmarks use (Metadata auto-create)."""
     import kwire
+
     from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 
     adv = kwire.api_versions(target.addr)
     with kwire.connect(target.addr) as s:
-        kwire.call(s, MetadataRequest(topics=[MetadataRequestTopic(name="bench-commits"),
-                                              MetadataRequestTopic(name="bench-meta")]), 4)
+        kwire.call(
+            s,
+            MetadataRequest(
+                topics=[
+                    MetadataRequestTopic(name="bench-commits"),
+                    MetadataRequestTopic(name="bench-meta"),
+                ]
+            ),
+            4,
+        )
     time.sleep(0.2)
     return adv
 
@@ -335,9 +504,13 @@ def bench_commits(rep: Report) -> None:
                     probe = _commit_requests(1, 999, 0)[0][0]
                     version = kwire.usable_version(probe, (target.addr, adv))
                     version_used[who] = version
-                    res = kwire.closed_loop(target.addr, _commit_requests(n, r, version),
-                                            duration_s=p("commit_duration_s"),
-                                            warmup_s=p("commit_warmup_s"), server_pid=target.pid)
+                    res = kwire.closed_loop(
+                        target.addr,
+                        _commit_requests(n, r, version),
+                        duration_s=p("commit_duration_s"),
+                        warmup_s=p("commit_warmup_s"),
+                        server_pid=target.pid,
+                    )
                 out.setdefault((n, who), []).append(res)
     rows = []
     for n in conns_list:
@@ -348,8 +521,9 @@ def bench_commits(rep: Report) -> None:
                 "rate": median([x.rate for x in rs]),
                 "p50": median([percentile(x.latencies_s, 50) * 1000 for x in rs]),
                 "p99": median([percentile(x.latencies_s, 99) * 1000 for x in rs]),
-                "cpu_us": median([x.server_cpu_s / x.requests * 1e6 if x.requests else float("nan")
-                                  for x in rs]),
+                "cpu_us": median(
+                    [x.server_cpu_s / x.requests * 1e6 if x.requests else float("nan") for x in rs]
+                ),
                 "errors": sum(sum(x.errors.values()) for x in rs),
                 "raw": [x.rate for x in rs],
                 "raw_p99": [percentile(x.latencies_s, 99) * 1000 for x in rs],
@@ -358,39 +532,54 @@ def bench_commits(rep: Report) -> None:
         ok = None if _nan(k["rate"]) else (k["rate"] >= 20_000 and k["p99"] <= 20)
         for who in ("kmock", "mock"):
             s = stats[who]
-            rows.append([f"{who}, {n} connections", fmt(s["rate"]), fmt(s["p50"], 1),
-                         fmt(s["p99"], 1), fmt(s["cpu_us"], 0), s["errors"],
-                         ratio(k["rate"], m["rate"]) if who == "kmock" else "-",
-                         met(ok) if who == "kmock" else "-", raw(s["raw"]), raw(s["raw_p99"], 1)])
-        rep.row("3", f"durable OffsetCommit, {n} connections: commits/s; p99",
-                f"{fmt(k['rate'])}/s; p99 {fmt(k['p99'], 1)} ms",
-                f"{fmt(m['rate'])}/s; p99 {fmt(m['p99'], 1)} ms (mock, in memory)",
-                ratio(k["rate"], m["rate"]), ">= 20,000/s and p99 <= 20 ms", ok)
+            rows.append(
+                [
+                    f"{who}, {n} connections",
+                    fmt(s["rate"]),
+                    fmt(s["p50"], 1),
+                    fmt(s["p99"], 1),
+                    fmt(s["cpu_us"], 0),
+                    s["errors"],
+                    ratio(k["rate"], m["rate"]) if who == "kmock" else "-",
+                    met(ok) if who == "kmock" else "-",
+                    raw(s["raw"]),
+                    raw(s["raw_p99"], 1),
+                ]
+            )
+        rep.row(
+            "3",
+            f"durable OffsetCommit, {n} connections: commits/s; p99",
+            f"{fmt(k['rate'])}/s; p99 {fmt(k['p99'], 1)} ms",
+            f"{fmt(m['rate'])}/s; p99 {fmt(m['p99'], 1)} ms (mock, in memory)",
+            ratio(k["rate"], m["rate"]),
+            ">= 20,000/s and p99 <= 20 ms",
+            ok,
+        )
     rep.section(f"""## 3. Durable OffsetCommit throughput and latency
 
 Standalone commits (generation -1, empty member id, one partition each, OffsetCommit
-v{version_used.get('kmock', '?')} on kmock, v{version_used.get('mock', '?')} on the mock)
+v{version_used.get("kmock", "?")} on kmock, v{version_used.get("mock", "?")} on the mock)
 encoded with kmock's own codec and sent by `bench/kwire.py`'s closed-loop generator
 (one thread, epoll): N connections, each with its own group and exactly one request in
 flight (a Kafka broker serves one request per connection at a time, so concurrency =
 connections). kmock runs with its default durability: log.flush.interval.ms=5 group commit,
 a commit is answered once an fsync covers its record. Reference: the librdkafka mock (in
-memory, never fsyncs), same generator. {p('commit_warmup_s')} s warm-up, then
-{p('commit_duration_s')} s measured; {reps} repetition(s) interleaved, medians. Latency is
+memory, never fsyncs), same generator. {p("commit_warmup_s")} s warm-up, then
+{p("commit_duration_s")} s measured; {reps} repetition(s) interleaved, medians. Latency is
 client-side, send to response. Server CPU us/commit = server process CPU time in the
 window / commits answered in it.
 
-{table(["target", "commits/s", "p50 ms", "p99 ms", "server CPU us/commit", "errors", "ratio kmock/mock", "target met (>= 20k/s, p99 <= 20 ms)", "raw commits/s", "raw p99 ms"], rows)}""")
+{table(COMMIT_HEADER, rows)}""")
 
 
 # --- 4. 100 members to Stable -------------------------------------------------------------
 
 
 def bench_join(rep: Report) -> None:
-    import trio
-
     import join_bench
     import kwire
+    import trio
+
     from protocol.messages.heartbeat import HeartbeatRequest
     from protocol.messages.join_group import JoinGroupRequest
     from protocol.messages.leave_group import LeaveGroupRequest
@@ -400,42 +589,59 @@ def bench_join(rep: Report) -> None:
     results = []
     with KmockProcess(overrides={"group.initial.rebalance.delay.ms": 0}) as k:
         adv = kwire.api_versions(k.addr)
-        versions = {"join": kwire.common_version(JoinGroupRequest, adv),
-                    "sync": kwire.common_version(SyncGroupRequest, adv),
-                    "heartbeat": kwire.common_version(HeartbeatRequest, adv),
-                    "leave": kwire.common_version(LeaveGroupRequest, adv)}
+        versions = {
+            "join": kwire.common_version(JoinGroupRequest, adv),
+            "sync": kwire.common_version(SyncGroupRequest, adv),
+            "heartbeat": kwire.common_version(HeartbeatRequest, adv),
+            "leave": kwire.common_version(LeaveGroupRequest, adv),
+        }
         for r in range(p("join_reps")):
             log(f"join {n} members (rep {r + 1})")
-            results.append(trio.run(join_bench.form_group, k.addr, n, f"bench-join-{r}",
-                                    versions))
+            results.append(trio.run(join_bench.form_group, k.addr, n, f"bench-join-{r}", versions))
     ok_runs = [x for x in results if "error" not in x]
     ms = [x["ms"] for x in ok_runs]
     final = [x["final_round_ms"] for x in ok_runs]
     m = median(ms)
-    rep.row("4", f"last JoinGroup of {n} members -> all {n} SyncGroup responses",
-            fmt(m, 1, " ms"), "n/a (see §4)", "-", "<= 100 ms",
-            None if _nan(m) else m <= 100)
+    rep.row(
+        "4",
+        f"last JoinGroup of {n} members -> all {n} SyncGroup responses",
+        fmt(m, 1, " ms"),
+        "n/a (see §4)",
+        "-",
+        "<= 100 ms",
+        None if _nan(m) else m <= 100,
+    )
     errs = [x["error"] for x in results if "error" in x]
-    rows = [[i + 1, fmt(x.get("ms"), 1), fmt(x.get("final_round_ms"), 1),
-             x.get("generations", "-"), x.get("final_generation", "-"), x.get("rejoins", "-"),
-             x.get("error", "")] for i, x in enumerate(results)]
+    rows = [
+        [
+            i + 1,
+            fmt(x.get("ms"), 1),
+            fmt(x.get("final_round_ms"), 1),
+            x.get("generations", "-"),
+            x.get("final_generation", "-"),
+            x.get("rejoins", "-"),
+            x.get("error", ""),
+        ]
+        for i, x in enumerate(results)
+    ]
     rep.section(f"""## 4. {n} members: last JoinGroup -> all Stable
 
 `bench/join_bench.py`: {n} trio tasks in the bench process, one connection each, drive the
-classic protocol on kmock's codec (JoinGroup v{versions['join']}, SyncGroup
-v{versions['sync']}, Heartbeat v{versions['heartbeat']}): JoinGroup without an id ->
+classic protocol on kmock's codec (JoinGroup v{versions["join"]}, SyncGroup
+v{versions["sync"]}, Heartbeat v{versions["heartbeat"]}): JoinGroup without an id ->
 MEMBER_ID_REQUIRED; when all have ids, all JoinGroup again at once (t0 = when the last of
 these was sent); the leader assigns, everyone syncs; a SyncGroup or Heartbeat (every
 {join_bench.HEARTBEAT_MS} ms once synced) answered REBALANCE_IN_PROGRESS makes a member join
 again. t1 = when the last member received its SyncGroup response of the generation that all
 {n} share. group.initial.rebalance.delay.ms=0 (kmock's default). A new group per repetition,
-same kmock process; {len(results)} repetitions, median {fmt(m, 1)} ms.
+same kmock process; {len(results)} repetitions, median {fmt(m, 1)} ms (median of the final
+round alone, from the last JoinGroup sent by anyone: {fmt(median(final), 1)} ms).
 
 Reference: none measured. The librdkafka mock's classic group coordinator is driven by
 fixed timers (group.initial.rebalance.delay.ms, 3 s by default, not settable from
 confluent-kafka, then 100 ms once all members rejoined), so it would measure its timers.
 
-{table(["rep", "t1 - t0 ms", "t1 - last JoinGroup sent by anyone ms", "generations synced", "final generation", "rejoins after t0", "error"], rows)}
+{table(JOIN_HEADER, rows)}
 {"**Errors:** " + "; ".join(errs) if errs else ""}""")
 
 
@@ -458,11 +664,10 @@ def bench_replay(rep: Report) -> None:
         logged: list[tuple[int, float, float]] = []
         rss = []
         for r in range(p("replay_reps")):
-            for who in (["full", "empty"] if r % 2 == 0 else ["empty", "full"]):
+            for who in ["full", "empty"] if r % 2 == 0 else ["empty", "full"]:
                 log(f"replay: start on the {who} dir (rep {r + 1})")
                 if who == "full":
-                    with KmockProcess(data_dir=data, admin=True, ready="readyz",
-                                      timeout=120) as k:
+                    with KmockProcess(data_dir=data, admin=True, ready="readyz", timeout=120) as k:
                         full.append(k.start_s)
                         rss.append(proc_status(k.pid).get("VmRSS", 0) / 1024)
                     logged.append(k.logged_replay())
@@ -473,30 +678,67 @@ def bench_replay(rep: Report) -> None:
         records = logged[0][0] if logged else -1
         mlog = median([x[1] for x in logged]) / 1000
         full_size = n == 1_000_000
-        rep.row("5", f"start with {n:,} __consumer_offsets records -> /readyz 200", fmt(mf, 2, " s"),
-                fmt(me, 2, " s") + " (empty data dir)", ratio(mf, me),
-                "<= 10 s" if full_size else "<= 10 s for 1,000,000 records (not this count)",
-                None if _nan(mf) or not full_size else mf <= 10)
+        rep.row(
+            "5",
+            f"start with {n:,} __consumer_offsets records -> /readyz 200",
+            fmt(mf, 2, " s"),
+            fmt(me, 2, " s") + " (empty data dir)",
+            ratio(mf, me),
+            "<= 10 s" if full_size else "<= 10 s for 1,000,000 records (not this count)",
+            None if _nan(mf) or not full_size else mf <= 10,
+        )
         rep.section(f"""## 5. Replay of {n:,} __consumer_offsets records at start
 
-`bench/replay_gen.py` wrote {gen['records']:,} offset-commit records ({gen['batches']:,}
-batches of up to 20, {gen['groups']:,} groups x 20 partitions = {gen['keys']:,} distinct keys,
-{gen['partitions_used']} of the 50 __consumer_offsets partitions, {gen['bytes'] / 1e6:.1f} MB
+`bench/replay_gen.py` wrote {gen["records"]:,} offset-commit records ({gen["batches"]:,}
+batches of up to 20, {gen["groups"]:,} groups x 20 partitions = {gen["keys"]:,} distinct keys,
+{gen["partitions_used"]} of the 50 __consumer_offsets partitions, {gen["bytes"] / 1e6:.1f} MB
 of segments) with kmock's own storage.Log, build_batch and encode_key/encode_value into a
 data dir whose layout kmock created (started once on an empty dir, stopped); writing took
-{gen['seconds']:.1f} s. Then `kmock serve --admin-port <port>` was started on it; the clock
+{gen["seconds"]:.1f} s. Then `kmock serve --admin-port <port>` was started on it; the clock
 runs from spawn until GET /readyz answers 200 (set once the replay is done), polled every
 1 ms. Reference, interleaved: the same on an empty data dir. The segment files are in the
 page cache (just written). {len(full)} repetition(s), medians.
 
-{table(["measurement", "1M-record dir" if n == 1_000_000 else f"{n:,}-record dir", "empty dir", "ratio", "raw (records)", "raw (empty)"], [
-    ["spawn -> /readyz 200", fmt(mf, 2, " s"), fmt(me, 2, " s"), ratio(mf, me), raw(full, 2), raw(empty, 2)],
-    ["replay as logged ('replayed N ... in X ms')", fmt(mlog, 2, " s"), "-", "-",
-     raw([x[1] / 1000 for x in logged], 2), "-"],
-    ["records replayed (logged)", fmt(records), "0", "-", "-", "-"],
-    ["replay rate", fmt(records / mlog if mlog else float('nan')) + " records/s", "-", "-", "-", "-"],
-    ["RSS when ready", fmt(median(rss), 1, " MB"), "-", "-", raw(rss, 1), "-"],
-])}""")
+{
+            table(
+                [
+                    "measurement",
+                    "1M-record dir" if n == 1_000_000 else f"{n:,}-record dir",
+                    "empty dir",
+                    "ratio",
+                    "raw (records)",
+                    "raw (empty)",
+                ],
+                [
+                    [
+                        "spawn -> /readyz 200",
+                        fmt(mf, 2, " s"),
+                        fmt(me, 2, " s"),
+                        ratio(mf, me),
+                        raw(full, 2),
+                        raw(empty, 2),
+                    ],
+                    [
+                        "replay as logged ('replayed N ... in X ms')",
+                        fmt(mlog, 2, " s"),
+                        "-",
+                        "-",
+                        raw([x[1] / 1000 for x in logged], 2),
+                        "-",
+                    ],
+                    ["records replayed (logged)", fmt(records), "0", "-", "-", "-"],
+                    [
+                        "replay rate",
+                        fmt(records / mlog if mlog else float("nan")) + " records/s",
+                        "-",
+                        "-",
+                        "-",
+                        "-",
+                    ],
+                    ["RSS when ready", fmt(median(rss), 1, " MB"), "-", "-", raw(rss, 1), "-"],
+                ],
+            )
+        }""")
     finally:
         import shutil
 
@@ -509,26 +751,33 @@ page cache (just written). {len(full)} repetition(s), medians.
 
 def bench_metadata(rep: Report) -> None:
     import kwire
+
     from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 
     n = p("meta_conns")
     reps = p("meta_reps")
-    request = MetadataRequest(topics=[MetadataRequestTopic(name="bench-meta")],
-                              allow_auto_topic_creation=False)
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name="bench-meta")], allow_auto_topic_creation=False
+    )
     out: dict[str, list[kwire.LoopResult]] = {}
     versions: dict[str, int] = {}
     # The mock creates 4 partitions per auto-created topic; give kmock's the same shape.
     for r in range(reps):
-        for who in (["kmock", "mock"] if r % 2 == 0 else ["mock", "kmock"]):
+        for who in ["kmock", "mock"] if r % 2 == 0 else ["mock", "kmock"]:
             log(f"metadata {who} {n} connections (rep {r + 1}/{reps})")
             ctx = KmockProcess(overrides={"num.partitions": 4}) if who == "kmock" else MockProcess()
             with ctx as target:
                 adv = _prepare_wire(target)
                 versions[who] = kwire.usable_version(request, (target.addr, adv))
-                out.setdefault(who, []).append(kwire.closed_loop(
-                    target.addr, [(request, min(versions.values()))] * n,
-                    duration_s=p("meta_duration_s"), warmup_s=p("meta_warmup_s"),
-                    server_pid=target.pid))
+                out.setdefault(who, []).append(
+                    kwire.closed_loop(
+                        target.addr,
+                        [(request, min(versions.values()))] * n,
+                        duration_s=p("meta_duration_s"),
+                        warmup_s=p("meta_warmup_s"),
+                        server_pid=target.pid,
+                    )
+                )
     stats = {}
     for who, rs in out.items():
         stats[who] = {
@@ -536,38 +785,58 @@ def bench_metadata(rep: Report) -> None:
             "p50": median([percentile(x.latencies_s, 50) * 1000 for x in rs]),
             "p99": median([percentile(x.latencies_s, 99) * 1000 for x in rs]),
             "p999": median([percentile(x.latencies_s, 99.9) * 1000 for x in rs]),
-            "max": median([max(x.latencies_s) * 1000 if x.latencies_s else float("nan") for x in rs]),
+            "max": median(
+                [max(x.latencies_s) * 1000 if x.latencies_s else float("nan") for x in rs]
+            ),
             "connect": median([x.connect_s for x in rs]),
-            "cpu_us": median([x.server_cpu_s / x.requests * 1e6 if x.requests else float("nan")
-                              for x in rs]),
+            "cpu_us": median(
+                [x.server_cpu_s / x.requests * 1e6 if x.requests else float("nan") for x in rs]
+            ),
             "errors": sum(sum(x.errors.values()) for x in rs),
             "raw_p99": [percentile(x.latencies_s, 99) * 1000 for x in rs],
         }
     k, m = stats.get("kmock", {}), stats.get("mock", {})
-    rep.row("6", f"{n} connections, Metadata: p50 / p99 latency",
-            f"{fmt(k.get('p50'), 1)} / {fmt(k.get('p99'), 1)} ms ({fmt(k.get('rate'))} req/s)",
-            f"{fmt(m.get('p50'), 1)} / {fmt(m.get('p99'), 1)} ms ({fmt(m.get('rate'))} req/s, mock)",
-            ratio(k.get("p99"), m.get("p99")) + " (p99)", "report only", None)
+    meta_version = min(versions.values()) if versions else "?"
+    rep.row(
+        "6",
+        f"{n} connections, Metadata: p50 / p99 latency",
+        f"{fmt(k.get('p50'), 1)} / {fmt(k.get('p99'), 1)} ms ({fmt(k.get('rate'))} req/s)",
+        f"{fmt(m.get('p50'), 1)} / {fmt(m.get('p99'), 1)} ms ({fmt(m.get('rate'))} req/s, mock)",
+        ratio(k.get("p99"), m.get("p99")) + " (p99)",
+        "report only",
+        None,
+    )
     rows = []
     for who in ("kmock", "mock"):
         s = stats.get(who)
         if not s:
             continue
-        rows.append([who, fmt(s["rate"]), fmt(s["p50"], 1), fmt(s["p99"], 1), fmt(s["p999"], 1),
-                     fmt(s["max"], 1), fmt(s["cpu_us"]), fmt(s["connect"], 2), s["errors"],
-                     raw(s["raw_p99"], 1)])
+        rows.append(
+            [
+                who,
+                fmt(s["rate"]),
+                fmt(s["p50"], 1),
+                fmt(s["p99"], 1),
+                fmt(s["p999"], 1),
+                fmt(s["max"], 1),
+                fmt(s["cpu_us"]),
+                fmt(s["connect"], 2),
+                s["errors"],
+                raw(s["raw_p99"], 1),
+            ]
+        )
     rep.section(f"""## 6. {n:,} concurrent connections doing Metadata
 
 `bench/kwire.py`'s closed-loop generator: {n:,} connections (opened one after another, each
-after one ApiVersions round trip), each sending Metadata v{min(versions.values()) if versions else '?'}
+after one ApiVersions round trip), each sending Metadata v{meta_version}
 for one 4-partition topic (`bench-meta`), one request in flight per connection, for
-{p('meta_warmup_s')} s warm-up + {p('meta_duration_s')} s measured. Reference: the librdkafka
+{p("meta_warmup_s")} s warm-up + {p("meta_duration_s")} s measured. Reference: the librdkafka
 mock, same generator. (Metadata v9+ is not used: our codec rejects the mock's flexible
 Metadata responses, which carry one byte too many.) {reps} repetition(s) interleaved, medians.
-Report only: no target. Ratio kmock/mock p50 {ratio(k.get('p50'), m.get('p50'))},
-p99 {ratio(k.get('p99'), m.get('p99'))}, req/s {ratio(k.get('rate'), m.get('rate'))}.
+Report only: no target. Ratio kmock/mock p50 {ratio(k.get("p50"), m.get("p50"))},
+p99 {ratio(k.get("p99"), m.get("p99"))}, req/s {ratio(k.get("rate"), m.get("rate"))}.
 
-{table(["target", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "server CPU us/req", "connect all s", "errors", "raw p99 ms"], rows)}""")
+{table(META_HEADER, rows)}""")
 
 
 # --- 7. pipeline bench --------------------------------------------------------------------
@@ -576,20 +845,29 @@ p99 {ratio(k.get('p99'), m.get('p99'))}, req/s {ratio(k.get('rate'), m.get('rate
 def bench_pipeline(rep: Report) -> None:
     script = BENCH_DIR / "pipeline_bench.py"
     if not script.exists():
-        rep.section("## 7. Pipeline bench\n\nbench/pipeline_bench.py does not exist yet: not run.\n")
+        rep.section(
+            "## 7. Pipeline bench\n\nbench/pipeline_bench.py does not exist yet: not run.\n"
+        )
         rep.row("7", "pipeline bench", "not run (no bench/pipeline_bench.py)", "-", "-", "-", None)
         return
     if QUICK and not os.environ.get("BENCH_PIPELINE"):
-        rep.section("## 7. Pipeline bench\n\nSkipped in BENCH_QUICK mode: bench/pipeline_bench.py "
-                    "starts Spark and alone takes 1-3 minutes on this machine (set "
-                    "BENCH_PIPELINE=1 to run it anyway).\n")
+        rep.section(
+            "## 7. Pipeline bench\n\nSkipped in BENCH_QUICK mode: bench/pipeline_bench.py "
+            "starts Spark and alone takes 1-3 minutes on this machine (set "
+            "BENCH_PIPELINE=1 to run it anyway).\n"
+        )
         rep.row("7", "pipeline bench", "skipped (BENCH_QUICK)", "-", "-", "-", None)
         return
     log("pipeline bench")
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([PY, str(script)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=p("pipeline_timeout_s"))
+        proc = subprocess.run(
+            [PY, str(script)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=p("pipeline_timeout_s"),
+        )
     except subprocess.TimeoutExpired:
         rep.section(f"## 7. Pipeline bench\n\nTimed out after {p('pipeline_timeout_s')} s.\n")
         rep.row("7", "pipeline bench", "timed out", "-", "-", "-", None)
@@ -599,14 +877,34 @@ def bench_pipeline(rep: Report) -> None:
     body = "\n".join(lines) if lines else "(no table rows printed)"
     if lines and not any(set(ln.replace("|", "").strip()) <= set("-: ") for ln in lines[:3]):
         cells = lines[0].strip().strip("|").count("|") + 1
-        body = ("| " + " | ".join(f"column {i + 1}" for i in range(cells)) + " |\n|"
-                + "---|" * cells + "\n" + body)
-    err = "" if proc.returncode == 0 else (
-        f"\nExit code {proc.returncode}; stderr tail:\n\n```\n{proc.stderr[-1500:]}\n```\n")
-    rep.section(f"## 7. Pipeline bench\n\n`{PY} bench/pipeline_bench.py` ({took:.0f} s), its rows "
-                f"verbatim:\n\n{body}\n{err}")
-    rep.row("7", "pipeline bench", f"{len(lines)} row(s), see §7" if proc.returncode == 0
-            else f"failed (exit {proc.returncode})", "-", "-", "-", None)
+        body = (
+            "| "
+            + " | ".join(f"column {i + 1}" for i in range(cells))
+            + " |\n|"
+            + "---|" * cells
+            + "\n"
+            + body
+        )
+    err = (
+        ""
+        if proc.returncode == 0
+        else (f"\nExit code {proc.returncode}; stderr tail:\n\n```\n{proc.stderr[-1500:]}\n```\n")
+    )
+    rep.section(
+        f"## 7. Pipeline bench\n\n`{PY} bench/pipeline_bench.py` ({took:.0f} s), its rows "
+        f"verbatim:\n\n{body}\n{err}"
+    )
+    rep.row(
+        "7",
+        "pipeline bench",
+        f"{len(lines)} row(s), see §7"
+        if proc.returncode == 0
+        else f"failed (exit {proc.returncode})",
+        "-",
+        "-",
+        "-",
+        None,
+    )
 
 
 # --- main ---------------------------------------------------------------------------------
@@ -623,10 +921,19 @@ SECTIONS = [
 
 
 def invocation() -> str:
-    script = " ".join(shlex.quote(a) for a in [os.path.relpath(PY, ROOT) if PY.startswith(str(ROOT)) else PY,
-                                                 os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]])
-    env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in ("BENCH_QUICK", "BENCH_ONLY")
-                   if os.environ.get(k))
+    script = " ".join(
+        shlex.quote(a)
+        for a in [
+            os.path.relpath(PY, ROOT) if PY.startswith(str(ROOT)) else PY,
+            os.path.relpath(sys.argv[0], ROOT),
+            *sys.argv[1:],
+        ]
+    )
+    env = " ".join(
+        f"{k}={shlex.quote(os.environ[k])}"
+        for k in ("BENCH_QUICK", "BENCH_ONLY")
+        if os.environ.get(k)
+    )
     env = env + " " if env else ""
     if os.environ.get("MAKELEVEL"):
         return f"`{env}make bench` (which ran `{script}`)"
@@ -638,11 +945,13 @@ def main() -> int:
     TMP.mkdir(parents=True, exist_ok=True)
     nobytecode_env = common.use_bytecode_cache()
     if nobytecode_env:
-        rep_note = ("PYTHONDONTWRITEBYTECODE was set in the environment; the bench unset it for "
-                    "the processes it starts and kept their bytecode caches in bench/tmp/pycache.")
+        rep_note = (
+            "PYTHONDONTWRITEBYTECODE was set in the environment; the bench unset it for "
+            "the processes it starts and kept their bytecode caches in bench/tmp/pycache."
+        )
     else:
         rep_note = ""
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     load_before = common.loadavg()
     t0 = time.perf_counter()
     rep = Report()
@@ -656,11 +965,18 @@ def main() -> int:
         s0 = time.perf_counter()
         try:
             fn(rep)
-        except Exception as e:  # noqa: BLE001 - one broken section must not lose the others
+        except Exception as e:
             tb = traceback.format_exc()
             log(f"section {num} failed: {e}\n{tb}")
-            rep.row(num, name, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}",
-                    "-", "-", "-", None)
+            rep.row(
+                num,
+                name,
+                f"failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}",
+                "-",
+                "-",
+                "-",
+                None,
+            )
             rep.section(f"## {num}. {name}: FAILED\n\n```\n{tb[-3000:]}\n```\n")
         log(f"section {num} done in {time.perf_counter() - s0:.0f} s")
     total = time.perf_counter() - t0
@@ -670,19 +986,28 @@ def main() -> int:
     for d in TMP.glob("nocache-*"):
         shutil.rmtree(d, ignore_errors=True)
     v = common.versions()
-    machine = table(["", ""], [
-        ["command", invocation()],
-        ["mode", ("QUICK (BENCH_QUICK=1: reduced counts, smoke run)" if QUICK else "full")
-         + (f", sections {','.join(sorted(only))} only" if only else "")],
-        ["date (UTC)", started.strftime("%Y-%m-%d %H:%M:%S")],
-        ["duration", f"{total:.0f} s"],
-        ["machine", f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), "
-                    f"{common.cpu_model()}, {common.mem_total()} RAM, "
-                    f"{platform.system()} {platform.release()}"],
-        ["load average before / after (1, 5, 15 min)", f"{load_before} / {load_after}"],
-        ["kmock", f"`{kmock_cmd} serve` ({v.pop('kmock')}), git {common.git_revision()}"],
-        ["versions", ", ".join(f"{k} {val}" for k, val in v.items())],
-    ])
+    machine = table(
+        ["", ""],
+        [
+            ["command", invocation()],
+            [
+                "mode",
+                ("QUICK (BENCH_QUICK=1: reduced counts, smoke run)" if QUICK else "full")
+                + (f", sections {','.join(sorted(only))} only" if only else ""),
+            ],
+            ["date (UTC)", started.strftime("%Y-%m-%d %H:%M:%S")],
+            ["duration", f"{total:.0f} s"],
+            [
+                "machine",
+                f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), "
+                f"{common.cpu_model()}, {common.mem_total()} RAM, "
+                f"{platform.system()} {platform.release()}",
+            ],
+            ["load average before / after (1, 5, 15 min)", f"{load_before} / {load_after}"],
+            ["kmock", f"`{kmock_cmd} serve` ({v.pop('kmock')}), git {common.git_revision()}"],
+            ["versions", ", ".join(f"{k} {val}" for k, val in v.items())],
+        ],
+    )
     notes = "\n".join(f"* {n}" for n in rep.notes)
     text = f"""# kmock benchmark results
 
@@ -694,7 +1019,7 @@ Generated by {invocation()}; do not edit by hand (bench/README.md explains each 
 Medians. "reference" was measured side by side in the same run (interleaved repetitions);
 ratio = kmock / reference. Targets are reported, not asserted.
 
-{table(["#", "measurement", "kmock", "reference", "ratio", "target", "met?"], [list(r) for r in rep.summary])}
+{table(SUMMARY_HEADER, [list(r) for r in rep.summary])}
 {notes + chr(10) if notes else ""}
 {chr(10).join(rep.sections)}"""
     RESULTS.write_text(text)

@@ -6,6 +6,7 @@ Used as the side-by-side reference for kmock's start time and idle RSS.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import trio
@@ -21,7 +22,5 @@ async def main(port: int) -> None:
 
 
 if __name__ == "__main__":
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         trio.run(main, int(sys.argv[1]))
-    except KeyboardInterrupt:
-        pass

@@ -23,6 +23,7 @@ from the trio thread), so the event loop keeps serving while the disk works.
 from __future__ import annotations
 
 import logging
+import weakref
 
 import trio
 
@@ -33,30 +34,35 @@ log = logging.getLogger("broker.durability")
 
 
 class _LogSync:
-    """Fsync state of one log: what is durable, who waits, and whether a sync is running."""
+    """Fsync state of one log while writes wait for it: who waits, and when it last synced.
+    What is durable is the log's own `flushed_offset`. The state exists only while its sync
+    loop runs, so the logs of deleted topics are not kept alive here."""
 
-    __slots__ = ("log", "durable_offset", "waiters", "running", "interval_s", "last_sync")
+    __slots__ = ("interval_s", "last_sync", "log", "waiters")
 
-    def __init__(self, plog: Log) -> None:
+    def __init__(self, plog: Log, last_sync: float) -> None:
         self.log = plog
-        self.durable_offset = plog.log_end_offset
         self.waiters: list[tuple[int, trio.Event]] = []
-        self.running = False
         self.interval_s = plog.config.flush_interval_ms / 1000
-        self.last_sync = -1e9
+        self.last_sync = last_sync
 
 
 class Durability:
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
-        self._logs: dict[int, _LogSync] = {}
-        self.failed: BaseException | None = None
+        self._active: dict[int, _LogSync] = {}  # id(log) -> state, while its loop runs
+        # When each log was last synced, kept after its loop ends so that the interval
+        # holds across bursts; weak, so that a deleted log can go.
+        self._last_sync: weakref.WeakKeyDictionary[Log, float] = weakref.WeakKeyDictionary()
 
-    def _state(self, plog: Log) -> _LogSync:
-        s = self._logs.get(id(plog))
-        if s is None or s.log is not plog:
-            s = self._logs[id(plog)] = _LogSync(plog)
-        return s
+    def _wait_for(self, plog: Log, end_offset: int) -> trio.Event:
+        s = self._active.get(id(plog))
+        if s is None:
+            s = self._active[id(plog)] = _LogSync(plog, self._last_sync.get(plog, -1e9))
+            self._nursery.start_soon(self._sync_loop, s)
+        ev = trio.Event()
+        s.waiters.append((end_offset, ev))
+        return ev
 
     async def wait_durable(self, plog: Log, end_offset: int) -> None:
         """Return once everything before `end_offset` in `plog` has been fsynced.
@@ -64,52 +70,37 @@ class Durability:
         Raises:
           KafkaError: KAFKA_STORAGE_ERROR, the fsync failed.
         """
-        mode = plog.config.flush_mode
-        if mode == "none":
+        if plog.config.flush_mode == "none" or plog.flushed_offset >= end_offset:
             return
-        s = self._state(plog)
-        if s.durable_offset >= end_offset:
-            return
-        ev = trio.Event()
-        s.waiters.append((end_offset, ev))
-        if not s.running:
-            s.running = True
-            self._nursery.start_soon(self._sync_loop, s)
-        await ev.wait()
-        if s.durable_offset < end_offset:
+        await self._wait_for(plog, end_offset).wait()
+        if plog.flushed_offset < end_offset:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"fsync of {plog.path} failed")
 
     def note_written(self, plog: Log, end_offset: int) -> None:
         """Schedule an fsync for a write nobody waits for (acks=0/1), bounding the loss window."""
-        if plog.config.flush_mode == "none":
+        if plog.config.flush_mode == "none" or plog.flushed_offset >= end_offset:
             return
-        s = self._state(plog)
-        if s.durable_offset >= end_offset:
-            return
-        s.waiters.append((end_offset, trio.Event()))
-        if not s.running:
-            s.running = True
-            self._nursery.start_soon(self._sync_loop, s)
+        self._wait_for(plog, end_offset)
 
     async def _sync_loop(self, s: _LogSync) -> None:
+        plog = s.log
         try:
             while s.waiters:
                 wait = s.last_sync + s.interval_s - trio.current_time()
                 if wait > 0:
                     await trio.sleep(wait)
-                target = s.log.log_end_offset
                 s.last_sync = trio.current_time()
                 ok = True
                 try:
-                    await trio.to_thread.run_sync(s.log.sync)
+                    await trio.to_thread.run_sync(plog.sync)
                 except KafkaError as e:  # KAFKA_STORAGE_ERROR: the log is offline until reopened
-                    log.error("fsync of %s failed: %s", s.log.path, e)
+                    log.error("fsync of %s failed: %s", plog.path, e)
                     ok = False
-                if ok:
-                    s.durable_offset = max(s.durable_offset, target)
-                done = [w for w in s.waiters if not ok or w[0] <= s.durable_offset]
-                s.waiters = [w for w in s.waiters if ok and w[0] > s.durable_offset]
+                durable = plog.flushed_offset
+                done = [w for w in s.waiters if not ok or w[0] <= durable]
+                s.waiters = [w for w in s.waiters if ok and w[0] > durable]
                 for _, ev in done:
                     ev.set()
         finally:
-            s.running = False
+            self._active.pop(id(plog), None)
+            self._last_sync[plog] = s.last_sync

@@ -251,8 +251,14 @@ class TopicRegistry:
         check_partition_count(num_partitions)
         topic = Topic(name, topic_id or uuid.uuid4(), [], configs, internal)
         lc = _log_config(self.config, configs)
-        topic.partitions = [self._open_partition(topic, i, lc, now_wall_ms)
-                            for i in range(num_partitions)]
+        try:
+            for i in range(num_partitions):
+                topic.partitions.append(self._open_partition(topic, i, lc, now_wall_ms))
+        except (OSError, KafkaError) as e:
+            # Out of descriptors or disk: undo, so that nothing half-created stays behind.
+            self._discard(name, topic.partitions, num_partitions)
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"could not create {num_partitions} partitions of {name}: {e}") from e
         self.topics[name] = topic
         self.by_id[topic.topic_id] = topic
         self._save()
@@ -262,9 +268,25 @@ class TopicRegistry:
         topic = self.topics[name]
         check_partition_count(total - len(topic.partitions))
         lc = _log_config(self.config, topic.configs)
-        for i in range(len(topic.partitions), total):
-            topic.partitions.append(self._open_partition(topic, i, lc, now_wall_ms))
+        added: list[Partition] = []
+        try:
+            for i in range(len(topic.partitions), total):
+                added.append(self._open_partition(topic, i, lc, now_wall_ms))
+        except (OSError, KafkaError) as e:
+            self._discard(name, added, total, first=len(topic.partitions))
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"could not add partitions to {name}: {e}") from e
+        topic.partitions.extend(added)
         self._save()
+
+    def _discard(self, name: str, opened: list[Partition], total: int, first: int = 0) -> None:
+        for p in opened:
+            try:
+                p.log.close()
+            except KafkaError:
+                pass  # its directory goes next anyway
+        for i in range(first, total):
+            shutil.rmtree(self.data_dir / f"{name}-{i}", ignore_errors=True)
 
     def delete(self, name: str) -> None:
         topic = self.topics.pop(name)

@@ -34,6 +34,7 @@ from typing import Any, TextIO
 __all__ = ["main", "register"]
 
 _DEFAULT_DATA_DIR = "./data"  # log.dirs' default
+_C1_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def register(subparsers: Any) -> None:
@@ -124,14 +125,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- running a job ----------------------------------------------------------------------
 
 
-def _with_session(args: argparse.Namespace, job: Callable[[Any, list[str]], int]) -> int:
-    """Run `job(spark, data_dirs)`; stop the session afterwards if this call started it."""
+def _with_session(
+    args: argparse.Namespace, job: Callable[[Any, list[str]], int], *, short: bool = True
+) -> int:
+    """Run `job(spark, data_dirs)`; stop the session afterwards if this call started it.
+
+    `short` jobs (every report but export) run the driver JVM with the C1 JIT only: its
+    warm-up dominates a report over a small __consumer_offsets, and C1 halves the CPU
+    time of a cold lag report (bench/pipeline_bench.py). Export keeps the default JIT.
+    """
     from pyspark.sql import SparkSession
 
     from pipeline.session import build_session
 
     owned = SparkSession.getActiveSession() is None
-    spark = build_session(args.master)
+    spark = build_session(args.master, java_options=[_C1_JIT] if short else [])
     try:
         return job(spark, args.data_dir or [_DEFAULT_DATA_DIR])
     finally:
@@ -338,7 +346,7 @@ def _run_export(args: argparse.Namespace, out: Any) -> int:
         _write_skipped(out, skipped)
         return 0
 
-    return _with_session(args, job)
+    return _with_session(args, job, short=False)
 
 
 # --- output -----------------------------------------------------------------------------

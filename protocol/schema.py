@@ -225,6 +225,9 @@ def wire(
         default = type.default(nullable is not None)
     if default is list:
         return dataclasses.field(default_factory=list, metadata=meta)
+    if isinstance(type, _StructType) and isinstance(default, type.cls):
+        # A struct default is built per instance, as the lists are.
+        return dataclasses.field(default_factory=type.cls, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -239,12 +242,27 @@ class Struct:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+        # eq and repr come from this base class rather than being generated per class:
+        # dataclass generation runs exec() once per method, and with ~150 message classes
+        # that was most of the broker's import (start-up) time.
+        dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)(cls)
         cls._wire_fields = tuple(
             (f.name, f.metadata["wire"])
             for f in dataclasses.fields(cls)  # type: ignore[arg-type]
             if "wire" in f.metadata
         )
+
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n, _ in self._wire_fields)
+
+    __hash__ = None  # type: ignore[assignment]  # holds lists: unhashable, like Kafka's data
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n, _ in self._wire_fields)
+        return f"{self.__class__.__qualname__}({fields})"
 
 
 class Message(Struct):
@@ -398,7 +416,10 @@ def build_struct(cls: type[Struct], version: int, flexible: bool | None = None) 
             fields.append((name, c))
         elif flexible:
             f = defaults[name]
-            default = [] if f.default is dataclasses.MISSING else f.default
+            if f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            else:
+                default = f.default
             tagged.append((w.tag, name, c, default))
     tagged.sort(key=lambda t: t[0])
     return KStruct(cls, fields, tagged, flexible)

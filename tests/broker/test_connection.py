@@ -78,7 +78,9 @@ async def test_unknown_api_key_closes_the_connection(broker):
 async def test_garbage_bytes_close_the_connection(broker):
     with trio.fail_after(10):
         client = await WireClient.connect(broker)
-        await client.send_raw(struct.pack(">i", 20) + b"\x00\x03\x00\x05" + b"\xff" * 16)
+        # Metadata v5 whose client id claims 0x7fff bytes of a 12-byte rest.
+        await client.send_raw(struct.pack(">i", 20) + b"\x00\x03\x00\x05" + b"\x00\x00\x00\x01"
+                              + b"\x7f\xff" + b"\xfe" * 10)
         assert await client.is_closed_by_peer()
         await _still_serving(broker)
 
@@ -137,6 +139,17 @@ async def test_batch_with_bad_crc_gets_corrupt_message(broker):
             name="crc", partition_data=[PartitionProduceData(index=0, records=good)])])
         part = (await client.call(request, 9)).responses[0].partition_responses[0]
         assert (part.error_code, part.base_offset) == (0, 0)
+
+
+async def test_bytes_after_a_complete_request_are_ignored_as_kafka_does(broker):
+    # librdkafka 2.16 sends three extra bytes after a Metadata v12 for all topics.
+    with trio.fail_after(10):
+        client = await WireClient.connect(broker)
+        data = request_bytes(MetadataRequest(topics=None), 12, correlation_id=9)
+        body = data[4:] + b"\x01\x00\x00"
+        await client.send_raw(struct.pack(">i", len(body)) + body)
+        frame = await read_frame(client.stream)
+        assert frame is not None and parse_response_header(frame, True)[0] == 9
 
 
 async def test_responses_follow_request_order_when_pipelined(broker):

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from broker.client import KafkaClient
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
@@ -343,3 +343,66 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
             raise AssertionError("the broker closed the connection instead of answering")
         buf += chunk
     return buf
+
+
+# --- churn -------------------------------------------------------------------------------
+
+
+async def test_deleted_topics_do_not_stay_in_memory(tmp_path: Path) -> None:
+    """Test suites pointed at a dev broker create and delete topics all day: whatever the
+    broker kept for a deleted topic's logs must go with it (here, its group-commit state
+    held every Log it had ever fsynced)."""
+    import gc
+    import weakref
+
+    from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
+    from tests.reliability.inproc import create, produce
+
+    with trio.fail_after(30):
+        async with running(tmp_path / "data") as broker:
+            client = await WireClient.connect(broker)
+            logs = []
+            for i in range(10):
+                name = f"churn-{i}"
+                await create(client, name)
+                logs.append(weakref.ref(broker.topics.get(name).partitions[0].log))
+                assert (await produce(client, name, b"x"))[0] == ErrorCode.NONE  # acks=all
+                response = await client.call(
+                    DeleteTopicsRequest(topics=[DeleteTopicState(name=name)], timeout_ms=5000), 6
+                )
+                assert response.responses[0].error_code == ErrorCode.NONE
+            await client.aclose()
+            gc.collect()
+            kept = sum(ref() is not None for ref in logs)
+            assert kept == 0, f"{kept} of 10 deleted partitions' logs are still referenced"
+
+
+def test_a_topic_with_more_partitions_than_open_files_allow_is_refused_cleanly(
+    tmp_path: Path,
+) -> None:
+    """Each partition keeps its active segment open. With the common limit of 1024 open
+    files, a topic of 2,000 partitions (well within any per-request cap) cannot be opened:
+    the request must be answered with an error for that topic, leave nothing half-created
+    behind, and leave the broker able to create the next, reasonable topic."""
+    broker = BrokerProcess(tmp_path / "data", tmp_path / "logs", max_open_files=1024)
+    broker.start()
+    try:
+        with KafkaClient(broker.bootstrap, timeout_s=60) as client:
+            try:
+                client.create_topic("many", num_partitions=2000)
+            except KafkaError as e:
+                refused: Exception | None = e
+            except Exception as e:
+                raise AssertionError(f"not answered with an error for the topic: {e!r}") from None
+            else:
+                refused = None
+        if refused is None:  # the broker could open them all after all: nothing to check
+            return
+        with KafkaClient(broker.bootstrap, timeout_s=10) as client:
+            client.create_topic("reasonable", num_partitions=3)
+            assert client.partition_count("reasonable") == 3
+        assert not [d for d in (tmp_path / "data").iterdir() if d.name.startswith("many-")]
+        assert broker.is_running()
+    finally:
+        broker.kill()
+    assert not broker.problems(), broker.problems()

@@ -63,12 +63,14 @@ class BrokerProcess:
         port: int | None = None,
         overrides: dict[str, Any] | None = None,
         log_level: str = "WARNING",
+        max_open_files: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.log_dir = Path(log_dir)
         self.port = port or free_port()
         self.overrides = dict(overrides or {})
         self.log_level = log_level
+        self.max_open_files = max_open_files  # RLIMIT_NOFILE of the broker process
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.log_path: Path | None = None
@@ -111,10 +113,22 @@ class BrokerProcess:
         env["PYTHONPATH"] = str(ROOT)
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                self.command(), cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                self.command(),
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                preexec_fn=self._limits if self.max_open_files else None,
             )
         poll_until(self._ready, timeout, f"broker start #{self.starts} ({self.log_path})")
         return self
+
+    def _limits(self) -> None:
+        import resource
+
+        n = self.max_open_files
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
 
     def _ready(self) -> bool:
         assert self.proc is not None

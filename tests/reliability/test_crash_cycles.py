@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from broker.client import KafkaClient
-from tests.reliability.damage import TORN_PREFIX, partitions_with_data, tear_tail
+from tests.reliability.damage import partitions_with_data, tear_tail
 from tests.reliability.process import BrokerProcess
 from tests.reliability.verify import Findings, verify
 from tests.reliability.workload import Workload, wait_for_progress
@@ -116,9 +116,6 @@ def test_crash_cycles_lose_no_acknowledged_record_or_commit(
                 previous_committed,
             )
             assert last.ok, f"{where}:\n{last.summary()}"
-            assert not any(v.startswith(TORN_PREFIX) for v in _all_values(broker)), (
-                f"{where}: a record from a torn tail is served"
-            )
         workload.stop()
         records, commits = workload.ledger.snapshot()
         last = verify(
@@ -153,15 +150,6 @@ def test_crash_cycles_lose_no_acknowledged_record_or_commit(
             f"{context}: clients hit fatal errors:\n"
             + "\n".join(workload.ledger.client_errors[:20])
         )
-
-
-def _all_values(broker: BrokerProcess) -> list[str]:
-    from tests.reliability.verify import read_partition
-
-    with KafkaClient(broker.bootstrap) as client:
-        return [
-            v for p in range(PARTITIONS) for v in read_partition(client, TOPIC, p).values.values()
-        ]
 
 
 def test_the_verification_sees_a_lost_record_and_a_lost_commit(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from broker.client import EARLIEST, LATEST, KafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import decode_records, validate_batch
+from tests.reliability.damage import TORN_PREFIX
 from tests.reliability.workload import IDEMPOTENT, AckedCommit, AckedRecord
 
 
@@ -76,6 +77,7 @@ class Findings:
     backward_commits: list[str] = field(default_factory=list)
     duplicates: dict[str, int] = field(default_factory=dict)  # producer -> duplicate records
     idempotent_duplicates: list[str] = field(default_factory=list)
+    torn_served: list[str] = field(default_factory=list)  # records that only a torn tail held
     records_in_log: int = 0
 
     @property
@@ -85,6 +87,7 @@ class Findings:
             or self.lost_commits
             or self.backward_commits
             or self.idempotent_duplicates
+            or self.torn_served
         )
 
     def summary(self) -> str:
@@ -99,6 +102,7 @@ class Findings:
             ("lost commits", self.lost_commits),
             ("backward commits", self.backward_commits),
             ("idempotent duplicates", self.idempotent_duplicates),
+            ("served from a torn tail", self.torn_served),
         ):
             if items:
                 lines.append(f"{title} (first 20 of {len(items)}):")
@@ -133,6 +137,12 @@ def verify(
                 f"{r.topic}-{r.partition}@{r.offset} {r.value!r}: found {got!r} "
                 f"(log {where.log_start_offset}..{where.log_end_offset})"
             )
+    found.torn_served = [
+        f"{topic}-{p}@{o} {v!r}"
+        for p, c in contents.items()
+        for o, v in c.values.items()
+        if v.startswith(TORN_PREFIX)
+    ]
     counts = Counter(v for c in contents.values() for v in c.values.values())
     for value, n in counts.items():
         if n > 1:
