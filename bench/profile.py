@@ -215,7 +215,6 @@ def main() -> None:
         from run import _commit_requests, _prepare_wire
 
         adv = _prepare_wire(k)
-        load = None
         if sc == "commits":
             v = kwire.common_version(type(_commit_requests(1, 0, 8)[0][0]), adv)
             reqs = _commit_requests(a.conns, 0, v)

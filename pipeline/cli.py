@@ -27,6 +27,7 @@ import argparse
 import base64
 import datetime
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -35,6 +36,7 @@ __all__ = ["main", "register"]
 
 _DEFAULT_DATA_DIR = "./data"  # log.dirs' default
 _C1_JIT = "-XX:TieredStopAtLevel=1"
+_EXIT_USAGE = 2  # kmock's exit status for a usage error
 
 
 def register(subparsers: Any) -> None:
@@ -126,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _with_session(
-    args: argparse.Namespace, job: Callable[[Any, list[str]], int], *, short: bool = True
+    args: argparse.Namespace, out: Any, job: Callable[[Any, list[str]], int], *, short: bool = True
 ) -> int:
     """Run `job(spark, data_dirs)`; stop the session afterwards if this call started it.
 
@@ -134,6 +136,12 @@ def _with_session(
     warm-up dominates a report over a small __consumer_offsets, and C1 halves the CPU
     time of a cold lag report (bench/pipeline_bench.py). Export keeps the default JIT.
     """
+    dirs = args.data_dir or [_DEFAULT_DATA_DIR]
+    missing = [d for d in dirs if not os.path.isdir(d)]
+    if missing:
+        out.stderr.write(f"kmock report: not a directory: {', '.join(missing)}\n")
+        return _EXIT_USAGE
+
     from pyspark.sql import SparkSession
 
     from pipeline.session import build_session
@@ -141,7 +149,7 @@ def _with_session(
     owned = SparkSession.getActiveSession() is None
     spark = build_session(args.master, java_options=[_C1_JIT] if short else [])
     try:
-        return job(spark, args.data_dir or [_DEFAULT_DATA_DIR])
+        return job(spark, dirs)
     finally:
         if owned:
             spark.stop()
@@ -180,7 +188,7 @@ def _run_lag(args: argparse.Namespace, out: Any) -> int:
             out.stderr.write(f"lag chart: {args.png}\n")
         return 0
 
-    return _with_session(args, job)
+    return _with_session(args, out, job)
 
 
 def _run_groups(args: argparse.Namespace, out: Any) -> int:
@@ -232,7 +240,7 @@ def _run_groups(args: argparse.Namespace, out: Any) -> int:
             _write_skipped(out, skipped)
         return 0
 
-    return _with_session(args, job)
+    return _with_session(args, out, job)
 
 
 def _run_snapshot(args: argparse.Namespace, out: Any) -> int:
@@ -306,7 +314,7 @@ def _run_snapshot(args: argparse.Namespace, out: Any) -> int:
         _write_skipped(out, skipped)
         return 0
 
-    return _with_session(args, job)
+    return _with_session(args, out, job)
 
 
 def _run_export(args: argparse.Namespace, out: Any) -> int:
@@ -346,7 +354,7 @@ def _run_export(args: argparse.Namespace, out: Any) -> int:
         _write_skipped(out, skipped)
         return 0
 
-    return _with_session(args, job, short=False)
+    return _with_session(args, out, job, short=False)
 
 
 # --- output -----------------------------------------------------------------------------

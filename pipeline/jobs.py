@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pipeline.session import register
+from protocol.records import ControlRecordType
 
 __all__ = [
     "committed_offsets",
@@ -42,7 +43,7 @@ __all__ = [
 
 Dirs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
-_CONTROL_COMMIT = 1  # ControlRecordType.COMMIT
+_CONTROL_COMMIT = int(ControlRecordType.COMMIT)
 _PAIRS = "array<struct<member_id: string, topic: string, partition: int>>"
 
 
@@ -174,9 +175,9 @@ def group_metadata(df: Any) -> Any:
 
 def _member_ddl() -> str:
     from pipeline.offsets import MEMBER
-    from pipeline.source import _ddl_type
+    from pipeline.source import ddl_type
 
-    return _ddl_type(MEMBER)
+    return ddl_type(MEMBER)
 
 
 def committed_offsets(spark: Any, dirs: Dirs, *, groups: Iterable[str] | None = None) -> Any:

@@ -43,7 +43,7 @@ from protocol.errors import KafkaError
 from protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
-    _read_varint,
+    read_varint,
     decode_records,
     parse_batch_header,
     validate_batch,
@@ -371,7 +371,6 @@ def _decode_plain(
     """
     if header.records_count < 0:
         raise _Fallback
-    read_varint = _read_varint
     base_offset = header.base_offset
     base_timestamp = header.base_timestamp
     offsets: list[int] = []

@@ -29,6 +29,8 @@ interpreter.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import re
 import sys
@@ -155,10 +157,12 @@ def _local_settings(threads: int) -> dict[str, str]:
 def ship_code(spark: Any) -> str:
     """Zip the protocol and pipeline packages and add them to the job (SparkContext.addPyFile).
 
-    Returns the zip's path. Executors still need the third-party packages installed.
+    Returns the zip's path; Spark serves the file to executors while the job runs, and it
+    is removed when this process exits. Executors still need the third-party packages.
     """
     fd, name = tempfile.mkstemp(prefix="kmock-pipeline-", suffix=".zip")
     os.close(fd)
+    atexit.register(_remove, name)
     with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as z:
         for package in _SHIPPED_PACKAGES:
             for path in sorted((_ROOT / package).rglob("*")):
@@ -166,6 +170,11 @@ def ship_code(spark: Any) -> str:
                     z.write(path, path.relative_to(_ROOT).as_posix())
     spark.sparkContext.addPyFile(name)
     return name
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def register(spark: Any) -> None:

@@ -72,6 +72,7 @@ __all__ = [
     "KmockLogDataSource",
     "ReadOptions",
     "ddl",
+    "ddl_type",
     "records_batch",
 ]
 
@@ -150,20 +151,20 @@ _CHECKS = ("crc", "none", "records")
 
 def ddl(schema: pa.Schema) -> str:
     """The Spark DDL string of an Arrow schema (data sources take DDL; PYSPARK-NOTES §1.5)."""
-    return ", ".join(f"`{f.name}` {_ddl_type(f.type)}" for f in schema)
+    return ", ".join(f"`{f.name}` {ddl_type(f.type)}" for f in schema)
 
 
-def _ddl_type(t: pa.DataType) -> str:
+def ddl_type(t: pa.DataType) -> str:
     if pa.types.is_struct(t):
         return (
             "struct<"
             + ", ".join(
-                f"`{t.field(i).name}`: {_ddl_type(t.field(i).type)}" for i in range(t.num_fields)
+                f"`{t.field(i).name}`: {ddl_type(t.field(i).type)}" for i in range(t.num_fields)
             )
             + ">"
         )
     if pa.types.is_list(t):
-        return f"array<{_ddl_type(t.value_type)}>"
+        return f"array<{ddl_type(t.value_type)}>"
     simple = {
         pa.string(): "string",
         pa.binary(): "binary",

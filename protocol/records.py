@@ -59,6 +59,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "read_varint",
     "MAGIC",
     "BatchHeader",
     "ControlRecordType",
@@ -344,7 +345,7 @@ def set_log_append_time(
 # --- records ---------------------------------------------------------------------------
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     """Read a zigzag varint/varlong at `pos`; return (value, next position).
 
     Raises IndexError past the end of `buf` (decode_records turns it into CORRUPT_MESSAGE).
@@ -406,16 +407,16 @@ def decode_records(batch: BytesLike, *, max_bytes: int | None = None) -> list[Re
     pos = 0
     try:
         for _ in range(count):
-            length, pos = _read_varint(body, pos)
+            length, pos = read_varint(body, pos)
             end = pos + length
             if length < _MIN_RECORD_SIZE - 1 or end > len(body):
                 raise _corrupt(f"record of length {length} at {pos} in {len(body)} bytes")
             attributes = body[pos]
-            timestamp_delta, pos = _read_varint(body, pos + 1)
-            offset_delta, pos = _read_varint(body, pos)
+            timestamp_delta, pos = read_varint(body, pos + 1)
+            offset_delta, pos = read_varint(body, pos)
             key, pos = _read_nullable_bytes(body, pos, end)
             value, pos = _read_nullable_bytes(body, pos, end)
-            header_count, pos = _read_varint(body, pos)
+            header_count, pos = read_varint(body, pos)
             if header_count < 0 or header_count * 2 > end - pos:
                 raise _corrupt(f"record declares {header_count} headers in {end - pos} bytes")
             headers = []
@@ -454,7 +455,7 @@ def decode_records(batch: BytesLike, *, max_bytes: int | None = None) -> list[Re
 
 
 def _read_nullable_bytes(buf: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(buf, pos)
+    length, pos = read_varint(buf, pos)
     if length < 0:
         if length != -1:
             raise _corrupt(f"negative length {length}")

@@ -167,3 +167,8 @@ def test_kmock_cli_runs_the_reports(spark, data_dir: Path) -> None:
         == 0
     )
     assert [r["lag"] for r in json.loads(stdout.getvalue())["lag"]] == [None, 0, 8]
+
+
+def test_a_missing_data_dir_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert cli.main(["report", "lag", "--data-dir", str(tmp_path / "nope")]) == 2
+    assert "not a directory" in capsys.readouterr().err

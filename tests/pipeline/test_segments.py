@@ -314,7 +314,7 @@ _records = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(records=_records, codec=st.sampled_from(list(CompressionType)), base=st.integers(0, 2**40))
 def test_decode_columns_agrees_with_decode_records(records: list, codec: int, base: int) -> None:
     buf = build_batch(records, base_offset=base, compression=codec)

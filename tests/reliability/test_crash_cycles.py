@@ -47,6 +47,14 @@ PARTITIONS = 3
 MODES = {
     "fsync": {"log.flush.interval.messages": 1},
     "default": {},
+    # Small segments: the data topic rolls every few dozen records, and __consumer_offsets
+    # rolls and is compacted every quarter second, so kills also land in rolls and in
+    # compaction (whose output must replace the segments it cleaned, or not at all).
+    "small-segments": {
+        "log.segment.bytes": 64 * 1024,
+        "offsets.topic.segment.bytes": 4 * 1024,
+        "log.cleaner.backoff.ms": 250,
+    },
 }
 PROGRESS_TIMEOUT_S = 90.0
 # Records granted to the producers per cycle.

@@ -244,6 +244,7 @@ class KafkaPythonProducer(_Worker):
 
     def run(self) -> None:
         from kafka import KafkaProducer
+        from kafka.errors import KafkaError as KpError
 
         producer = KafkaProducer(
             bootstrap_servers=self.bootstrap,
@@ -274,12 +275,18 @@ class KafkaPythonProducer(_Worker):
                 self.sent += 1
                 with self._lock:
                     self._in_flight += 1
-                future = producer.send(
-                    self.topic,
-                    value=value.encode(),
-                    key=str(self.sent).encode(),
-                    partition=partition,
-                )
+                try:
+                    future = producer.send(
+                        self.topic,
+                        value=value.encode(),
+                        key=str(self.sent).encode(),
+                        partition=partition,
+                    )
+                except KpError:  # no metadata while the broker is down: not sent
+                    with self._lock:
+                        self._in_flight -= 1
+                    self.budget.grant(1)
+                    continue
                 future.add_callback(self._acked, value)
                 future.add_errback(self._failed)
             producer.flush(timeout=60)
@@ -388,7 +395,10 @@ class KafkaPythonConsumer(_Worker):
         )
         try:
             while not self.stopping.is_set():
-                batches = consumer.poll(timeout_ms=100, max_records=200)
+                try:
+                    batches = consumer.poll(timeout_ms=100, max_records=200)
+                except KpError:  # kafka-python raises connection errors while it is down
+                    continue
                 positions: dict[Any, int] = {}
                 for tp, records in batches.items():
                     for r in records:
