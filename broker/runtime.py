@@ -24,6 +24,7 @@ Coordinator methods are synchronous, so under trio they run without interruption
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import math
@@ -32,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 import trio
+import trio.lowlevel
 
 from broker.topics import OFFSETS_TOPIC
 from coordinator import (
@@ -59,6 +61,15 @@ class _Parked:
         self.response: Any = None
 
 
+class _Appended:
+    __slots__ = ("done", "outcome", "partitions")
+
+    def __init__(self, outcome: Outcome, partitions: set[int]) -> None:
+        self.outcome = outcome
+        self.partitions = partitions
+        self.done = False
+
+
 class CoordinatorRuntime:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
@@ -81,8 +92,10 @@ class CoordinatorRuntime:
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         # Appended outcomes not yet applied, in log order: [seq, outcome, done]
-        self._append_seq = itertools.count()
-        self._pending_apply: list[list[Any]] = []
+        # Outcomes appended (durably) but not yet applied, per __consumer_offsets partition
+        # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
+        # in, but only within a partition; commits of unrelated groups do not wait.
+        self._pending: dict[int, collections.deque[_Appended]] = {}
         self._generations: dict[str, int] = {}  # last generation logged, per group
 
     # --- startup ---------------------------------------------------------------------------
@@ -150,7 +163,7 @@ class CoordinatorRuntime:
                         continue
                     self.replayed_records += 1
                 offset = header.next_offset
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
 
     def _skip(self, plog: Any, header: Any, error: Exception, offset: int | None = None) -> None:
         """A damaged __consumer_offsets batch or record: Kafka fails the load of that
@@ -190,32 +203,54 @@ class CoordinatorRuntime:
 
     async def complete(self, outcome: Outcome) -> None:
         """Append the outcome's records (durably), apply them, then deliver its replies."""
-        if outcome.records:
-            durable = any(r.is_offset_commit for r in outcome.records)
-            entry = [next(self._append_seq), outcome, False]
-            if durable:
-                self._pending_apply.append(entry)
-            try:
-                await self._append(outcome, durable)
-            except (KafkaError, OSError) as e:
-                if durable:
-                    self._pending_apply.remove(entry)
-                code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
-                log.error("__consumer_offsets write failed: %s", e)
-                failed = self.coordinator.on_append_failed(outcome, code, self.broker.now_ms())
-                self._apply_in_order()
-                self._deliver(failed)
-                self._wake.set()
-                return
-            if durable:
-                entry[2] = True
-                self._apply_in_order()
-            else:
-                self.coordinator.on_appended(outcome, self.broker.now_ms())
-                self._deliver(outcome)
-                self._wake.set()
-        else:
+        if not outcome.records:
             self._deliver(outcome)
+            return
+        durable = any(r.is_offset_commit for r in outcome.records)
+        entry = _Appended(outcome, {self.coordinator.partition_for(r.group_id)
+                                    for r in outcome.records})
+        if durable:
+            for p in entry.partitions:
+                self._pending.setdefault(p, collections.deque()).append(entry)
+        try:
+            await self._append(outcome, durable)
+        except (KafkaError, OSError) as e:
+            code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
+            log.error("__consumer_offsets write failed: %s", e)
+            if durable:
+                for p in entry.partitions:
+                    self._pending[p].remove(entry)
+                self._apply_ready(entry.partitions)
+            self._deliver(self.coordinator.on_append_failed(outcome, code, self.broker.now_ms()))
+            self._wake.set()
+            return
+        if durable:
+            entry.done = True
+            self._apply_ready(entry.partitions)
+        else:
+            self._apply(outcome)
+
+    def _apply(self, outcome: Outcome) -> None:
+        self.coordinator.on_appended(outcome, self.broker.now_ms())
+        self._deliver(outcome)
+        self._wake.set()
+
+    def _apply_ready(self, partitions: set[int]) -> None:
+        """Apply every appended outcome that is durable and first in each of its partitions."""
+        check = set(partitions)
+        while check:
+            p = check.pop()
+            queue = self._pending.get(p)
+            while queue and queue[0].done and all(
+                    self._pending[x][0] is queue[0] for x in queue[0].partitions):
+                entry = queue[0]
+                for x in entry.partitions:
+                    self._pending[x].popleft()
+                    if not self._pending[x]:
+                        del self._pending[x]
+                    check.add(x)
+                self._apply(entry.outcome)
+                queue = self._pending.get(p)
 
     def _note_generation(self, group_id: str) -> None:
         """One INFO line and one metric per rebalance: a group entered a new generation."""
@@ -229,13 +264,6 @@ class CoordinatorRuntime:
                      "leader %s", group_id, group.generation_id, len(group.members),
                      group.protocol_type, group.protocol_name, group.leader_id)
             self.broker.metrics.rebalances.labels(group_id).inc()
-
-    def _apply_in_order(self) -> None:
-        while self._pending_apply and self._pending_apply[0][2]:
-            _, outcome, _ = self._pending_apply.pop(0)
-            self.coordinator.on_appended(outcome, self.broker.now_ms())
-            self._deliver(outcome)
-        self._wake.set()
 
     def _deliver(self, outcome: Outcome) -> None:
         for reply in outcome.replies:
