@@ -28,7 +28,24 @@ OFFSETS_TOPIC = "__consumer_offsets"
 VALUE_VERSION = 3  # what coordinator/records.py writes without an expire timestamp
 
 
+def _ensure_layout(data_dir: Path) -> None:
+    """Create __consumer_offsets with kmock's own registry, as the broker would on first use."""
+    from broker.config import load_config
+    from broker.topics import TopicRegistry
+
+    cfg = load_config(overrides={"log.dirs": str(data_dir)})
+    registry = TopicRegistry(cfg, data_dir)
+    registry.load(int(time.time() * 1000))
+    if registry.get(OFFSETS_TOPIC) is None:
+        registry.create(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"],
+                        {"cleanup.policy": "compact",
+                         "segment.bytes": str(cfg["offsets.topic.segment.bytes"])},
+                        now_wall_ms=int(time.time() * 1000), internal=True)
+    registry.close()
+
+
 def generate(data_dir: Path, records: int, groups: int = 1000, partitions: int = 20) -> dict:
+    _ensure_layout(data_dir)
     table = json.loads((data_dir / "topics.json").read_text())
     entry = table[OFFSETS_TOPIC]
     n_partitions = int(entry["partitions"])

@@ -76,10 +76,26 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, connection
     idle_s = broker.config["connections.max.idle.ms"] / 1000
     try:
         while True:
-            frame = frames.next_frame()
+            frame: bytes | bytearray | None = frames.next_frame()
+            if frame is None and (large := frames.start_large_frame(RECEIVE_BYTES)) is not None:
+                frame, got = large
+                already = got
+                view = memoryview(frame)
+                with trio.move_on_after(idle_s) as idle:
+                    while got < len(frame):
+                        n = await stream.socket.recv_into(view[got:])
+                        if n == 0:
+                            break
+                        got += n
+                        idle.deadline = trio.current_time() + idle_s
+                metrics.bytes_in(got - already)
+                if got < len(frame):
+                    reason = "idle timeout mid-frame" if idle.cancelled_caught else (
+                        "closed by client mid-frame")
+                    return
             if frame is None:
                 with trio.move_on_after(idle_s) as idle:
-                    data = await stream.receive_some(max(RECEIVE_BYTES, min(frames.bytes_needed(), 1 << 20)))
+                    data = await stream.receive_some(RECEIVE_BYTES)
                 if idle.cancelled_caught:
                     reason = "idle timeout"
                     return
@@ -137,7 +153,7 @@ async def send_chunks(stream: trio.abc.SendStream, chunks: list[Any]) -> int:
 
 
 async def _handle_frame(
-    broker: Broker, frame: bytes, client_host: str, connection_id: int
+    broker: Broker, frame: bytes | bytearray, client_host: str, connection_id: int
 ) -> list[Any] | None:
     try:
         api_key, version, correlation_id = peek_request_key(frame)

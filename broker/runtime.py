@@ -100,7 +100,10 @@ class CoordinatorRuntime:
 
     # --- startup ---------------------------------------------------------------------------
 
-    def _offsets_topic(self) -> Any:
+    def offsets_topic(self) -> Any:
+        """__consumer_offsets, created on first need (a group FindCoordinator or the first
+        record to write), as Kafka creates it: a broker whose clients never use groups
+        does not pay for its 50 partitions at start."""
         registry = self.broker.topics
         topic = registry.get(OFFSETS_TOPIC)
         if topic is None:
@@ -110,15 +113,16 @@ class CoordinatorRuntime:
                 {"cleanup.policy": "compact",
                  "segment.bytes": str(c["offsets.topic.segment.bytes"])},
                 now_wall_ms=self.broker.wall_ms(), internal=True)
+            log.info("created %s with %d partitions", OFFSETS_TOPIC, len(topic.partitions))
         return topic
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        topic = self._offsets_topic()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
             started = time.monotonic()
-            for p in topic.partitions:
+            topic = self.broker.topics.get(OFFSETS_TOPIC)
+            for p in topic.partitions if topic is not None else ():
                 await self._replay_partition(p.log)
             self.coordinator.finish_load(self.broker.now_ms())
             for group_id in self.coordinator.group_ids():
@@ -133,6 +137,12 @@ class CoordinatorRuntime:
             await self._timer()
 
     async def _replay_partition(self, plog: Any) -> None:
+        """Replay one partition: every record's effect is "the state of this key is now
+        this value", so only the last record of each key matters (what the log cleaner
+        keeps). The scan keeps the raw bytes of each key's last record, in the order of
+        those last writes, and decodes only them: equivalent to replaying everything, and
+        several times faster on an uncompacted log (decoding is most of replay's cost)."""
+        latest: dict[bytes, tuple[bytes | None, int, Any]] = {}
         offset = plog.log_start_offset
         end = plog.log_end_offset
         while offset < end:
@@ -156,14 +166,18 @@ class CoordinatorRuntime:
                 for record in records:
                     if record.offset < offset or record.key is None:
                         continue
-                    try:
-                        self.coordinator.replay(record.key, record.value)
-                    except DecodeError as e:
-                        self._skip(plog, header, e, record.offset)
-                        continue
+                    latest.pop(record.key, None)  # keep the order of last writes
+                    latest[record.key] = (record.value, record.offset, header)
                     self.replayed_records += 1
                 offset = header.next_offset
             await trio.lowlevel.checkpoint()
+        for i, (key, (value, record_offset, header)) in enumerate(latest.items()):
+            try:
+                self.coordinator.replay(key, value)
+            except DecodeError as e:
+                self._skip(plog, header, e, record_offset)
+            if i % 4096 == 4095:
+                await trio.lowlevel.checkpoint()
 
     def _skip(self, plog: Any, header: Any, error: Exception, offset: int | None = None) -> None:
         """A damaged __consumer_offsets batch or record: Kafka fails the load of that
@@ -273,7 +287,7 @@ class CoordinatorRuntime:
                 slot.event.set()
 
     async def _append(self, outcome: Outcome, durable: bool) -> None:
-        topic = self.broker.topics.get(OFFSETS_TOPIC)
+        topic = self.offsets_topic()
         wall_ms = self.broker.wall_ms()
         by_partition: dict[int, list[tuple[bytes, bytes | None, tuple[()], int]]] = {}
         for record in outcome.records:

@@ -113,6 +113,11 @@ class Broker:
 
     def open(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Kafka refuses to start on a log dir it cannot write; so do we, before recovery
+        # could serve half the logs. Raises OSError (EROFS, EACCES, ENOSPC) for the CLI.
+        probe = self.data_dir / ".kmock-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
         self.cluster_id = _read_meta(self.data_dir, self.node_id)
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.topics.load(self.wall_ms())

@@ -170,6 +170,30 @@ class FrameBuffer:
             self._start = 0
         return frame
 
+    def start_large_frame(self, threshold: int) -> tuple[bytearray, int] | None:
+        """If the frame in progress is larger than `threshold` bytes, hand it over for a
+        direct read: returns a buffer of the frame's size holding what has arrived so far,
+        and how many bytes that is. The caller fills the rest with `recv_into`, so a large
+        frame (a 1 MB Produce) is copied once, not once per receive plus once at the end.
+
+        Raises:
+          FrameTooLarge: as `next_frame`.
+        """
+        avail = len(self._data) - self._start
+        if avail < 4:
+            return None
+        (size,) = _SIZE.unpack_from(self._data, self._start)
+        if size < 0 or size > self.max_frame_bytes:
+            raise FrameTooLarge(f"frame of {size} bytes (limit {self.max_frame_bytes})")
+        if size <= threshold or avail >= 4 + size:
+            return None
+        frame = bytearray(size)
+        got = avail - 4
+        frame[:got] = self._data[self._start + 4 :]
+        self._data.clear()
+        self._start = 0
+        return frame, got
+
     def bytes_needed(self) -> int:
         """How many more bytes complete the frame in progress (at least 1)."""
         avail = len(self._data) - self._start

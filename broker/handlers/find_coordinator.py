@@ -1,5 +1,5 @@
 """FindCoordinator: kmock is the coordinator of every group (it leads every partition of
-__consumer_offsets). Transactions are not supported, so a transaction coordinator lookup
+__consumer_offsets, which the first group lookup creates, as in Kafka). Transactions are not supported, so a transaction coordinator lookup
 (key_type 1) is answered with COORDINATOR_NOT_AVAILABLE and an explanation.
 """
 
@@ -22,6 +22,7 @@ def _lookup(ctx: Any, key: str, key_type: int) -> Coordinator:
         return Coordinator(key=key, node_id=-1, host="", port=-1,
                            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
                            error_message="kmock does not support transactions")
+    ctx.broker.coordinator.offsets_topic()  # Kafka creates it on the first group lookup
     host, port = ctx.broker.advertised[0]
     return Coordinator(key=key, node_id=ctx.broker.node_id, host=host, port=port,
                        error_code=ErrorCode.NONE, error_message=None)

@@ -46,6 +46,9 @@ async def running_broker(tmp_path: Any, **settings: Any) -> AsyncIterator[Any]:
     async with trio.open_nursery() as nursery:
         broker = await nursery.start(serve, config)
         await broker.ready.wait()
+        # __consumer_offsets is created by the first group lookup, as in Kafka; these tests
+        # include it among the existing topics.
+        broker.coordinator.offsets_topic()
         yield broker
         nursery.cancel_scope.cancel()
 

@@ -5,11 +5,12 @@ takes a log dir offline until then).
 
 Two ways to make the disk fail:
   * a real one: a small tmpfs mounted under tmp_path (needs root; skipped otherwise), which
-    answers ENOSPC when it is full;
-  * injected: storage's view of the `os` module is wrapped so that `writev`/`fdatasync` on
-    one partition's files fail with a chosen errno (EROFS is what a file system that was
-    remounted read-only after an error answers; EIO is a failing disk). This is the OS
-    boundary, not our own code, so nothing of kmock is faked.
+    answers ENOSPC when it is full, and EROFS once remounted read-only (Linux refuses that
+    remount while a file is open for writing, so that case is a broker starting on it);
+  * injected: storage's view of the `os` module is wrapped so that `writev`, `fdatasync`
+    and `fsync` on one partition's files fail with a chosen errno (EROFS is what a file
+    system that was remounted read-only after an error answers while the broker runs; EIO
+    is a failing disk). This is the OS boundary, not our own code: nothing of kmock is faked.
 
 The broker runs in process and is restarted on the same data directory (`serve` again) to
 check what survived. Commits: Kafka's group coordinator answers a failed __consumer_offsets
@@ -351,3 +352,35 @@ async def test_failed_segment_roll_does_not_wedge_the_partition(
             await client.aclose()
         async with running(tmp_path / "data") as broker:
             assert await contents(broker, "roll") == acked
+
+
+def test_starting_on_a_read_only_data_dir_fails_fast_with_one_clear_line(tmp_path: Path) -> None:
+    """A data directory that cannot be written (a file system remounted read-only after an
+    error, a wrong mount) cannot be recovered into: `kmock serve` must say so and exit,
+    not serve half the logs or print a traceback."""
+    from tests.reliability.process import BrokerProcess
+
+    with tmpfs(tmp_path / "fs", 8 * 1024 * 1024) as fs:
+        broker = BrokerProcess(
+            fs / "data", tmp_path / "logs", overrides={"offsets.topic.num.partitions": 2}
+        )
+        broker.start()
+        assert broker.stop() == 0
+        remount = subprocess.run(
+            ["mount", "-o", "remount,ro", str(fs)], capture_output=True, text=True, check=False
+        )
+        assert remount.returncode == 0, remount.stderr
+        done = subprocess.run(
+            broker.command(),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        )
+    assert done.returncode != 0
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output, output
+    assert "cannot start" in output, output
+    assert "Read-only file system" in output, output

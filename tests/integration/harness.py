@@ -8,6 +8,7 @@ sharing state with the producer.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -199,7 +200,7 @@ def check_records(
     assert not missing, f"{len(missing)} records never consumed, e.g. {missing[:5]}"
     assert not extra, f"unexpected records consumed: {extra[:5]}"
     if exactly_once:
-        dups = sorted({v for v in values if values.count(v) > 1})
+        dups = sorted(v for v, n in collections.Counter(values).items() if n > 1)
         assert not dups, f"records consumed twice: {dups[:5]}"
     for r in got:
         i = int(str(r.value).rsplit("-", 1)[1])

@@ -262,7 +262,10 @@ def ck_produce(
     hdrs = [(k, v.encode()) for k, v in HEADERS]
     for i in range(start, n):
         p.produce(
-            topic, key=key(i).encode(), value=value(prefix, i).encode(), headers=hdrs,
+            topic,
+            key=key(i).encode(),
+            value=value(prefix, i).encode(),
+            headers=hdrs,
             on_delivery=done,
         )
         p.poll(0)

@@ -8,7 +8,8 @@
    has members, done once it is empty). With kafka-python, confluent-kafka (range, and
    cooperative-sticky with its incremental rebalance callbacks) and aiokafka.
 2. After a graceful restart and after a crash (KmockBroker.kill(), then start), committed
-   offsets are back and a consumer resumes exactly after its last acknowledged commit.
+   offsets are back and a consumer resumes exactly after its last acknowledged commit
+   (each consumer commits, has it acknowledged, and leaves before the broker goes down).
 3. Static membership: a member with group.instance.id that restarts within its session
    timeout gets its partitions back, and the other member does not rebalance (no rebalance
    callback, same generation, same member id in DescribeGroups) for a whole session timeout
@@ -116,12 +117,15 @@ class Topic:
         p = CkProducer(ck_conf(self.bootstrap, **{"linger.ms": 5}))
         for i in range(n):
             p.produce(
-                self.name, key=key(i).encode(), value=value(prefix, i).encode(),
+                self.name,
+                key=key(i).encode(),
+                value=value(prefix, i).encode(),
                 on_delivery=delivered,
             )
             p.poll(0)
         left = p.flush(20)
-        assert left == 0 and not failed, f"{left} records undelivered, failures {failed[:3]}"
+        assert left == 0, f"{left} records undelivered in 20 s"
+        assert not failed, f"deliveries failed: {failed[:3]}"
         return dict(self.ends)
 
 
@@ -578,7 +582,8 @@ class Admin:
 class KafkaPythonAdmin(Admin):
     def __init__(self, bootstrap: str) -> None:
         self.a = kafka.KafkaAdminClient(
-            bootstrap_servers=bootstrap, client_id="kmock-acceptance-admin",
+            bootstrap_servers=bootstrap,
+            client_id="kmock-acceptance-admin",
             request_timeout_ms=10000,
         )
 
@@ -591,9 +596,7 @@ class KafkaPythonAdmin(Admin):
         members = {}
         for m in d["members"]:
             assignment = m["member_assignment"] or {"assigned_partitions": []}
-            parts = frozenset(
-                p for t in assignment["assigned_partitions"] for p in t["partitions"]
-            )
+            parts = frozenset(p for t in assignment["assigned_partitions"] for p in t["partitions"])
             members[m["client_id"]] = MemberView(m["member_id"], m["group_instance_id"], parts)
         return GroupView(d["group_state"], d["protocol_type"], d["protocol_data"], members)
 
@@ -663,7 +666,8 @@ class AiokafkaAdmin(Admin):
 
         async def start() -> AIOKafkaAdminClient:
             a = AIOKafkaAdminClient(
-                bootstrap_servers=bootstrap, client_id="kmock-acceptance-admin",
+                bootstrap_servers=bootstrap,
+                client_id="kmock-acceptance-admin",
                 request_timeout_ms=10000,
             )
             await a.start()
@@ -762,7 +766,7 @@ def group_lifecycle(
     def commits_visible(ms: Sequence[Member], ends: dict[int, int]) -> None:
         for m in ms:
             wait_until(
-                lambda: (got := m.committed()) == {p: ends[p] for p in got} and bool(got),
+                lambda m=m: (got := m.committed()) == {p: ends[p] for p in got} and bool(got),
                 WAIT_S,
                 f"member {m.name}'s {m.commit} commits (up to {ends}) to be visible through "
                 "OffsetFetch",
@@ -771,18 +775,18 @@ def group_lifecycle(
 
     try:
         a, b, c = start("a", "sync"), start("b", "async"), start("c", "auto")
-        wait_until(lambda: split([a, b, c], 2), WAIT_S, "three members with two partitions each",
-                   state)
+        wait_until(
+            lambda: split([a, b, c], 2), WAIT_S, "three members with two partitions each", state
+        )
         if protocol == "range":
             contiguous_ranges([a, b, c])
         # Produced only now, so that each partition is consumed and committed by the one
         # member that holds it, in that member's way.
         ends = topic.produce("g1", 600)
-        wait_until(lambda: consumed([a, b, c], "g1", 600), WAIT_S, "the group to consume 600",
-                   state)
-        check_records(
-            [r for m in members for r in m.records()], "g1", 600, exactly_once=False
+        wait_until(
+            lambda: consumed([a, b, c], "g1", 600), WAIT_S, "the group to consume 600", state
         )
+        check_records([r for m in members for r in m.records()], "g1", 600, exactly_once=False)
         commits_visible([a, b, c], ends)
 
         assert admin.groups().get(group) == "consumer", f"{group} not listed as a consumer group"
@@ -796,8 +800,11 @@ def group_lifecycle(
         assert admin.delete(group) == NON_EMPTY_GROUP, "a group with members was deleted"
 
         before = {
-            "a": a.assignment(), "b": b.assignment(), "c": c.assignment(),
-            "a_events": len(a.rebalance_events()), "b_events": len(b.rebalance_events()),
+            "a": a.assignment(),
+            "b": b.assignment(),
+            "c": c.assignment(),
+            "a_events": len(a.rebalance_events()),
+            "b_events": len(b.rebalance_events()),
         }
         c.stop()
         assert c.closing_at is not None
@@ -812,10 +819,14 @@ def group_lifecycle(
             after_leave(a, b, before)
 
         ends = topic.produce("g2", 60)
-        wait_until(lambda: consumed([a, b], "g2", 60), WAIT_S, "the two to consume 60 more",
-                   state)
+        wait_until(lambda: consumed([a, b], "g2", 60), WAIT_S, "the two to consume 60 more", state)
         commits_visible([a, b], ends)
         assert admin.offsets(group) == {(topic.name, p): end for p, end in ends.items()}
+        view = admin.describe(group)
+        assert view.state == "Stable", view
+        assert {cid: mv.partitions for cid, mv in view.members.items()} == {
+            m.client_id: m.assignment() for m in (a, b)
+        }, view
 
         a.stop()
         b.stop()
@@ -864,23 +875,39 @@ def cooperative_incremental(a: Member, b: Member, before: dict[str, Any]) -> Non
 @deadline(120)
 def test_kafka_python_group_assignment_commits_admin_and_rebalance(fresh_broker):
     b = fresh_broker(**BROKER)
-    group_lifecycle(b, KafkaPythonMember, KafkaPythonAdmin(b.bootstrap_servers), protocol="range",
-                    after_leave=range_eager)
+    group_lifecycle(
+        b,
+        KafkaPythonMember,
+        KafkaPythonAdmin(b.bootstrap_servers),
+        protocol="range",
+        after_leave=range_eager,
+    )
 
 
 @deadline(120)
 def test_confluent_range_group_assignment_commits_admin_and_rebalance(fresh_broker):
     b = fresh_broker(**BROKER)
-    group_lifecycle(b, ConfluentMember, ConfluentAdmin(b.bootstrap_servers), protocol="range",
-                    assignor="range", after_leave=range_eager)
+    group_lifecycle(
+        b,
+        ConfluentMember,
+        ConfluentAdmin(b.bootstrap_servers),
+        protocol="range",
+        assignor="range",
+        after_leave=range_eager,
+    )
 
 
 @deadline(120)
 def test_confluent_cooperative_sticky_group_rebalances_incrementally(fresh_broker):
     b = fresh_broker(**BROKER)
-    group_lifecycle(b, ConfluentMember, ConfluentAdmin(b.bootstrap_servers),
-                    protocol="cooperative-sticky", assignor="cooperative-sticky",
-                    after_leave=cooperative_incremental)
+    group_lifecycle(
+        b,
+        ConfluentMember,
+        ConfluentAdmin(b.bootstrap_servers),
+        protocol="cooperative-sticky",
+        assignor="cooperative-sticky",
+        after_leave=cooperative_incremental,
+    )
 
 
 @deadline(120)
@@ -906,9 +933,14 @@ def next_offsets(records: list[Rec]) -> dict[int, int]:
 
 def kafka_python_session(bootstrap, topic, group, n):
     c = kafka.KafkaConsumer(
-        bootstrap_servers=bootstrap, client_id="kmock-acceptance-kafka-python", group_id=group,
-        auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=100,
-        session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+        bootstrap_servers=bootstrap,
+        client_id="kmock-acceptance-kafka-python",
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms=HEARTBEAT_MS,
         request_timeout_ms=10000,
     )
     with closing(c):
@@ -918,23 +950,36 @@ def kafka_python_session(bootstrap, topic, group, n):
 
         def more() -> bool:
             batch = c.poll(timeout_ms=KafkaPythonMember.POLL_MS, max_records=n - len(got))
-            got.extend(_rec(r.partition, r.offset, r.key, r.value)
-                       for rs in batch.values() for r in rs)
+            got.extend(
+                _rec(r.partition, r.offset, r.key, r.value) for rs in batch.values() for r in rs
+            )
             return len(got) >= n
 
         wait_until(more, WAIT_S, f"{n} records (got {len(got)})")
         acked = next_offsets(got)
-        c.commit({kafka.TopicPartition(topic, p): kafka.OffsetAndMetadata(o, "", -1)
-                  for p, o in acked.items()})
+        c.commit(
+            {
+                kafka.TopicPartition(topic, p): kafka.OffsetAndMetadata(o, "", -1)
+                for p, o in acked.items()
+            }
+        )
     return committed, got, acked
 
 
 def confluent_session(bootstrap, topic, group, n):
-    c = CkConsumer(ck_conf(bootstrap, **{
-        "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": HEARTBEAT_MS,
-        "fetch.wait.max.ms": 100,
-    }))
+    c = CkConsumer(
+        ck_conf(
+            bootstrap,
+            **{
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": SESSION_TIMEOUT_MS,
+                "heartbeat.interval.ms": HEARTBEAT_MS,
+                "fetch.wait.max.ms": 100,
+            },
+        )
+    )
     try:
         tps = c.committed([CkTopicPartition(topic, p) for p in range(3)], timeout=10)
         committed = {tp.partition: tp.offset if tp.offset >= 0 else None for tp in tps}
@@ -950,8 +995,9 @@ def confluent_session(bootstrap, topic, group, n):
 
         wait_until(more, WAIT_S, f"{n} records (got {len(got)})")
         acked = next_offsets(got)
-        c.commit(offsets=[CkTopicPartition(topic, p, o) for p, o in acked.items()],
-                 asynchronous=False)
+        c.commit(
+            offsets=[CkTopicPartition(topic, p, o) for p, o in acked.items()], asynchronous=False
+        )
     finally:
         c.close()
     return committed, got, acked
@@ -960,20 +1006,26 @@ def confluent_session(bootstrap, topic, group, n):
 def aiokafka_session(bootstrap, topic, group, n):
     async def session():
         c = aiokafka.AIOKafkaConsumer(
-            topic, bootstrap_servers=bootstrap, client_id="kmock-acceptance-aiokafka",
-            group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
-            fetch_max_wait_ms=100, session_timeout_ms=SESSION_TIMEOUT_MS,
-            heartbeat_interval_ms=HEARTBEAT_MS, request_timeout_ms=10000,
+            topic,
+            bootstrap_servers=bootstrap,
+            client_id="kmock-acceptance-aiokafka",
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            fetch_max_wait_ms=100,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            request_timeout_ms=10000,
         )
         await c.start()
         try:
-            committed = {p: await c.committed(aiokafka.TopicPartition(topic, p))
-                         for p in range(3)}
+            committed = {p: await c.committed(aiokafka.TopicPartition(topic, p)) for p in range(3)}
             got: list[Rec] = []
             while len(got) < n:
                 batch = await c.getmany(timeout_ms=100, max_records=n - len(got))
-                got.extend(_rec(r.partition, r.offset, r.key, r.value)
-                           for rs in batch.values() for r in rs)
+                got.extend(
+                    _rec(r.partition, r.offset, r.key, r.value) for rs in batch.values() for r in rs
+                )
             acked = next_offsets(got)
             await c.commit({aiokafka.TopicPartition(topic, p): o for p, o in acked.items()})
         finally:
@@ -996,7 +1048,7 @@ def commits_survive_restart_and_crash(fresh_broker: Any, session: Session) -> No
         assert committed == {p: acked.get(p) for p in range(3)}, (
             f"committed offsets after {after}: {committed}, last acknowledged {acked}"
         )
-        firsts = {}
+        firsts: dict[int, int] = {}
         for r in got:
             firsts.setdefault(r.partition, r.offset)
         assert firsts == {p: acked.get(p, 0) for p in firsts}, (
@@ -1058,13 +1110,18 @@ def static_member_rejoins(
 
     try:
         first = start(leader, "static-s" if leader == "s" else None)
-        wait_until(lambda: first.assignment() == frozenset(range(PARTITIONS)), WAIT_S,
-                   "the first member to hold every partition", state)
+        wait_until(
+            lambda: first.assignment() == frozenset(range(PARTITIONS)),
+            WAIT_S,
+            "the first member to hold every partition",
+            state,
+        )
         second = "o" if leader == "s" else "s"
         start(second, "static-s" if second == "s" else None)
         o, s = (m for name in ("o", "s") for m in members if m.name == name)
-        wait_until(lambda: split([o, s], 3), WAIT_S, "two members with three partitions each",
-                   state)
+        wait_until(
+            lambda: split([o, s], 3), WAIT_S, "two members with three partitions each", state
+        )
         wait_until(lambda: consumed(members, "s0", 60), WAIT_S, "the group to consume 60", state)
 
         view = admin.describe(group)
@@ -1077,7 +1134,8 @@ def static_member_rejoins(
         s.stop()
         assert s.closed_at is not None
         view = admin.describe(group)
-        assert view.state == "Stable" and set(view.members) == {o.client_id, s.client_id}, (
+        assert view.state == "Stable", f"a static member's close changed the group: {view}"
+        assert set(view.members) == {o.client_id, s.client_id}, (
             f"a static member's close changed the group: {view}"
         )
 
@@ -1096,12 +1154,17 @@ def static_member_rejoins(
         while time.monotonic() < until or rounds < 2:
             prefix = f"s{rounds + 1}"
             topic.produce(prefix, 30)
-            wait_until(lambda: consumed([o, s2], prefix, 30), WAIT_S,
-                       f"round {rounds + 1} of records to be consumed", state)
+            wait_until(
+                lambda prefix=prefix: consumed([o, s2], prefix, 30),
+                WAIT_S,
+                f"round {rounds + 1} of records to be consumed",
+                state,
+            )
             rounds += 1
 
         assert o.rebalance_events() == o_events, "the other member went through a rebalance"
-        assert o.assignment() == o_parts and s2.assignment() == s_parts
+        assert o.assignment() == o_parts
+        assert s2.assignment() == s_parts
         assert o.generation() == o_generation, "the group's generation changed"
         # (kafka-python reports an empty revocation before its first assignment.)
         assert [kind for _, kind, p in s2.rebalance_events() if p] == ["assigned"], (
