@@ -37,10 +37,13 @@ def _ensure_layout(data_dir: Path) -> None:
     registry = TopicRegistry(cfg, data_dir)
     registry.load(int(time.time() * 1000))
     if registry.get(OFFSETS_TOPIC) is None:
-        registry.create(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"],
-                        {"cleanup.policy": "compact",
-                         "segment.bytes": str(cfg["offsets.topic.segment.bytes"])},
-                        now_wall_ms=int(time.time() * 1000), internal=True)
+        registry.create(
+            OFFSETS_TOPIC,
+            cfg["offsets.topic.num.partitions"],
+            {"cleanup.policy": "compact", "segment.bytes": str(cfg["offsets.topic.segment.bytes"])},
+            now_wall_ms=int(time.time() * 1000),
+            internal=True,
+        )
     registry.close()
 
 

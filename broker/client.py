@@ -218,8 +218,14 @@ class KafkaClient:
         if self._sock is None:
             raise ConnectionFailed("not connected")
         self._correlation_id += 1
-        chunks = frame_request(request.API_KEY, version, self._correlation_id, self.client_id,
-                               encode_chunks(request, version), request.is_flexible(version))
+        chunks = frame_request(
+            request.API_KEY,
+            version,
+            self._correlation_id,
+            self.client_id,
+            encode_chunks(request, version),
+            request.is_flexible(version),
+        )
         try:
             self._sock.sendall(b"".join(chunks))
             (size,) = _SIZE.unpack(self._receive(4))
@@ -228,8 +234,9 @@ class KafkaClient:
             self.close()
             raise ConnectionFailed(f"{self._name()}: {_reason(e)}") from None
         try:
-            correlation_id, pos = parse_response_header(frame, response_header_is_flexible(
-                request.API_KEY, request.is_flexible(version)))
+            correlation_id, pos = parse_response_header(
+                frame, response_header_is_flexible(request.API_KEY, request.is_flexible(version))
+            )
         except DecodeError as e:
             self.close()
             raise ConnectionFailed(f"{self._name()}: unreadable response header: {e}") from None

@@ -46,7 +46,7 @@ RECEIVE_BYTES = 65536  # keep receives below glibc's mmap threshold (PERF-NOTES 
 class RequestContext:
     """What a handler knows about the request besides its body."""
 
-    __slots__ = ("broker", "api_version", "client_id", "client_host", "connection_id")
+    __slots__ = ("api_version", "broker", "client_host", "client_id", "connection_id")
 
     def __init__(
         self, broker: Broker, api_version: int, client_id: str, client_host: str, connection_id: int
@@ -90,8 +90,11 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, connection
                         idle.deadline = trio.current_time() + idle_s
                 metrics.bytes_in(got - already)
                 if got < len(frame):
-                    reason = "idle timeout mid-frame" if idle.cancelled_caught else (
-                        "closed by client mid-frame")
+                    reason = (
+                        "idle timeout mid-frame"
+                        if idle.cancelled_caught
+                        else ("closed by client mid-frame")
+                    )
                     return
             if frame is None:
                 with trio.move_on_after(idle_s) as idle:
@@ -176,8 +179,12 @@ async def _handle_frame(
         if api_key == API_VERSIONS_KEY:
             # KIP-511: an ApiVersions we cannot parse (a newer client's tagged fields) is
             # answered with INVALID_REQUEST rather than a close.
-            return _respond(route, version, correlation_id, route.error_response(
-                route.request(), ErrorCode.INVALID_REQUEST))
+            return _respond(
+                route,
+                version,
+                correlation_id,
+                route.error_response(route.request(), ErrorCode.INVALID_REQUEST),
+            )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
     ctx = RequestContext(broker, version, header.client_id or "", client_host, connection_id)
     started = trio.current_time()
@@ -194,8 +201,14 @@ async def _handle_frame(
         raise CloseConnection(f"internal error handling {route.name}") from None
     broker.metrics.request_done(route.name, code, trio.current_time() - started)
     if log.isEnabledFor(logging.DEBUG):
-        log.debug("%s v%d corr=%d from %s -> %s", route.name, version, correlation_id,
-                  header.client_id, code.name)
+        log.debug(
+            "%s v%d corr=%d from %s -> %s",
+            route.name,
+            version,
+            correlation_id,
+            header.client_id,
+            code.name,
+        )
     if response is None:  # Produce with acks=0: no response at all
         return None
     return _respond(route, version, correlation_id, response)
@@ -203,7 +216,9 @@ async def _handle_frame(
 
 def _respond(route: Route, version: int, correlation_id: int, response: Any) -> list[Any]:
     body = encode_chunks(response, version)
-    flexible_header = response_header_is_flexible(route.api_key, route.response.is_flexible(version))
+    flexible_header = response_header_is_flexible(
+        route.api_key, route.response.is_flexible(version)
+    )
     return frame_response(correlation_id, body, flexible_header)
 
 

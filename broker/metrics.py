@@ -17,23 +17,41 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("kmock_requests", "Requests handled, by API and error code.",
-                                ["api", "error"], registry=r)
-        self.latency = Histogram("kmock_request_latency_seconds",
-                                 "Time from decoded request to response, by API.", ["api"],
-                                 buckets=_BUCKETS, registry=r)
+        self.requests = Counter(
+            "kmock_requests",
+            "Requests handled, by API and error code.",
+            ["api", "error"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "kmock_request_latency_seconds",
+            "Time from decoded request to response, by API.",
+            ["api"],
+            buckets=_BUCKETS,
+            registry=r,
+        )
         self.bytes_received = Counter("kmock_bytes_in", "Bytes received from clients.", registry=r)
         self.bytes_sent = Counter("kmock_bytes_out", "Bytes sent to clients.", registry=r)
         self.connections = Gauge("kmock_connections", "Open client connections.", registry=r)
-        self.connections_total = Counter("kmock_connections_opened", "Connections accepted.",
-                                         registry=r)
-        self.rebalances = Counter("kmock_group_rebalances", "Rebalances completed (a new "
-                                  "generation started).", ["group"], registry=r)
+        self.connections_total = Counter(
+            "kmock_connections_opened", "Connections accepted.", registry=r
+        )
+        self.rebalances = Counter(
+            "kmock_group_rebalances",
+            "Rebalances completed (a new generation started).",
+            ["group"],
+            registry=r,
+        )
         self.groups = Gauge("kmock_groups", "Consumer groups by state.", ["state"], registry=r)
-        self.consumer_lag = Gauge("kmock_consumer_lag", "Log end offset minus committed offset.",
-                                  ["group", "topic", "partition"], registry=r)
-        self.messages_in = Counter("kmock_records_in", "Records appended, by topic.", ["topic"],
-                                   registry=r)
+        self.consumer_lag = Gauge(
+            "kmock_consumer_lag",
+            "Log end offset minus committed offset.",
+            ["group", "topic", "partition"],
+            registry=r,
+        )
+        self.messages_in = Counter(
+            "kmock_records_in", "Records appended, by topic.", ["topic"], registry=r
+        )
 
     def connection_opened(self) -> None:
         self.connections.inc()

@@ -74,16 +74,18 @@ class CoordinatorRuntime:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
         c = broker.config
-        self.coordinator = GroupCoordinator(CoordinatorConfig(
-            offsets_topic_num_partitions=c["offsets.topic.num.partitions"],
-            group_min_session_timeout_ms=c["group.min.session.timeout.ms"],
-            group_max_session_timeout_ms=c["group.max.session.timeout.ms"],
-            group_initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
-            group_max_size=c["group.max.size"],
-            offsets_retention_minutes=c["offsets.retention.minutes"],
-            offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
-            offset_metadata_max_bytes=c["offset.metadata.max.bytes"],
-        ))
+        self.coordinator = GroupCoordinator(
+            CoordinatorConfig(
+                offsets_topic_num_partitions=c["offsets.topic.num.partitions"],
+                group_min_session_timeout_ms=c["group.min.session.timeout.ms"],
+                group_max_session_timeout_ms=c["group.max.session.timeout.ms"],
+                group_initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
+                group_max_size=c["group.max.size"],
+                offsets_retention_minutes=c["offsets.retention.minutes"],
+                offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
+                offset_metadata_max_bytes=c["offset.metadata.max.bytes"],
+            )
+        )
         self.loaded = False
         self.replayed_records = 0
         self.replay_errors = 0
@@ -109,10 +111,15 @@ class CoordinatorRuntime:
         if topic is None:
             c = self.broker.config
             topic = registry.create(
-                OFFSETS_TOPIC, c["offsets.topic.num.partitions"],
-                {"cleanup.policy": "compact",
-                 "segment.bytes": str(c["offsets.topic.segment.bytes"])},
-                now_wall_ms=self.broker.wall_ms(), internal=True)
+                OFFSETS_TOPIC,
+                c["offsets.topic.num.partitions"],
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(c["offsets.topic.segment.bytes"]),
+                },
+                now_wall_ms=self.broker.wall_ms(),
+                internal=True,
+            )
             log.info("created %s with %d partitions", OFFSETS_TOPIC, len(topic.partitions))
         return topic
 
@@ -131,9 +138,12 @@ class CoordinatorRuntime:
                     self._generations[group_id] = group.generation_id
             self.loaded = True
             self.broker.ready.set()
-            log.info("replayed %d __consumer_offsets records (%d groups) in %.0f ms",
-                     self.replayed_records, len(self.coordinator.group_ids()),
-                     (time.monotonic() - started) * 1000)
+            log.info(
+                "replayed %d __consumer_offsets records (%d groups) in %.0f ms",
+                self.replayed_records,
+                len(self.coordinator.group_ids()),
+                (time.monotonic() - started) * 1000,
+            )
             await self._timer()
 
     async def _replay_partition(self, plog: Any) -> None:
@@ -153,7 +163,7 @@ class CoordinatorRuntime:
                 if header.is_control or header.next_offset <= offset:
                     offset = max(offset, header.next_offset)
                     continue
-                batch = memoryview(data)[pos:pos + header.size]
+                batch = memoryview(data)[pos : pos + header.size]
                 try:
                     # Recovery checked the CRCs of the last segment only; older segments
                     # are trusted by storage, so check them here, where we decode.
@@ -183,16 +193,20 @@ class CoordinatorRuntime:
         """A damaged __consumer_offsets batch or record: Kafka fails the load of that
         partition; kmock skips what it cannot read, says so, and loads the rest, so one
         flipped bit costs the offsets it held, not every group on the partition."""
-        where = f"offset {offset}" if offset is not None else (
-            f"batch {header.base_offset}-{header.last_offset}")
+        where = (
+            f"offset {offset}"
+            if offset is not None
+            else (f"batch {header.base_offset}-{header.last_offset}")
+        )
         self.replay_errors += 1
         log.error("skipped unreadable %s of %s during replay: %s", where, plog.path.name, error)
 
     # --- calls -----------------------------------------------------------------------------
 
     def context(self, ctx: Any) -> CoordinatorContext:
-        return CoordinatorContext(api_version=ctx.api_version, client_id=ctx.client_id,
-                                  client_host=ctx.client_host)
+        return CoordinatorContext(
+            api_version=ctx.api_version, client_id=ctx.client_id, client_host=ctx.client_host
+        )
 
     def check_loaded(self) -> None:
         if not self.loaded:
@@ -221,8 +235,9 @@ class CoordinatorRuntime:
             self._deliver(outcome)
             return
         durable = any(r.is_offset_commit for r in outcome.records)
-        entry = _Appended(outcome, {self.coordinator.partition_for(r.group_id)
-                                    for r in outcome.records})
+        entry = _Appended(
+            outcome, {self.coordinator.partition_for(r.group_id) for r in outcome.records}
+        )
         if durable:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
@@ -255,8 +270,11 @@ class CoordinatorRuntime:
         while check:
             p = check.pop()
             queue = self._pending.get(p)
-            while queue and queue[0].done and all(
-                    self._pending[x][0] is queue[0] for x in queue[0].partitions):
+            while (
+                queue
+                and queue[0].done
+                and all(self._pending[x][0] is queue[0] for x in queue[0].partitions)
+            ):
                 entry = queue[0]
                 for x in entry.partitions:
                     self._pending[x].popleft()
@@ -274,9 +292,15 @@ class CoordinatorRuntime:
             return
         if group.generation_id != self._generations.get(group_id, 0):
             self._generations[group_id] = group.generation_id
-            log.info("group %s rebalanced: generation %d, %d members, protocol %s/%s, "
-                     "leader %s", group_id, group.generation_id, len(group.members),
-                     group.protocol_type, group.protocol_name, group.leader_id)
+            log.info(
+                "group %s rebalanced: generation %d, %d members, protocol %s/%s, leader %s",
+                group_id,
+                group.generation_id,
+                len(group.members),
+                group.protocol_type,
+                group.protocol_name,
+                group.leader_id,
+            )
             self.broker.metrics.rebalances.labels(group_id).inc()
 
     def _deliver(self, outcome: Outcome) -> None:
@@ -293,7 +317,8 @@ class CoordinatorRuntime:
         for record in outcome.records:
             pid = self.coordinator.partition_for(record.group_id)
             by_partition.setdefault(pid, []).append(
-                (record.key_bytes(), record.value_bytes(), (), wall_ms))
+                (record.key_bytes(), record.value_bytes(), (), wall_ms)
+            )
         waits = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
@@ -318,7 +343,8 @@ class CoordinatorRuntime:
             if trio.current_time() * 1000 >= (deadline_ms if deadline_ms is not None else math.inf):
                 outcome = self.coordinator.expire(self.broker.now_ms(), self.broker.wall_ms())
                 for group_id in list(self._generations) + [
-                        g for g in self.coordinator.group_ids() if g not in self._generations]:
+                    g for g in self.coordinator.group_ids() if g not in self._generations
+                ]:
                     self._note_generation(group_id)
                 if outcome.records or outcome.replies:
                     assert self._nursery is not None

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import trio.lowlevel
 
 from broker.config import Config
 from broker.connection import serve_connection
@@ -35,11 +36,11 @@ from protocol.errors import KafkaError
 
 log = logging.getLogger("broker.server")
 
-__all__ = ["Broker", "serve", "parse_listeners"]
+__all__ = ["Broker", "parse_listeners", "serve"]
 
 
 def parse_listeners(spec: str) -> list[tuple[str, str, int]]:
-    """"PLAINTEXT://127.0.0.1:9092,..." -> [("PLAINTEXT", "127.0.0.1", 9092), ...]."""
+    """ "PLAINTEXT://127.0.0.1:9092,..." -> [("PLAINTEXT", "127.0.0.1", 9092), ...]."""
     out = []
     for item in (s.strip() for s in spec.split(",")):
         if not item:
@@ -61,8 +62,9 @@ def _read_meta(data_dir: Path, node_id: int) -> str:
     path = data_dir / "meta.properties"
     if path.exists():
         props = dict(
-            line.split("=", 1) for line in path.read_text().splitlines() if "=" in line
-            and not line.startswith("#")
+            line.split("=", 1)
+            for line in path.read_text().splitlines()
+            if "=" in line and not line.startswith("#")
         )
         if "cluster.id" in props:
             return props["cluster.id"].strip()
@@ -147,15 +149,17 @@ class Broker:
             ]
         else:
             self.advertised = [
-                (h if h not in ("", "0.0.0.0", "::") else "127.0.0.1", p)
-                for h, p in self.addresses
+                (h if h not in ("", "0.0.0.0", "::") else "127.0.0.1", p) for h, p in self.addresses
             ]
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         cid = next(self._connection_ids)
         if self.open_connections >= self.config["max.connections"]:
-            log.warning("connection %d refused: max.connections=%d reached", cid,
-                        self.config["max.connections"])
+            log.warning(
+                "connection %d refused: max.connections=%d reached",
+                cid,
+                self.config["max.connections"],
+            )
             await stream.aclose()
             return
         self.open_connections += 1
@@ -195,9 +199,13 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
 
                     await nursery.start(serve_admin, broker)
                 nursery.start_soon(trio.serve_listeners, broker._connection, listeners)
-                log.info("kmock listening on %s (cluster %s, data %s) in %.0f ms",
-                         broker.bootstrap_servers, broker.cluster_id, broker.data_dir,
-                         (time.monotonic() - started) * 1000)
+                log.info(
+                    "kmock listening on %s (cluster %s, data %s) in %.0f ms",
+                    broker.bootstrap_servers,
+                    broker.cluster_id,
+                    broker.data_dir,
+                    (time.monotonic() - started) * 1000,
+                )
                 task_status.started(broker)
     finally:
         with trio.CancelScope(shield=True):
@@ -228,7 +236,7 @@ async def _housekeeping(broker: Broker) -> None:
                             log.info("compacted %s-%d: %s", topic.name, p.index, report)
                 except (OSError, KafkaError) as e:
                     log.error("housekeeping of %s-%d failed: %s", topic.name, p.index, e)
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
         if now >= next_retention:
             next_retention = now + retention_every
         if now >= next_compaction:

@@ -16,6 +16,7 @@ orphan directory, which the next start removes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -44,13 +45,19 @@ MAX_PARTITIONS_PER_REQUEST = 10_000
 
 def check_partition_count(new_partitions: int) -> None:
     if new_partitions > MAX_PARTITIONS_PER_REQUEST:
-        raise KafkaError(ErrorCode.POLICY_VIOLATION,
-                         "Excessively large number of partitions per request.")
+        raise KafkaError(
+            ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request."
+        )
 
 
 def validate_topic_name(name: str) -> None:
     """Kafka's Topic.validate: 1-249 chars of [a-zA-Z0-9._-], not "." or ".."."""
-    if not name or name in (".", "..") or len(name) > MAX_TOPIC_NAME or not _LEGAL_TOPIC.match(name):
+    if (
+        not name
+        or name in (".", "..")
+        or len(name) > MAX_TOPIC_NAME
+        or not _LEGAL_TOPIC.match(name)
+    ):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name {name!r}")
 
 
@@ -112,8 +119,9 @@ def _log_config(config: Config, overrides: dict[str, str]) -> LogConfig:
 
 
 def _invalid(name: str, value: str, why: str) -> KafkaError:
-    return KafkaError(ErrorCode.INVALID_CONFIG,
-                      f"Invalid value {value} for configuration {name}: {why}")
+    return KafkaError(
+        ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {why}"
+    )
 
 
 def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
@@ -136,7 +144,9 @@ def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
             try:
                 number: float = float(value) if setting.type == "double" else int(value)
             except ValueError:
-                raise _invalid(name, value, f"Not a number of type {setting.type.upper()}") from None
+                raise _invalid(
+                    name, value, f"Not a number of type {setting.type.upper()}"
+                ) from None
             if setting.min_value is not None and number < setting.min_value:
                 raise _invalid(name, value, f"Value must be at least {setting.min_value}")
         elif setting.type == "boolean":
@@ -145,8 +155,9 @@ def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
             value = value.lower()
         elif setting.type == "list":
             items = [v.strip() for v in value.split(",") if v.strip()]
-            if setting.choices and (not items or not set(items) <= set(setting.choices)
-                                    or len(set(items)) != len(items)):
+            if setting.choices and (
+                not items or not set(items) <= set(setting.choices) or len(set(items)) != len(items)
+            ):
                 raise _invalid(name, value, f"String must be one of: {', '.join(setting.choices)}")
             value = ",".join(items)
         elif setting.choices and value not in setting.choices:
@@ -170,8 +181,12 @@ class TopicRegistry:
 
     def _save(self) -> None:
         table = {
-            t.name: {"topic_id": str(t.topic_id), "partitions": len(t.partitions),
-                     "configs": t.configs, "internal": t.is_internal}
+            t.name: {
+                "topic_id": str(t.topic_id),
+                "partitions": len(t.partitions),
+                "configs": t.configs,
+                "internal": t.is_internal,
+            }
             for t in self.topics.values()
         }
         tmp = self._table_path().with_suffix(".tmp")
@@ -187,8 +202,13 @@ class TopicRegistry:
         path = self._table_path()
         table = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         for name, entry in table.items():
-            topic = Topic(name, uuid.UUID(entry["topic_id"]), [], dict(entry["configs"]),
-                          bool(entry.get("internal", False)))
+            topic = Topic(
+                name,
+                uuid.UUID(entry["topic_id"]),
+                [],
+                dict(entry["configs"]),
+                bool(entry.get("internal", False)),
+            )
             lc = _log_config(self.config, topic.configs)
             for i in range(int(entry["partitions"])):
                 topic.partitions.append(self._open_partition(topic, i, lc, now_wall_ms))
@@ -197,11 +217,15 @@ class TopicRegistry:
         known = {f"{t.name}-{p.index}" for t in self.topics.values() for p in t.partitions}
         for child in self.data_dir.iterdir():
             if child.is_dir() and re.match(r".+-\d+$", child.name) and child.name not in known:
-                log.warning("removing %s: not in topics.json (a create or delete that did "
-                            "not finish)", child)
+                log.warning(
+                    "removing %s: not in topics.json (a create or delete that did not finish)",
+                    child,
+                )
                 shutil.rmtree(child, ignore_errors=True)
 
-    def _open_partition(self, topic: Topic, index: int, lc: LogConfig, now_wall_ms: int) -> Partition:
+    def _open_partition(
+        self, topic: Topic, index: int, lc: LogConfig, now_wall_ms: int
+    ) -> Partition:
         pdir = self.data_dir / f"{topic.name}-{index}"
         fresh = not pdir.exists()
         pdir.mkdir(parents=True, exist_ok=True)
@@ -239,11 +263,21 @@ class TopicRegistry:
         folded = name.replace(".", "_")
         for other in self.topics:
             if other.replace(".", "_") == folded:
-                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                 f"Topic '{name}' collides with existing topic: {other}")
+                raise KafkaError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic: {other}",
+                )
 
-    def create(self, name: str, num_partitions: int, configs: dict[str, str], *,
-               now_wall_ms: int, internal: bool = False, topic_id: uuid.UUID | None = None) -> Topic:
+    def create(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: dict[str, str],
+        *,
+        now_wall_ms: int,
+        internal: bool = False,
+        topic_id: uuid.UUID | None = None,
+    ) -> Topic:
         if not (internal and name == OFFSETS_TOPIC and name not in self.topics):
             self.check_new(name)
         if num_partitions < 1:
@@ -257,8 +291,10 @@ class TopicRegistry:
         except (OSError, KafkaError) as e:
             # Out of descriptors or disk: undo, so that nothing half-created stays behind.
             self._discard(name, topic.partitions, num_partitions)
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
-                             f"could not create {num_partitions} partitions of {name}: {e}") from e
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR,
+                f"could not create {num_partitions} partitions of {name}: {e}",
+            ) from e
         self.topics[name] = topic
         self.by_id[topic.topic_id] = topic
         self._save()
@@ -274,17 +310,16 @@ class TopicRegistry:
                 added.append(self._open_partition(topic, i, lc, now_wall_ms))
         except (OSError, KafkaError) as e:
             self._discard(name, added, total, first=len(topic.partitions))
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
-                             f"could not add partitions to {name}: {e}") from e
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"could not add partitions to {name}: {e}"
+            ) from e
         topic.partitions.extend(added)
         self._save()
 
     def _discard(self, name: str, opened: list[Partition], total: int, first: int = 0) -> None:
         for p in opened:
-            try:
+            with contextlib.suppress(KafkaError):  # its directory goes next anyway
                 p.log.close()
-            except KafkaError:
-                pass  # its directory goes next anyway
         for i in range(first, total):
             shutil.rmtree(self.data_dir / f"{name}-{i}", ignore_errors=True)
 

@@ -43,9 +43,9 @@ from protocol.errors import KafkaError
 from protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
-    read_varint,
     decode_records,
     parse_batch_header,
+    read_varint,
     validate_batch,
 )
 

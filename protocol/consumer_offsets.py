@@ -33,7 +33,6 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-
 from protocol.primitives import DecodeError
 from protocol.schema import (
     Array,
@@ -126,6 +125,8 @@ _VALUE_FOR_KEY: dict[type[Struct], type[Struct]] = {
     OffsetCommitKey: OffsetCommitValue,
     GroupMetadataKey: GroupMetadataValue,
 }
+
+
 def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     """The record key, with the key version Kafka writes (1 for offsets, 2 for groups)."""
     return encode_versioned(key, _KEY_VERSION[type(key)])

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-
 from protocol.schema import (
     Array,
     Bytes,

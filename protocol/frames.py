@@ -199,5 +199,5 @@ class FrameBuffer:
         avail = len(self._data) - self._start
         if avail < 4:
             return 4 - avail
-        (size,) = _SIZE.unpack_from(self._data, self._start)
+        size: int = _SIZE.unpack_from(self._data, self._start)[0]
         return max(1, 4 + size - avail)

@@ -34,12 +34,12 @@ from construct import Construct
 
 __all__ = [
     "DecodeError",
-    "Reader",
-    "Leaf",
     "KArray",
+    "Leaf",
+    "Reader",
     "read_uvarint",
-    "write_uvarint",
     "uvarint_bytes",
+    "write_uvarint",
 ]
 
 
@@ -84,43 +84,43 @@ def _take(r: Reader, n: int) -> memoryview:
 
 
 def read_int8(r: Reader) -> int:
-    v = _I8.unpack_from(r.buf, r.pos)[0]
+    v: int = _I8.unpack_from(r.buf, r.pos)[0]
     r.pos += 1
     return v
 
 
 def read_int16(r: Reader) -> int:
-    v = _I16.unpack_from(r.buf, r.pos)[0]
+    v: int = _I16.unpack_from(r.buf, r.pos)[0]
     r.pos += 2
     return v
 
 
 def read_uint16(r: Reader) -> int:
-    v = _U16.unpack_from(r.buf, r.pos)[0]
+    v: int = _U16.unpack_from(r.buf, r.pos)[0]
     r.pos += 2
     return v
 
 
 def read_int32(r: Reader) -> int:
-    v = _I32.unpack_from(r.buf, r.pos)[0]
+    v: int = _I32.unpack_from(r.buf, r.pos)[0]
     r.pos += 4
     return v
 
 
 def read_uint32(r: Reader) -> int:
-    v = _U32.unpack_from(r.buf, r.pos)[0]
+    v: int = _U32.unpack_from(r.buf, r.pos)[0]
     r.pos += 4
     return v
 
 
 def read_int64(r: Reader) -> int:
-    v = _I64.unpack_from(r.buf, r.pos)[0]
+    v: int = _I64.unpack_from(r.buf, r.pos)[0]
     r.pos += 8
     return v
 
 
 def read_float64(r: Reader) -> float:
-    v = _F64.unpack_from(r.buf, r.pos)[0]
+    v: float = _F64.unpack_from(r.buf, r.pos)[0]
     r.pos += 8
     return v
 
@@ -477,7 +477,9 @@ class KArray(Construct):  # type: ignore[misc]
         read_len, _ = self._len_names()
         _emit_import(code, read_len, "check_count", "DecodeError")
         fname = f"parse_array_{code.allocateId()}"
-        null = "return None" if self.nullable else "raise DecodeError('null in a non-nullable array')"
+        null = (
+            "return None" if self.nullable else "raise DecodeError('null in a non-nullable array')"
+        )
         code.append(f"""
             def {fname}(io, this):
                 n = {read_len}(io)

@@ -59,7 +59,6 @@ from protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
     "BATCH_HEADER_SIZE",
-    "read_varint",
     "MAGIC",
     "BatchHeader",
     "ControlRecordType",
@@ -70,6 +69,7 @@ __all__ = [
     "decode_records",
     "iter_batches",
     "parse_batch_header",
+    "read_varint",
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",

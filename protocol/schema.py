@@ -57,8 +57,8 @@ __all__ = [
     "decode",
     "decode_versioned",
     "encode",
-    "encode_versioned",
     "encode_chunks",
+    "encode_versioned",
     "wire",
 ]
 
@@ -251,7 +251,6 @@ class Struct:
             for f in dataclasses.fields(cls)  # type: ignore[arg-type]
             if "wire" in f.metadata
         )
-
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:

@@ -15,10 +15,17 @@ from protocol.schema import Message, decode, encode_chunks
 _correlation = itertools.count(1)
 
 
-def request_bytes(request: Message, version: int, *, correlation_id: int = 1,
-                  client_id: str | None = "kmock-test") -> bytes:
-    chunks = frame_request(type(request).API_KEY, version, correlation_id, client_id,
-                           encode_chunks(request, version), type(request).is_flexible(version))
+def request_bytes(
+    request: Message, version: int, *, correlation_id: int = 1, client_id: str | None = "kmock-test"
+) -> bytes:
+    chunks = frame_request(
+        type(request).API_KEY,
+        version,
+        correlation_id,
+        client_id,
+        encode_chunks(request, version),
+        type(request).is_flexible(version),
+    )
     return b"".join(bytes(c) for c in chunks)
 
 

@@ -48,11 +48,14 @@ def check_broker_name(ctx: Any, name: str) -> None:
     try:
         wanted = int(name)
     except ValueError:
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Node id must be an integer, but it is: {name}") from None
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}"
+        ) from None
     if wanted != node_id:
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Unexpected broker id, expected {node_id}, but received {name}")
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {node_id}, but received {name}",
+        )
 
 
 def no_dynamic_broker_configs() -> KafkaError:
@@ -60,8 +63,9 @@ def no_dynamic_broker_configs() -> KafkaError:
 
 
 def null_values(names: list[str]) -> KafkaError:
-    return KafkaError(ErrorCode.INVALID_REQUEST,
-                      "Null value not supported for : " + ", ".join(names))
+    return KafkaError(
+        ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(names)
+    )
 
 
 def existing_topic(ctx: Any, name: str) -> Topic:
@@ -71,15 +75,17 @@ def existing_topic(ctx: Any, name: str) -> Topic:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Illegal topic name.") from None
     topic = ctx.broker.topics.get(name)
     if topic is None:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                         f"The topic '{name}' does not exist.")
+        raise KafkaError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        )
     return topic
 
 
 def _alter(ctx: Any, resource: Any, validate_only: bool) -> None:
     if resource.resource_type not in (TOPIC, BROKER):
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Unknown resource type {resource.resource_type}")
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}"
+        )
     if resource.resource_type == BROKER:
         check_broker_name(ctx, resource.resource_name)
     nulls = [c.name for c in resource.configs if c.value is None]
@@ -100,12 +106,18 @@ async def handle(ctx: Any, request: AlterConfigsRequest) -> AlterConfigsResponse
         code, message = ErrorCode.NONE, None
         try:
             if (resource.resource_type, resource.resource_name) in repeated:
-                raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                 "Each resource must appear at most once.")
+                raise KafkaError(
+                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
             _alter(ctx, resource, request.validate_only)
         except KafkaError as e:
             code, message = e.code, e.detail or None
-        responses.append(AlterConfigsResourceResponse(
-            error_code=code, error_message=message, resource_type=resource.resource_type,
-            resource_name=resource.resource_name))
+        responses.append(
+            AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
     return AlterConfigsResponse(responses=responses)

@@ -9,8 +9,11 @@ def supported_versions() -> list[ApiVersion]:
     from broker.routes import all_routes
 
     return [
-        ApiVersion(api_key=r.api_key, min_version=r.request.VERSIONS.start,
-                   max_version=r.request.VERSIONS.stop - 1)
+        ApiVersion(
+            api_key=r.api_key,
+            min_version=r.request.VERSIONS.start,
+            max_version=r.request.VERSIONS.stop - 1,
+        )
         for r in all_routes()
     ]
 

@@ -34,26 +34,32 @@ def _add(ctx: Any, request: CreatePartitionsTopic, validate_only: bool) -> None:
     broker = ctx.broker
     topic = broker.topics.get(request.name)
     if topic is None:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                         "This server does not host this topic-partition.")
+        raise KafkaError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        )
     if topic.is_internal:
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"kmock does not add partitions to the internal topic {topic.name}")
+        raise KafkaError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"kmock does not add partitions to the internal topic {topic.name}",
+        )
     current = len(topic.partitions)
     if request.count == current:
-        raise KafkaError(ErrorCode.INVALID_PARTITIONS,
-                         f"Topic already has {current} partition(s).")
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
     if request.count < current:
-        raise KafkaError(ErrorCode.INVALID_PARTITIONS,
-                         f"The topic {topic.name} currently has {current} partition(s); "
-                         f"{request.count} would not be an increase.")
+        raise KafkaError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"The topic {topic.name} currently has {current} partition(s); "
+            f"{request.count} would not be an increase.",
+        )
     check_partition_count(request.count - current)
     if request.assignments is not None:
         added = request.count - current
         if len(request.assignments) != added:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Attempted to add {added} additional partition(s), but only "
-                             f"{len(request.assignments)} assignment(s) were specified.")
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Attempted to add {added} additional partition(s), but only "
+                f"{len(request.assignments)} assignment(s) were specified.",
+            )
         for assignment in request.assignments:
             check_replicas(assignment.broker_ids, broker.node_id)
     if not validate_only:
@@ -65,9 +71,11 @@ async def handle(ctx: Any, request: CreatePartitionsRequest) -> CreatePartitions
         raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"timeout_ms={request.timeout_ms}")
     copies = Counter(topic.name for topic in request.topics)
     results = [
-        CreatePartitionsTopicResult(name=name, error_code=ErrorCode.INVALID_REQUEST,
-                                    error_message="Duplicate topic name.")
-        for name, n in copies.items() if n > 1
+        CreatePartitionsTopicResult(
+            name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
+        )
+        for name, n in copies.items()
+        if n > 1
     ]
     for topic in request.topics:
         if copies[topic.name] > 1:
@@ -75,9 +83,11 @@ async def handle(ctx: Any, request: CreatePartitionsRequest) -> CreatePartitions
         try:
             _add(ctx, topic, request.validate_only)
         except KafkaError as e:
-            results.append(CreatePartitionsTopicResult(
-                name=topic.name, error_code=e.code, error_message=e.detail or None))
+            results.append(
+                CreatePartitionsTopicResult(
+                    name=topic.name, error_code=e.code, error_message=e.detail or None
+                )
+            )
         else:
-            results.append(CreatePartitionsTopicResult(name=topic.name,
-                                                       error_code=ErrorCode.NONE))
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.NONE))
     return CreatePartitionsResponse(results=results)

@@ -49,18 +49,23 @@ from protocol.messages.create_topics import (
 def check_replicas(broker_ids: list[int], node_id: int) -> None:
     """Kafka's validateManualPartitionAssignment, for a cluster of one broker."""
     if not broker_ids:
-        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                         "The manual partition assignment includes an empty replica list.")
+        raise KafkaError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes an empty replica list.",
+        )
     previous = None
     for broker_id in sorted(broker_ids):
         if broker_id != node_id:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"The manual partition assignment includes broker {broker_id}, "
-                             "but no such broker is registered.")
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes broker {broker_id}, "
+                "but no such broker is registered.",
+            )
         if broker_id == previous:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"The manual partition assignment includes the broker "
-                             f"{broker_id} more than once.")
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes the broker {broker_id} more than once.",
+            )
         previous = broker_id
 
 
@@ -68,14 +73,18 @@ def _assigned_partitions(assignments: list[CreatableReplicaAssignment], node_id:
     indexes: set[int] = set()
     for assignment in assignments:
         if assignment.partition_index in indexes:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "Found multiple manual partition assignments for partition "
-                             f"{assignment.partition_index}")
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "Found multiple manual partition assignments for partition "
+                f"{assignment.partition_index}",
+            )
         check_replicas(assignment.broker_ids, node_id)
         indexes.add(assignment.partition_index)
     if indexes != set(range(len(indexes))):
-        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                         "partitions should be a consecutive 0-based integer sequence")
+        raise KafkaError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "partitions should be a consecutive 0-based integer sequence",
+        )
     return len(indexes)
 
 
@@ -83,26 +92,37 @@ def _partitions(config: Any, topic: CreatableTopic, node_id: int) -> int:
     """The partition count to create; every replication factor that passes is 1."""
     if topic.assignments:
         if topic.replication_factor != -1:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was "
-                             "specified, but replication factor was not set to -1.")
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                "A manual partition assignment was "
+                "specified, but replication factor was not set to -1.",
+            )
         if topic.num_partitions != -1:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was "
-                             "specified, but numPartitions was not set to -1.")
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            )
         return _assigned_partitions(topic.assignments, node_id)
     if topic.replication_factor == 0 or topic.replication_factor < -1:
-        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be "
-                         "larger than 0, or -1 to use the default value.")
+        raise KafkaError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
     if topic.num_partitions == 0 or topic.num_partitions < -1:
-        raise KafkaError(ErrorCode.INVALID_PARTITIONS,
-                         "Number of partitions was set to an invalid non-positive value.")
+        raise KafkaError(
+            ErrorCode.INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
     replication_factor = topic.replication_factor
     if replication_factor == -1:
         replication_factor = config["default.replication.factor"]
     if replication_factor > 1:
-        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         f"Unable to replicate the partition {replication_factor} time(s): The "
-                         f"target replication factor of {replication_factor} cannot be reached "
-                         "because only 1 broker(s) are registered.")
+        raise KafkaError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {replication_factor} time(s): The "
+            f"target replication factor of {replication_factor} cannot be reached "
+            "because only 1 broker(s) are registered.",
+        )
     if topic.num_partitions == -1:
         return int(config["num.partitions"])
     return topic.num_partitions
@@ -114,16 +134,19 @@ def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTo
     broker.topics.check_new(topic.name)
     nulls = [c.name for c in topic.configs if c.value is None]
     if nulls:
-        raise KafkaError(ErrorCode.INVALID_CONFIG,
-                         "Null value not supported for topic configs: " + ",".join(nulls))
+        raise KafkaError(
+            ErrorCode.INVALID_CONFIG,
+            "Null value not supported for topic configs: " + ",".join(nulls),
+        )
     overrides = validate_topic_configs({c.name: c.value for c in topic.configs})
     num_partitions = _partitions(config, topic, broker.node_id)
     check_partition_count(num_partitions)
     if validate_only:
         topic_id = uuid.uuid4()
     else:
-        created = broker.topics.create(topic.name, num_partitions, overrides,
-                                       now_wall_ms=broker.wall_ms())
+        created = broker.topics.create(
+            topic.name, num_partitions, overrides, now_wall_ms=broker.wall_ms()
+        )
         topic_id = created.topic_id
     return CreatableTopicResult(
         name=topic.name,
@@ -134,9 +157,12 @@ def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTo
         replication_factor=1,
         configs=[
             CreatableTopicConfigs(
-                name=name, value=topic_value(config, overrides, name), read_only=False,
+                name=name,
+                value=topic_value(config, overrides, name),
+                read_only=False,
                 config_source=effective_topic_source(config, overrides, name),
-                is_sensitive=False)
+                is_sensitive=False,
+            )
             for name in sorted(TOPIC_CONFIGS)
         ],
     )
@@ -152,13 +178,20 @@ async def handle(ctx: Any, request: CreateTopicsRequest) -> CreateTopicsResponse
         if copies[topic.name] > 1:
             if topic.name not in refused_duplicates:
                 refused_duplicates.add(topic.name)
-                results.append(CreatableTopicResult(
-                    name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
-                    error_message="Duplicate topic name."))
+                results.append(
+                    CreatableTopicResult(
+                        name=topic.name,
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message="Duplicate topic name.",
+                    )
+                )
             continue
         try:
             results.append(_create(ctx, topic, request.validate_only))
         except KafkaError as e:
-            results.append(CreatableTopicResult(
-                name=topic.name, error_code=e.code, error_message=e.detail or None))
+            results.append(
+                CreatableTopicResult(
+                    name=topic.name, error_code=e.code, error_message=e.detail or None
+                )
+            )
     return CreateTopicsResponse(topics=results)

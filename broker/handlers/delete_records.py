@@ -33,19 +33,22 @@ def _delete(ctx: Any, name: str, request: DeleteRecordsPartition) -> int:
     registry = ctx.broker.topics
     topic = registry.get(name)
     if topic is not None and topic.is_internal:
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Cannot delete records of internal topic {name}")
+        raise KafkaError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {name}"
+        )
     partition = registry.partition(name, request.partition_index)
     plog = partition.log
     tp = f"{name}-{request.partition_index}"
     if not plog.config.deletes:
-        raise KafkaError(ErrorCode.POLICY_VIOLATION,
-                         f"Records of partition {tp} can not be deleted due to the configured "
-                         "policy")
+        raise KafkaError(
+            ErrorCode.POLICY_VIOLATION,
+            f"Records of partition {tp} can not be deleted due to the configured policy",
+        )
     offset = plog.high_watermark if request.offset == HIGH_WATERMARK else request.offset
     if offset < 0:
-        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
-                         f"The offset {offset} for partition {tp} is not valid")
+        raise KafkaError(
+            ErrorCode.OFFSET_OUT_OF_RANGE, f"The offset {offset} for partition {tp} is not valid"
+        )
     return int(plog.advance_log_start_offset(offset))
 
 
@@ -58,8 +61,10 @@ async def handle(ctx: Any, request: DeleteRecordsRequest) -> DeleteRecordsRespon
                 low_watermark, code = _delete(ctx, topic.name, p), ErrorCode.NONE
             except KafkaError as e:
                 low_watermark, code = -1, e.code
-            partitions.append(DeleteRecordsPartitionResult(
-                partition_index=p.partition_index, low_watermark=low_watermark,
-                error_code=code))
+            partitions.append(
+                DeleteRecordsPartitionResult(
+                    partition_index=p.partition_index, low_watermark=low_watermark, error_code=code
+                )
+            )
         topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=partitions))
     return DeleteRecordsResponse(topics=topics)

@@ -35,10 +35,12 @@ from protocol.messages.delete_topics import (
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def _result(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None
-            ) -> DeletableTopicResult:
-    return DeletableTopicResult(name=name, topic_id=topic_id, error_code=code,
-                                error_message=message)
+def _result(
+    name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None
+) -> DeletableTopicResult:
+    return DeletableTopicResult(
+        name=name, topic_id=topic_id, error_code=code, error_message=message
+    )
 
 
 async def handle(ctx: Any, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
@@ -56,27 +58,51 @@ async def handle(ctx: Any, request: DeleteTopicsRequest) -> DeleteTopicsResponse
     results: list[DeletableTopicResult] = []
     for name, topic_id in entries:
         if name is None and topic_id == ZERO_UUID:
-            results.append(_result(None, ZERO_UUID, ErrorCode.INVALID_REQUEST,
-                                   "Neither topic name nor id were specified."))
+            results.append(
+                _result(
+                    None,
+                    ZERO_UUID,
+                    ErrorCode.INVALID_REQUEST,
+                    "Neither topic name nor id were specified.",
+                )
+            )
         elif name is not None and topic_id != ZERO_UUID:
-            results.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST,
-                                   "You may not specify both topic name and topic id."))
-    names = Counter(name for name, topic_id in entries
-                    if name is not None and topic_id == ZERO_UUID)
-    ids = Counter(topic_id for name, topic_id in entries
-                  if name is None and topic_id != ZERO_UUID)
-    results += [_result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-                for name, n in names.items() if n > 1]
-    results += [_result(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
-                for topic_id, n in ids.items() if n > 1]
+            results.append(
+                _result(
+                    name,
+                    topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "You may not specify both topic name and topic id.",
+                )
+            )
+    names = Counter(
+        name for name, topic_id in entries if name is not None and topic_id == ZERO_UUID
+    )
+    ids = Counter(topic_id for name, topic_id in entries if name is None and topic_id != ZERO_UUID)
+    results += [
+        _result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+        for name, n in names.items()
+        if n > 1
+    ]
+    results += [
+        _result(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+        for topic_id, n in ids.items()
+        if n > 1
+    ]
 
     doomed: dict[uuid.UUID, str] = {}  # topic id -> name
     for topic_id, n in ids.items():
         if n == 1:
             topic = registry.by_id.get(topic_id)
             if topic is None:
-                results.append(_result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID,
-                                       "This server does not host this topic ID."))
+                results.append(
+                    _result(
+                        None,
+                        topic_id,
+                        ErrorCode.UNKNOWN_TOPIC_ID,
+                        "This server does not host this topic ID.",
+                    )
+                )
             else:
                 doomed[topic_id] = topic.name
     for name, n in names.items():
@@ -84,20 +110,37 @@ async def handle(ctx: Any, request: DeleteTopicsRequest) -> DeleteTopicsResponse
             continue
         topic = registry.get(name)
         if topic is None:
-            results.append(_result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   "This server does not host this topic-partition."))
+            results.append(
+                _result(
+                    name,
+                    ZERO_UUID,
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    "This server does not host this topic-partition.",
+                )
+            )
         elif topic.topic_id in doomed or ids[topic.topic_id] > 1:
             doomed.pop(topic.topic_id, None)
-            results.append(_result(name, topic.topic_id, ErrorCode.INVALID_REQUEST,
-                                   "The provided topic name maps to an ID that was already "
-                                   "supplied."))
+            results.append(
+                _result(
+                    name,
+                    topic.topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "The provided topic name maps to an ID that was already supplied.",
+                )
+            )
         else:
             doomed[topic.topic_id] = name
 
     for topic_id, name in doomed.items():
         if registry.topics[name].is_internal:
-            results.append(_result(name, topic_id, ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                   f"kmock does not delete the internal topic {name}"))
+            results.append(
+                _result(
+                    name,
+                    topic_id,
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"kmock does not delete the internal topic {name}",
+                )
+            )
             continue
         registry.delete(name)
         results.append(_result(name, topic_id, ErrorCode.NONE, None))

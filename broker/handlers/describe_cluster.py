@@ -34,12 +34,18 @@ def _refusal(ctx: Any, code: ErrorCode, message: str) -> DescribeClusterResponse
 async def handle(ctx: Any, request: DescribeClusterRequest) -> DescribeClusterResponse:
     wanted = ENDPOINT_TYPES.get(request.endpoint_type)
     if wanted is None:
-        return _refusal(ctx, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
-                        f"Unsupported endpoint type {request.endpoint_type}")
+        return _refusal(
+            ctx,
+            ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            f"Unsupported endpoint type {request.endpoint_type}",
+        )
     if request.endpoint_type != BROKER_ENDPOINT:
-        return _refusal(ctx, ErrorCode.MISMATCHED_ENDPOINT_TYPE,
-                        "The request was sent to an endpoint of type BROKER, but we wanted "
-                        f"an endpoint of type {wanted}")
+        return _refusal(
+            ctx,
+            ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            "The request was sent to an endpoint of type BROKER, but we wanted "
+            f"an endpoint of type {wanted}",
+        )
     broker = ctx.broker
     host, port = broker.advertised[0]
     return DescribeClusterResponse(
@@ -49,7 +55,8 @@ async def handle(ctx: Any, request: DescribeClusterRequest) -> DescribeClusterRe
         controller_id=broker.node_id,
         brokers=[DescribeClusterBroker(broker_id=broker.node_id, host=host, port=port, rack=None)],
         cluster_authorized_operations=(
-            ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+            ALL_CLUSTER_OPERATIONS
+            if request.include_cluster_authorized_operations
             else NOT_REQUESTED
         ),
     )

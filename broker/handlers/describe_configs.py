@@ -45,16 +45,21 @@ from protocol.messages.describe_configs import (
 )
 
 # ConfigResource.Type
-RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER",
-                  16: "CLIENT_METRICS", 32: "GROUP"}
+RESOURCE_TYPES = {
+    0: "UNKNOWN",
+    2: "TOPIC",
+    4: "BROKER",
+    8: "BROKER_LOGGER",
+    16: "CLIENT_METRICS",
+    32: "GROUP",
+}
 TOPIC, BROKER = 2, 4
 
 # DescribeConfigsResponse.ConfigSource
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 # DescribeConfigsResponse.ConfigType, by Setting.type
-CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7,
-                "class": 8}
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "class": 8}
 
 # Broker settings that stand for one another, most specific first (Kafka's
 # DynamicBrokerConfig.brokerConfigSynonyms); every other setting stands alone.
@@ -85,13 +90,17 @@ def broker_synonyms(config: Config, name: str) -> list[DescribeConfigsSynonym]:
     """Where broker setting `name` gets its value from, Kafka's configSynonyms."""
     group = _synonym_group(name)
     found = [
-        DescribeConfigsSynonym(name=n, value=render(SETTINGS[n], config[n]),
-                               source=STATIC_BROKER_CONFIG)
-        for n in group if n in config.explicit
+        DescribeConfigsSynonym(
+            name=n, value=render(SETTINGS[n], config[n]), source=STATIC_BROKER_CONFIG
+        )
+        for n in group
+        if n in config.explicit
     ] + [
-        DescribeConfigsSynonym(name=n, value=render(SETTINGS[n], SETTINGS[n].default),
-                               source=DEFAULT_CONFIG)
-        for n in group if SETTINGS[n].default is not None
+        DescribeConfigsSynonym(
+            name=n, value=render(SETTINGS[n], SETTINGS[n].default), source=DEFAULT_CONFIG
+        )
+        for n in group
+        if SETTINGS[n].default is not None
     ]
     while found and found[0].name != name:
         found.pop(0)
@@ -106,10 +115,18 @@ def topic_value(config: Config, overrides: dict[str, str], name: str) -> str | N
     return render(setting, config.topic_default(name))
 
 
-def topic_synonyms(config: Config, overrides: dict[str, str], name: str
-                   ) -> list[DescribeConfigsSynonym]:
-    own = [DescribeConfigsSynonym(name=name, value=topic_value(config, overrides, name),
-                                  source=DYNAMIC_TOPIC_CONFIG)] if name in overrides else []
+def topic_synonyms(
+    config: Config, overrides: dict[str, str], name: str
+) -> list[DescribeConfigsSynonym]:
+    own = (
+        [
+            DescribeConfigsSynonym(
+                name=name, value=topic_value(config, overrides, name), source=DYNAMIC_TOPIC_CONFIG
+            )
+        ]
+        if name in overrides
+        else []
+    )
     return own + broker_synonyms(config, TOPIC_CONFIGS[name].name)
 
 
@@ -123,8 +140,14 @@ def effective_topic_source(config: Config, overrides: dict[str, str], name: str)
     return DEFAULT_CONFIG
 
 
-def _entry(setting: Setting, name: str, value: str | None, synonyms: list[DescribeConfigsSynonym],
-           request: DescribeConfigsRequest, read_only: bool) -> DescribeConfigsResourceResult:
+def _entry(
+    setting: Setting,
+    name: str,
+    value: str | None,
+    synonyms: list[DescribeConfigsSynonym],
+    request: DescribeConfigsRequest,
+    read_only: bool,
+) -> DescribeConfigsResourceResult:
     source = synonyms[0].source if synonyms else DEFAULT_CONFIG
     return DescribeConfigsResourceResult(
         name=name,
@@ -139,43 +162,61 @@ def _entry(setting: Setting, name: str, value: str | None, synonyms: list[Descri
     )
 
 
-def _topic_configs(ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
-                   ) -> list[DescribeConfigsResourceResult]:
+def _topic_configs(
+    ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+) -> list[DescribeConfigsResourceResult]:
     validate_topic_name(resource.resource_name)
     topic = ctx.broker.topics.get(resource.resource_name)
     if topic is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)  # Kafka sends no message here
     config = ctx.broker.config
     return [
-        _entry(TOPIC_CONFIGS[name], name, topic_value(config, topic.configs, name),
-               topic_synonyms(config, topic.configs, name), request, read_only=False)
+        _entry(
+            TOPIC_CONFIGS[name],
+            name,
+            topic_value(config, topic.configs, name),
+            topic_synonyms(config, topic.configs, name),
+            request,
+            read_only=False,
+        )
         for name in sorted(TOPIC_CONFIGS)
     ]
 
 
-def _broker_configs(ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
-                    ) -> list[DescribeConfigsResourceResult]:
+def _broker_configs(
+    ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+) -> list[DescribeConfigsResourceResult]:
     name, node_id = resource.resource_name, ctx.broker.node_id
     if name == "":
         return []
     try:
         wanted = int(name)
     except ValueError:
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Broker id must be an integer, but it is: {name}") from None
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"
+        ) from None
     if wanted != node_id:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {node_id} "
-                         f"or empty string, but received {name}")
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {node_id} or empty string, but received {name}",
+        )
     config = ctx.broker.config
     return [
-        _entry(s, s.name, render(s, config[s.name]), broker_synonyms(config, s.name), request,
-               read_only=s.read_only)
+        _entry(
+            s,
+            s.name,
+            render(s, config[s.name]),
+            broker_synonyms(config, s.name),
+            request,
+            read_only=s.read_only,
+        )
         for s in SETTINGS.values()
     ]
 
 
-def _describe(ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
-              ) -> DescribeConfigsResult:
+def _describe(
+    ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+) -> DescribeConfigsResult:
     if resource.resource_type == TOPIC:
         configs = _topic_configs(ctx, resource, request)
     elif resource.resource_type == BROKER:
@@ -187,8 +228,12 @@ def _describe(ctx: Any, resource: DescribeConfigsResource, request: DescribeConf
         keys = set(resource.configuration_keys)
         configs = [c for c in configs if c.name in keys]
     return DescribeConfigsResult(
-        error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
-        resource_name=resource.resource_name, configs=configs)
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=configs,
+    )
 
 
 async def handle(ctx: Any, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
@@ -198,7 +243,10 @@ async def handle(ctx: Any, request: DescribeConfigsRequest) -> DescribeConfigsRe
             result = _describe(ctx, resource, request)
         except KafkaError as e:
             result = DescribeConfigsResult(
-                error_code=e.code, error_message=e.detail or None,
-                resource_type=resource.resource_type, resource_name=resource.resource_name)
+                error_code=e.code,
+                error_message=e.detail or None,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
         results.append(result)
     return DescribeConfigsResponse(results=results)

@@ -31,9 +31,14 @@ async def handle(ctx: Any, request: DescribeLogDirsRequest) -> DescribeLogDirsRe
     topics = []
     for topic in broker.topics.topics.values():
         partitions = [
-            DescribeLogDirsPartition(partition_index=p.index, partition_size=p.log.size_bytes,
-                                     offset_lag=0, is_future_key=False)
-            for p in topic.partitions if wanted is None or (topic.name, p.index) in wanted
+            DescribeLogDirsPartition(
+                partition_index=p.index,
+                partition_size=p.log.size_bytes,
+                offset_lag=0,
+                is_future_key=False,
+            )
+            for p in topic.partitions
+            if wanted is None or (topic.name, p.index) in wanted
         ]
         if partitions:
             topics.append(DescribeLogDirsTopic(name=topic.name, partitions=partitions))
@@ -41,7 +46,13 @@ async def handle(ctx: Any, request: DescribeLogDirsRequest) -> DescribeLogDirsRe
     usage = shutil.disk_usage(log_dir)
     return DescribeLogDirsResponse(
         error_code=ErrorCode.NONE,
-        results=[DescribeLogDirsResult(error_code=ErrorCode.NONE, log_dir=str(log_dir),
-                                       topics=topics, total_bytes=usage.total,
-                                       usable_bytes=usage.free)],
+        results=[
+            DescribeLogDirsResult(
+                error_code=ErrorCode.NONE,
+                log_dir=str(log_dir),
+                topics=topics,
+                total_bytes=usage.total,
+                usable_bytes=usage.free,
+            )
+        ],
     )

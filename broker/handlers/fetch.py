@@ -26,17 +26,25 @@ from protocol.messages.fetch import (
 )
 
 
-def _partition_data(ctx: Any, topic: Any, fp: Any, budget: int, first: bool) -> tuple[PartitionData, int]:
+def _partition_data(
+    ctx: Any, topic: Any, fp: Any, budget: int, first: bool
+) -> tuple[PartitionData, int]:
     if topic is None:
-        return PartitionData(partition_index=fp.partition,
-                             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
+        return PartitionData(
+            partition_index=fp.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        ), 0
     if not 0 <= fp.partition < len(topic.partitions):
-        return PartitionData(partition_index=fp.partition,
-                             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
+        return PartitionData(
+            partition_index=fp.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        ), 0
     p = topic.partitions[fp.partition]
     plog = p.log
-    base = dict(partition_index=fp.partition, high_watermark=plog.log_end_offset,
-                last_stable_offset=plog.log_end_offset, log_start_offset=plog.log_start_offset)
+    base = {
+        "partition_index": fp.partition,
+        "high_watermark": plog.log_end_offset,
+        "last_stable_offset": plog.log_end_offset,
+        "log_start_offset": plog.log_start_offset,
+    }
     if fp.current_leader_epoch > p.leader_epoch:
         return PartitionData(error_code=ErrorCode.UNKNOWN_LEADER_EPOCH, **base), 0
     if 0 <= fp.current_leader_epoch < p.leader_epoch:
@@ -71,8 +79,12 @@ def _build(ctx: Any, request: FetchRequest, resolved: list[Any]) -> tuple[FetchR
         parts = []
         for fp in ft.partitions:
             if topic is None and topic_id is not None:
-                pd, n = PartitionData(partition_index=fp.partition,
-                                      error_code=ErrorCode.UNKNOWN_TOPIC_ID), 0
+                pd, n = (
+                    PartitionData(
+                        partition_index=fp.partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                    ),
+                    0,
+                )
             else:
                 pd, n = _partition_data(ctx, topic, fp, budget - total, first)
             if n:
@@ -81,9 +93,14 @@ def _build(ctx: Any, request: FetchRequest, resolved: list[Any]) -> tuple[FetchR
             if pd.error_code:
                 has_error = True
             parts.append(pd)
-        responses.append(FetchableTopicResponse(topic=ft.topic, topic_id=ft.topic_id,
-                                                partitions=parts))
-    return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses), total, has_error
+        responses.append(
+            FetchableTopicResponse(topic=ft.topic, topic_id=ft.topic_id, partitions=parts)
+        )
+    return (
+        FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses),
+        total,
+        has_error,
+    )
 
 
 async def handle(ctx: Any, request: FetchRequest) -> FetchResponse:
@@ -96,9 +113,13 @@ async def handle(ctx: Any, request: FetchRequest) -> FetchResponse:
         if total >= request.min_bytes or has_error or trio.current_time() >= deadline:
             return response
         waiter = trio.Event()
-        partitions = [topic.partitions[fp.partition]
-                      for ft, topic, _ in resolved if topic is not None
-                      for fp in ft.partitions if 0 <= fp.partition < len(topic.partitions)]
+        partitions = [
+            topic.partitions[fp.partition]
+            for ft, topic, _ in resolved
+            if topic is not None
+            for fp in ft.partitions
+            if 0 <= fp.partition < len(topic.partitions)
+        ]
         if not partitions:
             return response
         for p in partitions:

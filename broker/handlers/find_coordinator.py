@@ -1,6 +1,7 @@
 """FindCoordinator: kmock is the coordinator of every group (it leads every partition of
-__consumer_offsets, which the first group lookup creates, as in Kafka). Transactions are not supported, so a transaction coordinator lookup
-(key_type 1) is answered with COORDINATOR_NOT_AVAILABLE and an explanation.
+__consumer_offsets, which the first group lookup creates, as in Kafka). Transactions are
+not supported, so a transaction coordinator lookup (key_type 1) is answered with
+COORDINATOR_NOT_AVAILABLE and an explanation.
 """
 
 from __future__ import annotations
@@ -19,19 +20,36 @@ GROUP, TRANSACTION = 0, 1
 
 def _lookup(ctx: Any, key: str, key_type: int) -> Coordinator:
     if key_type != GROUP:
-        return Coordinator(key=key, node_id=-1, host="", port=-1,
-                           error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                           error_message="kmock does not support transactions")
+        return Coordinator(
+            key=key,
+            node_id=-1,
+            host="",
+            port=-1,
+            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            error_message="kmock does not support transactions",
+        )
     ctx.broker.coordinator.offsets_topic()  # Kafka creates it on the first group lookup
     host, port = ctx.broker.advertised[0]
-    return Coordinator(key=key, node_id=ctx.broker.node_id, host=host, port=port,
-                       error_code=ErrorCode.NONE, error_message=None)
+    return Coordinator(
+        key=key,
+        node_id=ctx.broker.node_id,
+        host=host,
+        port=port,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+    )
 
 
 async def handle(ctx: Any, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     if ctx.api_version >= 4:
         return FindCoordinatorResponse(
-            coordinators=[_lookup(ctx, k, request.key_type) for k in request.coordinator_keys])
+            coordinators=[_lookup(ctx, k, request.key_type) for k in request.coordinator_keys]
+        )
     c = _lookup(ctx, request.key, request.key_type)
-    return FindCoordinatorResponse(error_code=c.error_code, error_message=c.error_message,
-                                   node_id=c.node_id, host=c.host, port=c.port)
+    return FindCoordinatorResponse(
+        error_code=c.error_code,
+        error_message=c.error_message,
+        node_id=c.node_id,
+        host=c.host,
+        port=c.port,
+    )

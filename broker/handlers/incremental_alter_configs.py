@@ -59,9 +59,11 @@ def _apply(config: Any, overrides: dict[str, str], op: AlterableConfig) -> None:
     else:
         setting = TOPIC_CONFIGS.get(op.name)
         if setting is None or setting.type != "list":
-            raise KafkaError(ErrorCode.INVALID_CONFIG,
-                             f"Can't {OPERATIONS[op.config_operation]} to key {op.name} "
-                             "because its type is not LIST.")
+            raise KafkaError(
+                ErrorCode.INVALID_CONFIG,
+                f"Can't {OPERATIONS[op.config_operation]} to key {op.name} "
+                "because its type is not LIST.",
+            )
         current = topic_value(config, overrides, op.name) or ""
         values = [v for v in current.split(",") if v]
         for value in op.value.split(","):
@@ -84,12 +86,14 @@ def _alter(ctx: Any, resource: AlterConfigsResource, validate_only: bool) -> Non
         kind = RESOURCE_TYPES.get(resource.resource_type)
         if kind == "BROKER_LOGGER":
             raise KafkaError(ErrorCode.INVALID_REQUEST, "kmock has no broker loggers to alter")
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Unknown resource type {resource.resource_type}")
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}"
+        )
     for op in resource.configs:
         if op.config_operation not in OPERATIONS:
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
-                             f"Unknown operations type {op.config_operation}")
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.config_operation}"
+            )
     topic = existing_topic(ctx, resource.resource_name)
     overrides = dict(topic.configs)
     for op in resource.configs:
@@ -99,20 +103,27 @@ def _alter(ctx: Any, resource: AlterConfigsResource, validate_only: bool) -> Non
         ctx.broker.topics.set_configs(topic.name, configs)
 
 
-async def handle(ctx: Any, request: IncrementalAlterConfigsRequest
-                 ) -> IncrementalAlterConfigsResponse:
+async def handle(
+    ctx: Any, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
     repeated = duplicates(request.resources)
     responses = []
     for resource in request.resources:
         code, message = ErrorCode.NONE, None
         try:
             if (resource.resource_type, resource.resource_name) in repeated:
-                raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                 "Each resource must appear at most once.")
+                raise KafkaError(
+                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
             _alter(ctx, resource, request.validate_only)
         except KafkaError as e:
             code, message = e.code, e.detail or None
-        responses.append(AlterConfigsResourceResponse(
-            error_code=code, error_message=message, resource_type=resource.resource_type,
-            resource_name=resource.resource_name))
+        responses.append(
+            AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
     return IncrementalAlterConfigsResponse(responses=responses)

@@ -20,6 +20,7 @@ async def handle(ctx: Any, request: InitProducerIdRequest) -> InitProducerIdResp
     if request.transactional_id is not None:
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "transactions are not supported")
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
-        return InitProducerIdResponse(producer_id=request.producer_id,
-                                      producer_epoch=request.producer_epoch + 1)
+        return InitProducerIdResponse(
+            producer_id=request.producer_id, producer_epoch=request.producer_epoch + 1
+        )
     return InitProducerIdResponse(producer_id=ctx.broker.producer_ids.allocate(), producer_epoch=0)

@@ -1,12 +1,12 @@
 """ListOffsets: offsets by timestamp, with Kafka's special timestamps.
 
-  -1 LATEST           the log end offset (= high watermark = last stable offset: one
-                      replica, no transactions)
-  -2 EARLIEST         the log start offset
-  -3 MAX_TIMESTAMP    the record with the largest timestamp (v7+, KIP-734)
-  -4 EARLIEST_LOCAL   the log start offset (no tiered storage: same as EARLIEST; v8+)
-  -5 LATEST_TIERED    no tiered storage: offset -1, as Kafka answers without it (v9+)
-  >= 0                the first offset whose timestamp is >= the given one, or -1
+-1 LATEST           the log end offset (= high watermark = last stable offset: one
+                    replica, no transactions)
+-2 EARLIEST         the log start offset
+-3 MAX_TIMESTAMP    the record with the largest timestamp (v7+, KIP-734)
+-4 EARLIEST_LOCAL   the log start offset (no tiered storage: same as EARLIEST; v8+)
+-5 LATEST_TIERED    no tiered storage: offset -1, as Kafka answers without it (v9+)
+>= 0                the first offset whose timestamp is >= the given one, or -1
 """
 
 from __future__ import annotations
@@ -46,9 +46,14 @@ async def handle(ctx: Any, request: ListOffsetsRequest) -> ListOffsetsResponse:
         parts = []
         for p in t.partitions:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                parts.append(ListOffsetsPartitionResponse(
-                    partition_index=p.partition_index,
-                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1))
+                parts.append(
+                    ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        timestamp=-1,
+                        offset=-1,
+                    )
+                )
                 continue
             partition = topic.partitions[p.partition_index]
             if p.current_leader_epoch > partition.leader_epoch:
@@ -58,12 +63,21 @@ async def handle(ctx: Any, request: ListOffsetsRequest) -> ListOffsetsResponse:
             else:
                 code = ErrorCode.NONE
             if code:
-                parts.append(ListOffsetsPartitionResponse(
-                    partition_index=p.partition_index, error_code=code, timestamp=-1, offset=-1))
+                parts.append(
+                    ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index, error_code=code, timestamp=-1, offset=-1
+                    )
+                )
                 continue
             offset, ts = _lookup(partition.log, p.timestamp)
-            parts.append(ListOffsetsPartitionResponse(
-                partition_index=p.partition_index, error_code=ErrorCode.NONE, timestamp=ts,
-                offset=offset, leader_epoch=partition.leader_epoch))
+            parts.append(
+                ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.NONE,
+                    timestamp=ts,
+                    offset=offset,
+                    leader_epoch=partition.leader_epoch,
+                )
+            )
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(topics=topics)

@@ -74,9 +74,13 @@ async def handle(ctx: Any, request: MetadataRequest) -> MetadataResponse:
             if name is None:  # v10+: by topic id
                 topic = registry.by_id.get(wanted.topic_id)
                 if topic is None:
-                    topics.append(MetadataResponseTopic(
-                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
-                        topic_id=wanted.topic_id))
+                    topics.append(
+                        MetadataResponseTopic(
+                            error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                            name=None,
+                            topic_id=wanted.topic_id,
+                        )
+                    )
                 else:
                     topics.append(describe_topic(ctx, topic, include_ops))
                 continue
@@ -88,12 +92,16 @@ async def handle(ctx: Any, request: MetadataRequest) -> MetadataResponse:
                     topics.append(MetadataResponseTopic(error_code=e.code, name=name))
                     continue
                 if not allow_create or name == OFFSETS_TOPIC:
-                    topics.append(MetadataResponseTopic(
-                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name))
+                    topics.append(
+                        MetadataResponseTopic(
+                            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name
+                        )
+                    )
                     continue
                 try:
-                    topic = registry.create(name, broker.config["num.partitions"], {},
-                                            now_wall_ms=broker.wall_ms())
+                    topic = registry.create(
+                        name, broker.config["num.partitions"], {}, now_wall_ms=broker.wall_ms()
+                    )
                 except KafkaError as e:
                     topics.append(MetadataResponseTopic(error_code=e.code, name=name))
                     continue
@@ -104,7 +112,8 @@ async def handle(ctx: Any, request: MetadataRequest) -> MetadataResponse:
         controller_id=broker.node_id,
         topics=topics,
         cluster_authorized_operations=(
-            ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+            ALL_CLUSTER_OPERATIONS
+            if request.include_cluster_authorized_operations
             else NOT_REQUESTED
         ),
     )

@@ -7,4 +7,6 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 
 async def handle(ctx: Any, request: OffsetCommitRequest) -> OffsetCommitResponse:
     runtime = ctx.broker.coordinator
-    return await runtime.call(runtime.coordinator.commit_offsets, ctx, request, wall_ms=ctx.broker.wall_ms())
+    return await runtime.call(
+        runtime.coordinator.commit_offsets, ctx, request, wall_ms=ctx.broker.wall_ms()
+    )

@@ -36,11 +36,18 @@ def _end_offset(ctx: Any, topic: str, request: OffsetForLeaderPartition) -> Epoc
     if 0 <= request.current_leader_epoch < partition.leader_epoch:
         raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH, f"{topic}-{request.partition}")
     if request.leader_epoch != partition.leader_epoch:
-        return EpochEndOffset(error_code=ErrorCode.NONE, partition=request.partition,
-                              leader_epoch=UNDEFINED_EPOCH, end_offset=UNDEFINED_EPOCH_OFFSET)
-    return EpochEndOffset(error_code=ErrorCode.NONE, partition=request.partition,
-                          leader_epoch=partition.leader_epoch,
-                          end_offset=partition.log.log_end_offset)
+        return EpochEndOffset(
+            error_code=ErrorCode.NONE,
+            partition=request.partition,
+            leader_epoch=UNDEFINED_EPOCH,
+            end_offset=UNDEFINED_EPOCH_OFFSET,
+        )
+    return EpochEndOffset(
+        error_code=ErrorCode.NONE,
+        partition=request.partition,
+        leader_epoch=partition.leader_epoch,
+        end_offset=partition.log.log_end_offset,
+    )
 
 
 async def handle(ctx: Any, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:

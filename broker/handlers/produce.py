@@ -36,8 +36,9 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | None:
     if request.transactional_id is not None:
         # Transactions are not supported: InitProducerId refuses transactional ids, so a
         # client cannot get here without ignoring that answer.
-        raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                         "transactions are not supported")
+        raise KafkaError(
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported"
+        )
     wall_ms = broker.wall_ms()
     responses = []
     durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
@@ -51,8 +52,11 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | None:
                 if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,):
                     log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
                 result = PartitionProduceResponse(
-                    index=pdata.index, error_code=e.code, base_offset=-1,
-                    error_message=e.detail or None)
+                    index=pdata.index,
+                    error_code=e.code,
+                    base_offset=-1,
+                    error_message=e.detail or None,
+                )
             else:
                 plog = broker.topics.partition(name, pdata.index).log
                 end = plog.log_end_offset
@@ -86,8 +90,7 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | None:
         return None
     return ProduceResponse(
         responses=[
-            TopicProduceResponse(name=td.name, partition_responses=parts)
-            for td, parts in responses
+            TopicProduceResponse(name=td.name, partition_responses=parts) for td, parts in responses
         ]
     )
 
@@ -108,8 +111,9 @@ def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduc
     if header.is_transactional:
         raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactional batch without a transaction")
     if header.size > partition.log.config.max_message_bytes:
-        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                         f"batch of {header.size} bytes > max.message.bytes")
+        raise KafkaError(
+            ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes > max.message.bytes"
+        )
     info = partition.log.append(records, wall_ms=wall_ms)
     partition.notify()
     broker.metrics.messages_in.labels(name).inc(header.records_count)

@@ -49,13 +49,9 @@ class ApiVersionsResponse(Message):
     error_code: int = wire(Int16)
     api_keys: list[ApiVersion] = wire(Array(ApiVersion))
     throttle_time_ms: int = wire(Int32, since=1)
-    supported_features: list[SupportedFeatureKey] = wire(
-        Array(SupportedFeatureKey), since=3, tag=0
-    )
+    supported_features: list[SupportedFeatureKey] = wire(Array(SupportedFeatureKey), since=3, tag=0)
     finalized_features_epoch: int = wire(Int64, since=3, tag=1, default=-1)
-    finalized_features: list[FinalizedFeatureKey] = wire(
-        Array(FinalizedFeatureKey), since=3, tag=2
-    )
+    finalized_features: list[FinalizedFeatureKey] = wire(Array(FinalizedFeatureKey), since=3, tag=2)
     zk_migration_ready: bool = wire(Bool, since=3, tag=3)
 
 

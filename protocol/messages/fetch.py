@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import uuid
 
-
 from protocol.errors import ErrorCode
 from protocol.schema import (
     Array,

@@ -4,7 +4,8 @@ Spec: OffsetCommitRequest.json / OffsetCommitResponse.json. Versions 1-9 (the sp
 0 wrote to ZooKeeper and 1 is deprecated), flexible from 8.
 
 Version notes:
-  v1: generation_id_or_member_epoch, member_id; commit_timestamp (v1 only; sarama 1.22 still commits with v1).
+  v1: generation_id_or_member_epoch, member_id; commit_timestamp (v1 only; sarama 1.22
+      still commits with v1).
   v2: retention_time_ms (v2-4); commit_timestamp removed.
   v3: throttle_time_ms in the response.
   v4: no change on the wire.

@@ -20,8 +20,6 @@ Version notes:
 
 from __future__ import annotations
 
-
-
 from protocol.errors import ErrorCode
 from protocol.schema import (
     Array,

@@ -31,8 +31,9 @@ async def _still_serving(broker):
 async def test_api_versions_lists_every_routed_api(broker):
     with trio.fail_after(10):
         client = await WireClient.connect(broker)
-        response = await client.call(ApiVersionsRequest(client_software_name="t",
-                                                        client_software_version="1"), 3)
+        response = await client.call(
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3
+        )
         keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         assert keys[18] == (0, 4)
         assert keys[0] == (3, 11)
@@ -79,8 +80,13 @@ async def test_garbage_bytes_close_the_connection(broker):
     with trio.fail_after(10):
         client = await WireClient.connect(broker)
         # Metadata v5 whose client id claims 0x7fff bytes of a 12-byte rest.
-        await client.send_raw(struct.pack(">i", 20) + b"\x00\x03\x00\x05" + b"\x00\x00\x00\x01"
-                              + b"\x7f\xff" + b"\xfe" * 10)
+        await client.send_raw(
+            struct.pack(">i", 20)
+            + b"\x00\x03\x00\x05"
+            + b"\x00\x00\x00\x01"
+            + b"\x7f\xff"
+            + b"\xfe" * 10
+        )
         assert await client.is_closed_by_peer()
         await _still_serving(broker)
 
@@ -122,21 +128,39 @@ async def test_client_closing_mid_frame_does_not_hurt_the_server(broker):
 async def test_batch_with_bad_crc_gets_corrupt_message(broker):
     with trio.fail_after(10):
         client = await WireClient.connect(broker)
-        meta = await client.call(MetadataRequest(topics=[MetadataRequestTopic(name="crc")],
-                                                 allow_auto_topic_creation=True), 9)
+        meta = await client.call(
+            MetadataRequest(
+                topics=[MetadataRequestTopic(name="crc")], allow_auto_topic_creation=True
+            ),
+            9,
+        )
         assert meta.topics[0].error_code == 0
         batch = bytearray(build_batch([(b"k", b"v", (), 1000)]))
         batch[-1] ^= 0xFF  # inside the CRC-covered records
-        request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[TopicProduceData(
-            name="crc", partition_data=[PartitionProduceData(index=0, records=bytes(batch))])])
+        request = ProduceRequest(
+            acks=1,
+            timeout_ms=1000,
+            topic_data=[
+                TopicProduceData(
+                    name="crc", partition_data=[PartitionProduceData(index=0, records=bytes(batch))]
+                )
+            ],
+        )
         response = await client.call(request, 9)
         part = response.responses[0].partition_responses[0]
         assert part.error_code == ErrorCode.CORRUPT_MESSAGE
         # Nothing was written.
         assert broker.topics.get("crc").partitions[0].log.log_end_offset == 0
         good = build_batch([(b"k", b"v", (), 1000)])
-        request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[TopicProduceData(
-            name="crc", partition_data=[PartitionProduceData(index=0, records=good)])])
+        request = ProduceRequest(
+            acks=1,
+            timeout_ms=1000,
+            topic_data=[
+                TopicProduceData(
+                    name="crc", partition_data=[PartitionProduceData(index=0, records=good)]
+                )
+            ],
+        )
         part = (await client.call(request, 9)).responses[0].partition_responses[0]
         assert (part.error_code, part.base_offset) == (0, 0)
 
@@ -149,14 +173,16 @@ async def test_bytes_after_a_complete_request_are_ignored_as_kafka_does(broker):
         body = data[4:] + b"\x01\x00\x00"
         await client.send_raw(struct.pack(">i", len(body)) + body)
         frame = await read_frame(client.stream)
-        assert frame is not None and parse_response_header(frame, True)[0] == 9
+        assert frame is not None
+        assert parse_response_header(frame, True)[0] == 9
 
 
 async def test_responses_follow_request_order_when_pipelined(broker):
     with trio.fail_after(10):
         client = await WireClient.connect(broker)
         payload = b"".join(
-            request_bytes(ApiVersionsRequest(), 2, correlation_id=i) for i in range(1, 21))
+            request_bytes(ApiVersionsRequest(), 2, correlation_id=i) for i in range(1, 21)
+        )
         await client.send_raw(payload)
         for i in range(1, 21):
             frame = await read_frame(client.stream)
@@ -166,11 +192,24 @@ async def test_responses_follow_request_order_when_pipelined(broker):
 async def test_acks_zero_produce_gets_no_response(broker):
     with trio.fail_after(10):
         client = await WireClient.connect(broker)
-        await client.call(MetadataRequest(topics=[MetadataRequestTopic(name="a0")],
-                                          allow_auto_topic_creation=True), 9)
-        request = ProduceRequest(acks=0, timeout_ms=1000, topic_data=[TopicProduceData(
-            name="a0", partition_data=[PartitionProduceData(
-                index=0, records=build_batch([(None, b"x", (), 1)]))])])
+        await client.call(
+            MetadataRequest(
+                topics=[MetadataRequestTopic(name="a0")], allow_auto_topic_creation=True
+            ),
+            9,
+        )
+        request = ProduceRequest(
+            acks=0,
+            timeout_ms=1000,
+            topic_data=[
+                TopicProduceData(
+                    name="a0",
+                    partition_data=[
+                        PartitionProduceData(index=0, records=build_batch([(None, b"x", (), 1)]))
+                    ],
+                )
+            ],
+        )
         await client.send_raw(request_bytes(request, 9, correlation_id=5))
         # The next response on the connection is for the next request, not the produce.
         response = await client.call(ApiVersionsRequest(), 3)

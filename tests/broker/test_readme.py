@@ -15,14 +15,17 @@ def test_readme_api_table_is_the_route_table():
     text = README.read_text(encoding="utf-8")
     rows = re.findall(r"^\| (\w+) \| (\d+) \| (\d+)(?:-(\d+))? \|$", text, re.M)
     documented = {(name, int(key), int(lo), int(hi or lo)) for name, key, lo, hi in rows}
-    served = {(r.name, r.api_key, r.request.VERSIONS.start, r.request.VERSIONS.stop - 1)
-              for r in all_routes()}
+    served = {
+        (r.name, r.api_key, r.request.VERSIONS.start, r.request.VERSIONS.stop - 1)
+        for r in all_routes()
+    }
     assert documented == served
 
 
 def test_readme_starts_with_make_run_and_make_test():
-    first_commands = [line.split()[0:2] for line in README.read_text().splitlines()
-                      if line.startswith("make ")][:2]
+    first_commands = [
+        line.split()[0:2] for line in README.read_text().splitlines() if line.startswith("make ")
+    ][:2]
     assert first_commands == [["make", "run"], ["make", "test"]]
 
 

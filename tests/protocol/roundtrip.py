@@ -59,7 +59,8 @@ def assert_roundtrip(msg: Message, version: int) -> bytes:
     assert b"".join(bytes(c) for c in chunks) == data
     assert _normalise(interpreted._parse(Reader(data), None, "(test)")) == _normalise(msg)
     source = _compiled(type(msg), version).source
-    assert "linkedparsers[" not in source and "linkedbuilders[" not in source
+    assert "linkedparsers[" not in source
+    assert "linkedbuilders[" not in source
     return data
 
 
