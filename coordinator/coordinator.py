@@ -1621,9 +1621,16 @@ def _group_write_error(code: ErrorCode) -> ErrorCode:
 
 
 def _offset_write_error(code: ErrorCode) -> ErrorCode:
-    """The same for OffsetCommit, where a record too large is INVALID_COMMIT_OFFSET_SIZE."""
+    """The same for OffsetCommit, where a record too large is INVALID_COMMIT_OFFSET_SIZE.
+
+    We differ from Kafka for a failed disk: Kafka answers NOT_COORDINATOR (its coordinator
+    may move to a healthy broker); kmock is the only broker, so it says what happened,
+    KAFKA_STORAGE_ERROR, which clients treat as retriable as well.
+    """
     if code in (_E.MESSAGE_SIZE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
         return _E.INVALID_COMMIT_OFFSET_SIZE
+    if code == _E.KAFKA_STORAGE_ERROR:
+        return code
     return _group_write_error(code)
 
 

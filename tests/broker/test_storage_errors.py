@@ -13,9 +13,9 @@ Two ways to make the disk fail:
     is a failing disk). This is the OS boundary, not our own code: nothing of kmock is faked.
 
 The broker runs in process and is restarted on the same data directory (`serve` again) to
-check what survived. Commits: Kafka's group coordinator answers a failed __consumer_offsets
-write with NOT_COORDINATOR (GroupMetadataManager maps KAFKA_STORAGE_ERROR so), which makes
-clients look the coordinator up again and retry; kmock does the same.
+check what survived. Commits: a failed __consumer_offsets write is answered with
+KAFKA_STORAGE_ERROR (retriable). Kafka's group coordinator answers NOT_COORDINATOR there,
+because another broker may take over; kmock is the only one, so it says what happened.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ async def test_full_disk_refuses_writes_keeps_what_it_acknowledged_and_recovers(
             assert code == ErrorCode.KAFKA_STORAGE_ERROR
             codes = [await commit(client, "full", n) for n in range(1, 200)]
             failed_commit = next((c for c in codes if c != ErrorCode.NONE), None)
-            assert failed_commit == ErrorCode.NOT_COORDINATOR
+            assert failed_commit == ErrorCode.KAFKA_STORAGE_ERROR
             # A refused commit does not replace the last acknowledged one.
             last_acked = max([0] + [n for n, c in enumerate(codes, 1) if c == ErrorCode.NONE])
             assert await committed(broker, "full") == last_acked
@@ -309,7 +309,7 @@ async def test_failed_commit_write_is_not_acknowledged_and_commits_resume(
             await create(client, "t")
             assert await commit(client, "t", 10) == ErrorCode.NONE
             fault.failing = errno.ENOSPC
-            assert await commit(client, "t", 20) == ErrorCode.NOT_COORDINATOR
+            assert await commit(client, "t", 20) == ErrorCode.KAFKA_STORAGE_ERROR
             fault.failing = None
             # The refused commit did not replace the acknowledged one.
             assert await committed(broker, "t") == 10

@@ -161,7 +161,7 @@ def test_failed_write_of_a_cancelled_commit_still_fails_its_reply() -> None:
     token, in_flight = commit(c, 1, {("t", 0): 2})
     delete_groups(c, 2, GROUP)
     failed = c.on_append_failed(in_flight, E.KAFKA_STORAGE_ERROR, 3)
-    assert reply(failed, token).topics[0].partitions[0].error_code == E.NOT_COORDINATOR
+    assert reply(failed, token).topics[0].partitions[0].error_code == E.KAFKA_STORAGE_ERROR
 
 
 # --- OffsetDelete ----------------------------------------------------------------------------
