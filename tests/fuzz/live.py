@@ -67,6 +67,9 @@ class FuzzReport:
     canary_worst_s: float = 0.0
     canary_failures: list[str] = field(default_factory=list)
     bad_responses: list[str] = field(default_factory=list)
+    # Well-formed requests the broker answered by closing the connection: only a request it
+    # failed to handle gets that (the frame is kept, to replay it).
+    closed_after_valid: list[str] = field(default_factory=list)
     rss_start: int = 0
     rss_after_warmup: int = 0
     rss_peak: int = 0
@@ -84,7 +87,8 @@ class FuzzReport:
             f"{len(self.canary_failures)} failures; RSS {self.rss_start // mb} -> "
             f"{self.rss_after_warmup // mb} (warm) -> peak {self.rss_peak // mb} -> "
             f"{self.rss_end // mb} MB; {len(self.broker_problems)} broker errors, "
-            f"{len(self.bad_responses)} bad responses"
+            f"{len(self.bad_responses)} bad responses, {len(self.closed_after_valid)} "
+            "well-formed requests answered by a close"
         )
 
 
@@ -151,6 +155,10 @@ class _Run:
                 reply = await reader.next()
                 if reply is None:
                     self.report.closed_by_broker += 1
+                    if kind == "valid":
+                        self.report.closed_after_valid.append(
+                            f"{route.name} v{version} ({client_id}): {frame.hex()}"
+                        )
                     return False
                 (got,) = struct.unpack_from(">i", reply, 0)
                 if got == barrier:

@@ -24,6 +24,12 @@ def check(report: FuzzReport) -> None:
             "the broker logged errors (each one an exception the dispatch site "
             "had to catch):\n" + "\n".join(report.broker_problems[:10])
         )
+    if report.closed_after_valid:
+        problems.append(
+            "well-formed requests answered by closing the connection (frames in hex, "
+            "size prefix included; tests/fuzz/live.py:describe_frame decodes one):\n"
+            + "\n".join(report.closed_after_valid[:10])
+        )
     if report.bad_responses:
         problems.append("bad responses:\n" + "\n".join(report.bad_responses[:10]))
     if report.canary_failures:

@@ -96,7 +96,7 @@ async def _check_writes(broker: Any, topic: str) -> list[str]:
         )
         plog = broker.topics.get(topic).partitions[0].log
         offsets = (
-            broker.topics.get(OFFSETS_TOPIC)
+            broker.coordinator.offsets_topic()
             .partitions[broker.coordinator.coordinator.partition_for(GROUP)]
             .log
         )
