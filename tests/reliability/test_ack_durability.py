@@ -19,7 +19,6 @@ from typing import Any
 import trio
 
 from broker.server import serve
-from broker.topics import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.offset_commit import (
