@@ -190,11 +190,15 @@ async def _handle_frame(
     started = trio.current_time()
     code = ErrorCode.NONE
     try:
-        response = await route.handler(ctx, request)
-    except KafkaError as e:
-        code = e.code
-        log.debug("%s v%d from %s: %s", route.name, version, header.client_id, e)
-        response = route.error_response(request, e.code)
+        try:
+            response = await route.handler(ctx, request)
+        except KafkaError as e:
+            code = e.code
+            log.debug("%s v%d from %s: %s", route.name, version, header.client_id, e)
+            response = route.error_response(request, e.code)
+        # Encoding is inside the dispatch site too: a response that cannot be encoded is a
+        # bug reported with its API, version and client, like any other.
+        out = None if response is None else _respond(route, version, correlation_id, response)
     except Exception:
         log.exception("%s v%d from %s failed", route.name, version, header.client_id)
         broker.metrics.request_done(route.name, ErrorCode.UNKNOWN_SERVER_ERROR, 0.0)
@@ -209,9 +213,7 @@ async def _handle_frame(
             header.client_id,
             code.name,
         )
-    if response is None:  # Produce with acks=0: no response at all
-        return None
-    return _respond(route, version, correlation_id, response)
+    return out  # None for Produce with acks=0: no response at all
 
 
 def _respond(route: Route, version: int, correlation_id: int, response: Any) -> list[Any]:
