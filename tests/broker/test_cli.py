@@ -323,7 +323,7 @@ class ActiveConsumer:
         deadline = time.monotonic() + SCENARIO_S
         while len(got) < n:
             assert time.monotonic() < deadline, f"read {len(got)} of {n} records"
-            for records in self.consumer.poll(timeout_ms=200, max_records=n - len(got)).values():
+            for records in self.consumer.poll(timeout_ms=1000, max_records=n - len(got)).values():
                 got.extend(records)
         last = got[-1]
         self.consumer.commit(

@@ -76,7 +76,7 @@ class Member:
             c.subscribe([TOPIC])
             try:
                 while not self._stop.is_set():
-                    c.poll(timeout_ms=100)
+                    c.poll(timeout_ms=1000)  # see tests/broker/test_admin_http.py
                     self.assignment = frozenset(tp.partition for tp in c.assignment())
                     while not self._calls.empty():
                         fn, reply = self._calls.get()
