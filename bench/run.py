@@ -669,7 +669,9 @@ def bench_replay(rep: Report) -> None:
     work = Path(tempfile.mkdtemp(prefix="replay-", dir=TMP))
     try:
         data = work / "data"
-        log("replay: creating the layout (start + stop kmock)")
+        # kmock writes meta.properties on its first start; replay_gen then creates
+        # __consumer_offsets with kmock's registry (the broker makes it on first group use).
+        log("replay: first start of kmock on the data dir")
         with KmockProcess(data_dir=data):
             pass
         log(f"replay: writing {n:,} records")

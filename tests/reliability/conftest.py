@@ -40,9 +40,23 @@ def cycles(request: pytest.FixtureRequest) -> int:
     return int(value) if value is not None else DEFAULT_CYCLES
 
 
+def _is_long_run(config: pytest.Config) -> bool:
+    return "reliability" in (config.getoption("-m", default="") or "")
+
+
 @pytest.fixture
 def long_run(request: pytest.FixtureRequest) -> bool:
-    return "reliability" in (request.config.getoption("-m", default="") or "")
+    return _is_long_run(request.config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with LONG_RUN_ONLY are deselected (not skipped) outside `-m reliability`."""
+    if _is_long_run(config):
+        return
+    long_only = [i for i in items if getattr(getattr(i, "module", None), "LONG_RUN_ONLY", False)]
+    if long_only:
+        config.hook.pytest_deselected(items=long_only)
+        items[:] = [i for i in items if i not in long_only]
 
 
 @pytest.fixture
