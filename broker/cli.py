@@ -36,6 +36,7 @@ import contextvars
 import dataclasses
 import datetime as dt
 import errno
+import functools
 import importlib
 import importlib.util
 import json
@@ -48,19 +49,18 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from broker.client import (
-    EARLIEST,
-    LATEST,
-    RESOURCE_TOPIC,
-    ConnectionFailed,
-    KafkaClient,
-    default_partition,
-)
 from broker.config import SETTINGS, ConfigError, Setting, env_to_name, load_config, parse_properties
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
+
+# `serve` starts with this module's imports, so what only some commands need is imported
+# by them: broker.client (the admin commands), rich (tables), importlib.metadata (version).
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from broker.client import KafkaClient
 
 __all__ = [
     "EXIT_ERROR",
@@ -115,17 +115,24 @@ class Output:
     """Where a command writes: plain text, rich tables, JSON; stdin for `produce`."""
 
     def __init__(self, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> None:
-        from rich.console import Console
-
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
-        self.console = Console(file=stdout, highlight=False, width=self._width(stdout))
-        self.err_console = Console(file=stderr, highlight=False, width=self._width(stderr))
+
+    @functools.cached_property
+    def console(self) -> Console:
+        return self._console(self.stdout)
+
+    @functools.cached_property
+    def err_console(self) -> Console:
+        return self._console(self.stderr)
 
     @staticmethod
-    def _width(stream: TextIO) -> int | None:
-        return None if _isatty(stream) else _PIPE_WIDTH
+    def _console(stream: TextIO) -> Console:
+        from rich.console import Console
+
+        width = None if _isatty(stream) else _PIPE_WIDTH
+        return Console(file=stream, highlight=False, width=width)
 
     def line(self, text: str = "") -> None:
         self.stdout.write(text + "\n")
@@ -305,17 +312,21 @@ def _client_options() -> _Parser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
+    """The `kmock` parser; `serve_only` leaves out every subcommand but `serve`, which is all
+    `kmock serve ...` needs (argparse takes ~10 ms to build the others: start-up time)."""
     parser = _Parser(
         prog="kmock",
         description="A Kafka-compatible broker for tests and "
         "development, and the tools to look inside it.",
     )
-    parser.add_argument("--version", action="version", version=f"kmock {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
     _add_serve_parser(sub)
+    if serve_only:
+        return parser
     common = _client_options()
 
     topics = sub.add_parser("topics", help="list, create, delete, describe topics")
@@ -493,6 +504,18 @@ def register_extensions(subparsers: Any) -> None:
         importlib.import_module("pipeline.cli").register(subparsers)
 
 
+class _VersionAction(argparse.Action):
+    """argparse's "version" action, with the version looked up only when it is asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        parser._print_message(f"kmock {_version()}\n", sys.stdout)
+        parser.exit()
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -514,10 +537,11 @@ def main(
 ) -> int:
     """Run one `kmock` command; returns its exit code (the console script exits with it)."""
     out = Output(stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr)
+    argv = sys.argv[1:] if argv is None else list(argv)
     token = _current_output.set(out)
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = build_parser(serve_only=argv[:1] == ["serve"]).parse_args(argv)
         except SystemExit as e:  # --help, --version, or a usage error (already printed)
             return e.code if isinstance(e.code, int) else EXIT_USAGE
         try:
@@ -528,7 +552,7 @@ def main(
         except Refused as e:
             out.error(str(e))
             return EXIT_REFUSED
-        except (KafkaError, ConnectionFailed, Failed) as e:
+        except (KafkaError, Failed) as e:
             out.error(str(e))
             return EXIT_ERROR
         except KeyboardInterrupt:
@@ -613,7 +637,7 @@ def cmd_serve(args: argparse.Namespace, out: Output) -> int:
         out.error(str(e))
         return EXIT_USAGE
     explicit = {name: config[name] for name in sorted(config.explicit)}
-    log.info("starting kmock %s", _version(), extra=explicit)
+    log.info("starting kmock", extra=explicit)
     try:
         trio.run(_serve_until_signal, config)
     except Exception as e:
@@ -667,6 +691,9 @@ async def _serve_until_signal(config: Any) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(watch_signals)
         broker = await nursery.start(run_broker)
+        # Not in "starting kmock": looking it up (importlib.metadata) takes 10-20 ms, which
+        # would delay the listeners.
+        log.info("kmock version %s", _version())
 
 
 # --- admin commands: helpers -------------------------------------------------------------
@@ -674,10 +701,15 @@ async def _serve_until_signal(config: Any) -> None:
 
 @contextlib.contextmanager
 def _connect(args: argparse.Namespace) -> Iterator[KafkaClient]:
+    """A connected client; a broker that cannot be reached or goes away raises `Failed`."""
+    from broker.client import ConnectionFailed, KafkaClient
+
     client = KafkaClient(args.bootstrap_server, timeout_s=args.request_timeout_ms / 1000)
     try:
         client.connect()
         yield client
+    except ConnectionFailed as e:
+        raise Failed(str(e)) from e
     finally:
         client.close()
 
@@ -686,6 +718,8 @@ def _log_end_offsets(
     client: KafkaClient, keys: Sequence[tuple[str, int]]
 ) -> dict[tuple[str, int], int]:
     """Log end offsets, leaving out partitions that no longer exist (a deleted topic)."""
+    from broker.client import LATEST
+
     return client.list_offsets(keys, LATEST, raise_errors=False)
 
 
@@ -851,6 +885,7 @@ def cmd_topics_delete(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_topics_describe(args: argparse.Namespace, out: Output) -> int:
+    from broker.client import EARLIEST, LATEST, RESOURCE_TOPIC
     from protocol.messages.describe_configs import DescribeConfigsRequest
 
     with _connect(args) as client:
@@ -1076,6 +1111,8 @@ def _reset_targets(
 
 
 def cmd_offsets_reset(args: argparse.Namespace, out: Output) -> int:
+    from broker.client import EARLIEST, LATEST
+
     timestamp = _parse_datetime_ms(args.to_datetime) if args.to_datetime is not None else None
     with _connect(args) as client:
         group = client.describe_group(args.group)
@@ -1132,6 +1169,7 @@ def cmd_offsets_reset(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_produce(args: argparse.Namespace, out: Output) -> int:
+    from broker.client import default_partition
     from protocol.records import build_batch
 
     if args.batch_size < 1:
@@ -1204,6 +1242,8 @@ def cmd_produce(args: argparse.Namespace, out: Output) -> int:
 def _start_offsets(
     client: KafkaClient, args: argparse.Namespace, partitions: list[int]
 ) -> dict[int, int]:
+    from broker.client import EARLIEST, LATEST
+
     keys = [(args.topic, p) for p in partitions]
     if args.offset is not None:
         if args.offset in ("earliest", "latest"):

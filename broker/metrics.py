@@ -1,75 +1,223 @@
-"""Broker metrics in Prometheus form, one registry per broker (tests run several at once).
+"""Broker metrics in Prometheus form, one `Metrics` per broker (tests run several at once).
 
 Served by the admin endpoint (`admin.port`) at /metrics.
+
+The request path only adds to plain ints, floats and dicts: prometheus_client's metrics take
+a lock and look up their labels on every update, a few per cent of the CPU of a busy broker.
+The numbers become Prometheus metrics when /metrics is rendered, with the names, types,
+labels, help texts and buckets those metrics had, so the text is the same. prometheus_client
+is imported there too, and not at start-up.
+
+Metrics with labels keep prometheus_client's call shape: `metrics.rebalances.labels(group)
+.inc()`, `metrics.groups.labels(state).set(n)`, `metrics.consumer_lag.clear()`.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+import os
+import time
+from bisect import bisect_left
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from prometheus_client import Metric
 
 __all__ = ["Metrics"]
 
 # Latency buckets in seconds: long polls and joins park for seconds, most requests take us.
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+# The upper bounds of the buckets, +Inf last: bisect_left finds an observation's bucket.
+_BOUNDS = (*(float(b) for b in _BUCKETS), float("inf"))
+
+
+class _Child:
+    """The value of one label set; `created` is what the `_created` series reports."""
+
+    __slots__ = ("created", "value")
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.created = time.time()
+
+
+class _CounterChild(_Child):
+    __slots__ = ()
+
+    def inc(self, amount: float = 1) -> None:
+        if amount < 0:
+            raise ValueError("counters can only be incremented by non-negative amounts")
+        self.value += amount
+
+
+class _GaugeChild(_Child):
+    __slots__ = ()
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+
+_C = TypeVar("_C", bound=_Child)
+
+
+class _Labelled(Generic[_C]):
+    """A metric with labels: one child per label set, made by its first `labels(...)`."""
+
+    def __init__(self, child: type[_C], name: str, documentation: str, *labelnames: str) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = labelnames
+        self.children: dict[tuple[str, ...], _C] = {}
+        self._child = child
+
+    def labels(self, *values: object) -> _C:
+        key = tuple(str(v) for v in values)
+        child = self.children.get(key)
+        if child is None:
+            if len(key) != len(self.labelnames):
+                raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {key}")
+            child = self.children[key] = self._child()
+        return child
+
+    def clear(self) -> None:
+        self.children.clear()
+
+
+class _Histogram:
+    """Observations of one label set, per bucket (not cumulative); the last is +Inf."""
+
+    __slots__ = ("counts", "created", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(_BOUNDS)
+        self.sum = 0.0
+        self.created = time.time()
 
 
 class Metrics:
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        r = self.registry
-        self.requests = Counter(
-            "kmock_requests",
-            "Requests handled, by API and error code.",
-            ["api", "error"],
-            registry=r,
-        )
-        self.latency = Histogram(
-            "kmock_request_latency_seconds",
-            "Time from decoded request to response, by API.",
-            ["api"],
-            buckets=_BUCKETS,
-            registry=r,
-        )
-        self.bytes_received = Counter("kmock_bytes_in", "Bytes received from clients.", registry=r)
-        self.bytes_sent = Counter("kmock_bytes_out", "Bytes sent to clients.", registry=r)
-        self.connections = Gauge("kmock_connections", "Open client connections.", registry=r)
-        self.connections_total = Counter(
-            "kmock_connections_opened", "Connections accepted.", registry=r
-        )
-        self.rebalances = Counter(
+        now = time.time()
+        # Keyed by (api, error name); a request's first count also records its creation.
+        self.requests: dict[tuple[str, str], int] = {}
+        self.requests_created: dict[tuple[str, str], float] = {}
+        self.latency: dict[str, _Histogram] = {}
+        self.bytes_received = 0
+        self.bytes_sent = 0
+        self.connections = 0
+        self.connections_total = 0
+        self.created = now  # of the counters without labels
+        self.rebalances = _Labelled(
+            _CounterChild,
             "kmock_group_rebalances",
             "Rebalances completed (a new generation started).",
-            ["group"],
-            registry=r,
+            "group",
         )
-        self.groups = Gauge("kmock_groups", "Consumer groups by state.", ["state"], registry=r)
-        self.consumer_lag = Gauge(
+        self.groups = _Labelled(_GaugeChild, "kmock_groups", "Consumer groups by state.", "state")
+        self.consumer_lag = _Labelled(
+            _GaugeChild,
             "kmock_consumer_lag",
             "Log end offset minus committed offset.",
-            ["group", "topic", "partition"],
-            registry=r,
+            "group",
+            "topic",
+            "partition",
         )
-        self.messages_in = Counter(
-            "kmock_records_in", "Records appended, by topic.", ["topic"], registry=r
+        self.messages_in = _Labelled(
+            _CounterChild, "kmock_records_in", "Records appended, by topic.", "topic"
         )
 
     def connection_opened(self) -> None:
-        self.connections.inc()
-        self.connections_total.inc()
+        self.connections += 1
+        self.connections_total += 1
 
     def connection_closed(self) -> None:
-        self.connections.dec()
+        self.connections -= 1
 
     def bytes_in(self, n: int) -> None:
-        self.bytes_received.inc(n)
+        self.bytes_received += n
 
     def bytes_out(self, n: int) -> None:
-        self.bytes_sent.inc(n)
+        self.bytes_sent += n
 
     def request_done(self, api: str, error: object, seconds: float) -> None:
-        name = getattr(error, "name", str(error))
-        self.requests.labels(api, name).inc()
-        self.latency.labels(api).observe(seconds)
+        key = (api, getattr(error, "name", str(error)))
+        try:
+            self.requests[key] += 1
+        except KeyError:
+            self.requests[key] = 1
+            self.requests_created[key] = time.time()
+        histogram = self.latency.get(api)
+        if histogram is None:
+            histogram = self.latency[api] = _Histogram()
+        histogram.counts[bisect_left(_BOUNDS, seconds)] += 1
+        histogram.sum += seconds
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """Every metric in the Prometheus text format 0.0.4 (what /metrics serves)."""
+        # Imported here, not at start-up: prometheus_client takes ~15 ms to import.
+        from prometheus_client import generate_latest
+
+        return generate_latest(self)  # a Collector: all it needs is collect()
+
+    def collect(self) -> list[Metric]:
+        """The metric families, in the order (and with the samples) that prometheus_client's
+        Counter, Gauge and Histogram give."""
+        from prometheus_client import Metric
+        from prometheus_client.utils import floatToGoString
+
+        # prometheus_client's switch for the `_created` series of counters and histograms.
+        created = os.environ.get("PROMETHEUS_DISABLE_CREATED_SERIES", "False").lower() not in (
+            "true",
+            "1",
+            "t",
+        )
+
+        def family(name: str, documentation: str, typ: str) -> Metric:
+            out = Metric(name, documentation, typ)
+            families.append(out)
+            return out
+
+        def counter(out: Metric, labels: dict[str, str], value: float, since: float) -> None:
+            out.add_sample(out.name + "_total", labels, float(value))
+            if created:
+                out.add_sample(out.name + "_created", labels, since)
+
+        families: list[Metric] = []
+        m = family("kmock_requests", "Requests handled, by API and error code.", "counter")
+        for (api, error), count in self.requests.items():
+            counter(m, {"api": api, "error": error}, count, self.requests_created[(api, error)])
+        m = family(
+            "kmock_request_latency_seconds",
+            "Time from decoded request to response, by API.",
+            "histogram",
+        )
+        les = [floatToGoString(bound) for bound in _BOUNDS]
+        for api, histogram in self.latency.items():
+            total = 0
+            for le, count in zip(les, histogram.counts, strict=True):
+                total += count
+                m.add_sample(m.name + "_bucket", {"api": api, "le": le}, float(total))
+            m.add_sample(m.name + "_count", {"api": api}, float(total))
+            m.add_sample(m.name + "_sum", {"api": api}, histogram.sum)
+            if created:
+                m.add_sample(m.name + "_created", {"api": api}, histogram.created)
+        m = family("kmock_bytes_in", "Bytes received from clients.", "counter")
+        counter(m, {}, self.bytes_received, self.created)
+        m = family("kmock_bytes_out", "Bytes sent to clients.", "counter")
+        counter(m, {}, self.bytes_sent, self.created)
+        m = family("kmock_connections", "Open client connections.", "gauge")
+        m.add_sample(m.name, {}, float(self.connections))
+        m = family("kmock_connections_opened", "Connections accepted.", "counter")
+        counter(m, {}, self.connections_total, self.created)
+        for labelled, typ in (
+            (self.rebalances, "counter"),
+            (self.groups, "gauge"),
+            (self.consumer_lag, "gauge"),
+            (self.messages_in, "counter"),
+        ):
+            m = family(labelled.name, labelled.documentation, typ)
+            for key, child in labelled.children.items():
+                labels = dict(zip(labelled.labelnames, key, strict=True))
+                if typ == "counter":
+                    counter(m, labels, child.value, child.created)
+                else:
+                    m.add_sample(m.name, labels, child.value)
+        return families

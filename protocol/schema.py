@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 import uuid
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from construct import Construct, ConstructError
 
@@ -180,8 +180,7 @@ class _StructType(WireType):
 # --- fields -------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class WireField:
+class WireField(NamedTuple):  # not a dataclass: one is ~1 ms of start-up
     type: WireType
     since: int
     until: int | None
@@ -232,25 +231,36 @@ def wire(
 
 
 class Struct:
-    """A frozen, keyword-only dataclass whose fields are declared with `wire()`."""
+    """A frozen, keyword-only dataclass whose fields are declared with `wire()`.
+
+    Class creation is the broker's start-up time: ~150 message classes are made at import.
+    `dataclasses` therefore only collects the fields here (`dataclasses.fields`, `replace`
+    and `is_dataclass` work as usual) and generates no method, since it exec()s source once
+    per method. Everything else is shared by all subclasses: eq, repr and immutability come
+    from this base class, and `__init__` is generated on a class's first instantiation
+    (`_first_init`), so classes that are never built never pay for one.
+    """
 
     _wire_fields: ClassVar[tuple[tuple[str, WireField], ...]] = ()
 
-    if TYPE_CHECKING:  # the dataclass __init__ is made at class creation, out of mypy's sight
+    if TYPE_CHECKING:  # the __init__ is made at first use, out of mypy's sight
 
         def __init__(self, **fields: Any) -> None: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # eq and repr come from this base class rather than being generated per class:
-        # dataclass generation runs exec() once per method, and with ~150 message classes
-        # that was most of the broker's import (start-up) time.
-        dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)(cls)
+        undocumented = cls.__doc__ is None
+        if undocumented:  # else dataclass writes one, with a costly inspect.signature()
+            cls.__doc__ = cls.__name__
+        cls.__init__ = _first_init  # type: ignore[method-assign]
+        dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
         cls._wire_fields = tuple(
             (f.name, f.metadata["wire"])
             for f in dataclasses.fields(cls)  # type: ignore[arg-type]
             if "wire" in f.metadata
         )
+        if undocumented:
+            cls.__doc__ = f"{cls.__name__}({', '.join(n for n, _ in cls._wire_fields)})"
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -262,6 +272,50 @@ class Struct:
     def __repr__(self) -> str:
         fields = ", ".join(f"{n}={getattr(self, n)!r}" for n, _ in self._wire_fields)
         return f"{self.__class__.__qualname__}({fields})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+# The default of a field with a default factory, in a generated __init__ (dataclasses' own
+# sentinel is private).
+_FACTORY: Any = object()
+
+
+def _first_init(self: Struct, *args: Any, **kwargs: Any) -> None:
+    """Every Struct class's __init__ until its first call, which puts the real one in place."""
+    cls = type(self)
+    init = cls.__init__ = _make_init(cls)  # type: ignore[method-assign]
+    init(self, *args, **kwargs)
+
+
+def _make_init(cls: type[Struct]) -> Any:
+    """The keyword-only `__init__` dataclasses would make for a frozen `cls`, except that it
+    fills the instance's __dict__ directly (the attributes are plain; __setattr__ refuses)."""
+    env: dict[str, Any] = {"_FACTORY": _FACTORY}
+    params, body = [], []
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        name = f.name
+        value = name
+        if f.default is not dataclasses.MISSING:
+            env[f"_dflt_{name}"] = f.default
+            params.append(f"{name}=_dflt_{name}")
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"_factory_{name}"] = f.default_factory
+            params.append(f"{name}=_FACTORY")
+            value = f"_factory_{name}() if {name} is _FACTORY else {name}"
+        else:
+            params.append(name)
+        body.append(f"    _dict[{name!r}] = {value}")
+    signature = ", ".join(["_self", "*", *params] if params else ["_self"])
+    exec("\n".join([f"def __init__({signature}):", "    _dict = _self.__dict__", *body]), env)
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    return init
 
 
 class Message(Struct):

@@ -74,8 +74,11 @@ async def handle(ctx: Any, request: MetadataRequest) -> MetadataResponse:
             if name is None and ctx.api_version < 12:
                 # Names are nullable from v10, lookups by id are served from v12 (the
                 # response name is nullable only there): Kafka refuses them below.
-                topics.append(MetadataResponseTopic(
-                    error_code=ErrorCode.INVALID_REQUEST, name="", topic_id=wanted.topic_id))
+                topics.append(
+                    MetadataResponseTopic(
+                        error_code=ErrorCode.INVALID_REQUEST, name="", topic_id=wanted.topic_id
+                    )
+                )
                 continue
             if name is None:  # v12+: by topic id
                 topic = registry.by_id.get(wanted.topic_id)

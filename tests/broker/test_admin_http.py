@@ -3,6 +3,7 @@ live broker after real kafka-python traffic."""
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.error
 import urllib.request
@@ -10,12 +11,14 @@ import urllib.request
 import pytest
 import trio
 import trio.testing
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.admin_http import MAX_REQUEST_BYTES, PROMETHEUS_CONTENT_TYPE, _serve_one, serve_admin
 from broker.config import load_config
 from broker.metrics import Metrics
 from broker.server import serve
+from protocol.errors import ErrorCode
 
 SCENARIO_S = 30
 
@@ -120,6 +123,103 @@ async def test_serve_admin_reports_its_address_over_tcp(nursery):
         assert await trio.to_thread.run_sync(fetch, "/readyz", abandon_on_cancel=True) == 503
         broker.ready.set()
         assert await trio.to_thread.run_sync(fetch, "/readyz", abandon_on_cancel=True) == 200
+
+
+# --- the metrics text ---------------------------------------------------------------------------
+
+
+def _prometheus_client_metrics() -> tuple[CollectorRegistry, dict]:
+    """prometheus_client's own metrics with the names, labels, help and buckets of ours."""
+    r = CollectorRegistry()
+    buckets = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+    return r, {
+        "requests": Counter(
+            "kmock_requests",
+            "Requests handled, by API and error code.",
+            ["api", "error"],
+            registry=r,
+        ),
+        "latency": Histogram(
+            "kmock_request_latency_seconds",
+            "Time from decoded request to response, by API.",
+            ["api"],
+            buckets=buckets,
+            registry=r,
+        ),
+        "bytes_in": Counter("kmock_bytes_in", "Bytes received from clients.", registry=r),
+        "bytes_out": Counter("kmock_bytes_out", "Bytes sent to clients.", registry=r),
+        "connections": Gauge("kmock_connections", "Open client connections.", registry=r),
+        "opened": Counter("kmock_connections_opened", "Connections accepted.", registry=r),
+        "rebalances": Counter(
+            "kmock_group_rebalances",
+            "Rebalances completed (a new generation started).",
+            ["group"],
+            registry=r,
+        ),
+        "groups": Gauge("kmock_groups", "Consumer groups by state.", ["state"], registry=r),
+        "consumer_lag": Gauge(
+            "kmock_consumer_lag",
+            "Log end offset minus committed offset.",
+            ["group", "topic", "partition"],
+            registry=r,
+        ),
+        "messages_in": Counter(
+            "kmock_records_in", "Records appended, by topic.", ["topic"], registry=r
+        ),
+    }
+
+
+def _without_created_values(text: str) -> str:
+    return re.sub(r"(_created(\{[^}]*\})?) \S+", r"\1 T", text)
+
+
+def test_metrics_text_is_what_prometheus_client_metrics_would_write():
+    ours = Metrics()
+    registry, theirs = _prometheus_client_metrics()
+    empty = _without_created_values(generate_latest(registry).decode())
+    assert _without_created_values(ours.render().decode()) == empty
+
+    for _ in range(3):
+        ours.connection_opened()
+        theirs["connections"].inc()
+        theirs["opened"].inc()
+    ours.connection_closed()
+    theirs["connections"].dec()
+    ours.bytes_in(100)
+    theirs["bytes_in"].inc(100)
+    ours.bytes_out(7)
+    theirs["bytes_out"].inc(7)
+    requests = [
+        ("Produce", ErrorCode.NONE, 0.0003),
+        ("Produce", ErrorCode.NONE, 0.0005),  # on a bucket bound
+        ("Fetch", ErrorCode.NOT_COORDINATOR, 31.0),  # above every bound
+        ("Produce", ErrorCode.NONE, 0.1 + 0.2),
+        ("Fetch", 5, 1),
+    ]
+    for api, error, seconds in requests:
+        ours.request_done(api, error, seconds)
+        theirs["requests"].labels(api, getattr(error, "name", str(error))).inc()
+        theirs["latency"].labels(api).observe(seconds)
+    for name in ("rebalances", "messages_in"):
+        getattr(ours, name).labels("a").inc(2)
+        getattr(ours, name).labels("b").inc()
+        theirs[name].labels("a").inc(2)
+        theirs[name].labels("b").inc()
+    for state, n in (("Stable", 1), ("Empty", 0)):
+        ours.groups.labels(state).set(n)
+        theirs["groups"].labels(state).set(n)
+    ours.consumer_lag.labels("g", "t", "0").set(1)
+    theirs["consumer_lag"].labels("g", "t", "0").set(1)
+    ours.consumer_lag.clear()
+    theirs["consumer_lag"].clear()
+    ours.consumer_lag.labels('g"1', "t", 3).set(4)
+    theirs["consumer_lag"].labels('g"1', "t", 3).set(4)
+
+    text = _without_created_values(ours.render().decode())
+    assert text == _without_created_values(generate_latest(registry).decode())
+    assert text != empty
+    with pytest.raises(ValueError, match="non-negative"):
+        ours.messages_in.labels("c").inc(-1)
 
 
 # --- a live broker -----------------------------------------------------------------------------

@@ -581,6 +581,33 @@ def serve_args(*argv: str):
     return build_parser().parse_args(["serve", *argv])
 
 
+def test_the_serve_only_parser_reads_serve_as_the_full_one_does(tmp_path):
+    argv = ["serve", "x.properties", "--log-dirs", str(tmp_path), "--override", "a=b"]
+    full = vars(build_parser().parse_args(argv))
+    assert vars(build_parser(serve_only=True).parse_args(argv)) == full
+    assert full["setting:log.dirs"] == str(tmp_path)
+
+
+def test_version_goes_to_stdout():
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--version"], stdout=out, stderr=err) == 0
+    assert out.getvalue().startswith("kmock ")
+    assert err.getvalue() == ""
+
+
+def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
+    # Start-up time: these are imported by the admin commands and by /metrics when used.
+    code = (
+        "import sys, broker.cli, broker.server, broker.runtime;"
+        "print(sorted({'broker.client', 'rich', 'prometheus_client', 'pipeline.cli'}"
+        " & set(sys.modules)))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True
+    )
+    assert run.stdout == "[]\n"
+
+
 def test_every_setting_is_a_documented_flag():
     out = io.StringIO()
     assert main(["serve", "--help"], stdout=out) == 0
