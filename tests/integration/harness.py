@@ -19,10 +19,10 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
 JS_DIR = ROOT / "tests" / "integration" / "js"
@@ -40,9 +40,21 @@ SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_MS = 1000
 POLL_S = 0.05
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class ScenarioDeadline(Exception):
     """A scenario ran past its deadline (raised in the test's thread by the conftest guard)."""
+
+
+def deadline(seconds: float) -> Callable[[F], F]:
+    """The conftest guard fails the scenario once it has run `seconds`."""
+
+    def tag(fn: F) -> F:
+        fn.kmock_deadline = seconds  # type: ignore[attr-defined]
+        return fn
+
+    return tag
 
 
 def unique(prefix: str) -> str:
@@ -58,10 +70,33 @@ def value(prefix: str, i: int) -> str:
     return f"{prefix}-{i}"
 
 
+def kafka_python_consumer_options(bootstrap: str, client_id: str, **kw: Any) -> dict[str, Any]:
+    """A consumer's options under kafka-python's names (aiokafka takes the same): it reads
+    from the start, commits by hand, waits at most 100 ms for a fetch, and has the session
+    timeout and heartbeat interval above; `kw` adds or overrides."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "client_id": client_id,
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "fetch_max_wait_ms": 100,
+        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_MS,
+        "request_timeout_ms": 10000,
+        **kw,
+    }
+
+
 def wait_until(
-    predicate: Callable[[], Any], timeout: float, what: str, detail: Callable[[], str] | None = None
+    predicate: Callable[[], Any],
+    timeout: float,
+    what: str,
+    detail: Callable[[], str] | None = None,
+    *,
+    poll_s: float = POLL_S,
 ) -> Any:
-    """Poll `predicate` until it returns something truthy, for at most `timeout` seconds."""
+    """Poll `predicate` every `poll_s` until it returns something truthy, for at most `timeout`
+    seconds; on timeout the error names `what` and adds `detail()`."""
     deadline = time.monotonic() + timeout
     tick = threading.Event()
     while True:
@@ -71,7 +106,7 @@ def wait_until(
         if time.monotonic() >= deadline:
             extra = f"\n{detail()}" if detail else ""
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{extra}")
-        tick.wait(POLL_S)
+        tick.wait(poll_s)
 
 
 def run_in_thread(fn: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -95,6 +130,102 @@ def run_in_thread(fn: Callable[[], Any], timeout: float, what: str) -> Any:
     if "error" in box:
         raise box["error"]
     return box.get("result")
+
+
+# --- group members --------------------------------------------------------------------
+
+
+class GroupMember:
+    """One group member: a consumer that lives and dies in a thread of its own (kafka-python
+    and aiokafka consumers must not be used from two threads), polling until `stop()`.
+
+    A client's subclass opens its consumer as `self.c` in `_open`, subscribed to `topic` in
+    `group`, and turns a poll into records in `_poll`; both run in the member's thread. What
+    they raise is reported by `assignment()` and `stop()`. A subclass that has attributes of
+    its own sets them before calling `GroupMember.__init__`, which starts the thread.
+    """
+
+    STOP_S = 15.0  # how long stop() waits for the consumer to close
+
+    def __init__(self, bootstrap: str, topic: str, group: str, name: str) -> None:
+        self.bootstrap, self.topic, self.group, self.name = bootstrap, topic, group, name
+        self.c: Any = None
+        self.closing_at: float | None = None  # when the consumer's close began
+        self.closed_at: float | None = None  # when it returned
+        self._assignment: frozenset[int] | None = None
+        self._records: list[Rec] = []
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._main, name=f"{type(self).__name__}-{name}", daemon=True
+        )
+        self._thread.start()
+
+    # -- what each client implements; all run in the member's thread --
+
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _poll(self) -> list[Rec]:
+        raise NotImplementedError
+
+    def _assigned(self) -> frozenset[int]:
+        return frozenset(tp.partition for tp in self.c.assignment())
+
+    def _close(self) -> None:
+        self.c.close()
+
+    # -- the member's thread --
+
+    def _main(self) -> None:
+        try:
+            self._open()
+            try:
+                while not self._stop.is_set():
+                    self._step()
+            finally:
+                self.closing_at = time.monotonic()
+                self._close()
+                self.closed_at = time.monotonic()
+        except BaseException as e:  # reported through assignment()/stop()
+            self._error = e
+
+    def _step(self) -> list[Rec]:
+        """One poll; returns what it consumed."""
+        records = self._poll()
+        with self._lock:
+            self._records.extend(records)
+            self._assignment = self._assigned()
+        return records
+
+    # -- any thread --
+
+    def assignment(self) -> frozenset[int] | None:
+        self._raise()
+        with self._lock:
+            return self._assignment
+
+    def records(self) -> list[Rec]:
+        with self._lock:
+            return list(self._records)
+
+    def stop(self, timeout: float | None = None) -> None:
+        timeout = self.STOP_S if timeout is None else timeout
+        self._stop.set()
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"member {self.name} did not close in {timeout:g} s"
+        self._raise()
+
+    def describe(self) -> str:
+        return (
+            f"member {self.name}: assignment {sorted(self._assignment or ())}, "
+            f"{len(self._records)} records, error {self._error!r}"
+        )
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise AssertionError(f"member {self.name} failed: {self._error!r}") from self._error
 
 
 # --- what is on disk --------------------------------------------------------------------
@@ -177,6 +308,29 @@ class Rec:
     key: str | None
     value: str | None
     headers: tuple[tuple[str, str], ...] = ()
+
+
+def confluent_send(
+    p: Any,
+    topic: str,
+    prefix: str,
+    indexes: Iterable[int],
+    on_delivery: Callable[[Any, Any], None],
+    *,
+    headers: Sequence[tuple[str, str]] | None = HEADERS,
+) -> None:
+    """Hand records `indexes` of `prefix` (keyed, with `headers`) to a confluent-kafka
+    Producer `p`, serving its delivery reports as it goes; the caller flushes."""
+    hdrs = None if headers is None else [(k, v.encode()) for k, v in headers]
+    for i in indexes:
+        p.produce(
+            topic,
+            key=key(i).encode(),
+            value=value(prefix, i).encode(),
+            headers=hdrs,
+            on_delivery=on_delivery,
+        )
+        p.poll(0)
 
 
 def check_records(

@@ -23,9 +23,8 @@ import logging
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
 from contextlib import closing
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer as CkConsumer
@@ -44,6 +43,8 @@ from tests.integration.harness import (
     batches_on_disk,
     check_compressed,
     check_records,
+    confluent_send,
+    deadline,
     key,
     unique,
     value,
@@ -52,23 +53,11 @@ from tests.integration.harness import (
 
 pytestmark = pytest.mark.integration
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 N = 10_000
 PARTITIONS = 3
 # The topics are created explicitly: a broker that auto-created them would give them one
 # partition, and producers would not find them at all.
 BROKER = {"num.partitions": 1, "auto.create.topics.enable": False}
-
-
-def deadline(seconds: float) -> Callable[[F], F]:
-    """The conftest guard fails the scenario once it has run `seconds`."""
-
-    def tag(fn: F) -> F:
-        fn.kmock_deadline = seconds  # type: ignore[attr-defined]
-        return fn
-
-    return tag
 
 
 def expected(prefix: str, placed: dict[int, tuple[int, int]]) -> list[Rec]:
@@ -183,25 +172,6 @@ def kp_read(bootstrap: str, topic: str, n: int, timeout: float = 60) -> list[Rec
     return got
 
 
-@pytest.mark.parametrize("codec", CODECS)
-@deadline(120)
-def test_kafka_python_codec_records_identical_before_and_after_restart(fresh_broker, codec):
-    b = fresh_broker(**BROKER)
-    topic = unique(f"acc-kp-{codec}")
-    kp_create_topic(b.bootstrap_servers, topic)
-
-    placed = kp_produce(b.bootstrap_servers, topic, codec, 0, N, codec)
-    check_compressed(b.data_dir, topic, codec)
-    first = kp_read(b.bootstrap_servers, topic, N)
-    check_identical(first, codec, placed)
-
-    b.restart()
-    check_identical(kp_read(b.bootstrap_servers, topic, N), codec, placed)
-    placed.update(kp_produce(b.bootstrap_servers, topic, codec, N, 2 * N, codec))
-    check_compressed(b.data_dir, topic, codec)
-    check_identical(kp_read(b.bootstrap_servers, topic, 2 * N), codec, placed)
-
-
 # --- confluent-kafka -------------------------------------------------------------------------
 
 CK_ID = "kmock-acceptance-confluent-kafka"
@@ -259,16 +229,7 @@ def ck_produce(
 ) -> dict[int, tuple[int, int]]:
     done = Deliveries()
     p = CkProducer(ck_conf(bootstrap, **{"linger.ms": 5, "compression.type": codec}))
-    hdrs = [(k, v.encode()) for k, v in HEADERS]
-    for i in range(start, n):
-        p.produce(
-            topic,
-            key=key(i).encode(),
-            value=value(prefix, i).encode(),
-            headers=hdrs,
-            on_delivery=done,
-        )
-        p.poll(0)
+    confluent_send(p, topic, prefix, range(start, n), done)
     left = p.flush(60)
     assert left == 0, f"{left} records not delivered in 60 s"
     done.check(n, start)
@@ -320,22 +281,34 @@ def ck_read(
     return got
 
 
-@pytest.mark.parametrize("codec", CODECS)
-@deadline(120)
-def test_confluent_kafka_codec_records_identical_before_and_after_restart(fresh_broker, codec):
-    b = fresh_broker(**BROKER)
-    topic = unique(f"acc-ck-{codec}")
-    ck_create_topic(b.bootstrap_servers, topic)
+# --- both clients, every codec, across a restart ----------------------------------------------
 
-    placed = ck_produce(b.bootstrap_servers, topic, codec, 0, N, codec)
+# client -> (create the topic, produce records start..n-1 in a codec returning i -> (partition,
+# offset) as acknowledged, read n records back from offset 0)
+ROUND_TRIPS = {
+    "kafka-python": (kp_create_topic, kp_produce, kp_read),
+    "confluent-kafka": (ck_create_topic, ck_produce, ck_read),
+}
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("client", ROUND_TRIPS)
+@deadline(120)
+def test_codec_records_identical_before_and_after_restart(fresh_broker, client, codec):
+    create, produce, read = ROUND_TRIPS[client]
+    b = fresh_broker(**BROKER)
+    topic = unique(f"acc-{client}-{codec}")
+    create(b.bootstrap_servers, topic)
+
+    placed = produce(b.bootstrap_servers, topic, codec, 0, N, codec)
     check_compressed(b.data_dir, topic, codec)
-    check_identical(ck_read(b.bootstrap_servers, topic, N), codec, placed)
+    check_identical(read(b.bootstrap_servers, topic, N), codec, placed)
 
     b.restart()
-    check_identical(ck_read(b.bootstrap_servers, topic, N), codec, placed)
-    placed.update(ck_produce(b.bootstrap_servers, topic, codec, N, 2 * N, codec))
+    check_identical(read(b.bootstrap_servers, topic, N), codec, placed)
+    placed.update(produce(b.bootstrap_servers, topic, codec, N, 2 * N, codec))
     check_compressed(b.data_dir, topic, codec)
-    check_identical(ck_read(b.bootstrap_servers, topic, 2 * N), codec, placed)
+    check_identical(read(b.bootstrap_servers, topic, 2 * N), codec, placed)
 
 
 # --- idempotent producer across a restart ------------------------------------------------------

@@ -25,11 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
-import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import Future
-from contextlib import closing, suppress
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -48,12 +47,22 @@ from confluent_kafka import Producer as CkProducer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.harness import Rec, check_records, key, unique, value, wait_until
+from tests.integration.harness import (
+    GroupMember,
+    Rec,
+    check_records,
+    confluent_send,
+    deadline,
+    kafka_python_consumer_options,
+    unique,
+    value,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
-F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
+L = TypeVar("L")
 
 PARTITIONS = 6
 SESSION_TIMEOUT_MS = 3000
@@ -65,16 +74,6 @@ WAIT_S = 45  # for anything but the timings under test
 NON_EMPTY_GROUP = 68
 
 rdkafka_log = logging.getLogger("confluent_kafka.librdkafka")
-
-
-def deadline(seconds: float) -> Callable[[F], F]:
-    """The conftest guard fails the scenario once it has run `seconds`."""
-
-    def tag(fn: F) -> F:
-        fn.kmock_deadline = seconds  # type: ignore[attr-defined]
-        return fn
-
-    return tag
 
 
 # --- topics and records (confluent-kafka) -----------------------------------------------------
@@ -115,34 +114,40 @@ class Topic:
                 self.ends[msg.partition()] = max(self.ends[msg.partition()], msg.offset() + 1)
 
         p = CkProducer(ck_conf(self.bootstrap, **{"linger.ms": 5}))
-        for i in range(n):
-            p.produce(
-                self.name,
-                key=key(i).encode(),
-                value=value(prefix, i).encode(),
-                on_delivery=delivered,
-            )
-            p.poll(0)
+        confluent_send(p, self.name, prefix, range(n), delivered, headers=None)
         left = p.flush(20)
         assert left == 0, f"{left} records undelivered in 20 s"
         assert not failed, f"deliveries failed: {failed[:3]}"
         return dict(self.ends)
 
 
+def kafka_python_options(bootstrap: str, client_id: str, group: str, **kw: Any) -> dict[str, Any]:
+    """A consumer's options in `group` under kafka-python's names (aiokafka takes the same),
+    with this module's group timing."""
+    return kafka_python_consumer_options(
+        bootstrap,
+        client_id,
+        group_id=group,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms=HEARTBEAT_MS,
+        **kw,
+    )
+
+
 # --- members ----------------------------------------------------------------------------------
 
 
-class Member:
-    """One group member: a consumer living in a thread of its own, which polls, commits what
-    it consumed in its `commit` mode ("sync", "async" or "auto"), and records its records,
-    its assignment and every rebalance callback. Other threads ask it things through
-    `call`, which runs a function in the member's thread between two polls (kafka-python
-    and aiokafka consumers must not be used from two threads)."""
+class Member(GroupMember):
+    """One group member (see GroupMember) that also commits what it consumed in its `commit`
+    mode ("sync", "async" or "auto"), and records every rebalance callback. Other threads
+    ask it things through `call`, which runs a function in the member's thread between two
+    polls (kafka-python and aiokafka consumers must not be used from two threads)."""
 
     CLIENT = ""
     # What a commit may be answered around a rebalance (Kafka answers the same): the
     # member commits again after its next poll.
     COMMIT_RACES: tuple[type[BaseException], ...] = ()
+    STOP_S = 20.0
 
     def __init__(
         self,
@@ -155,37 +160,17 @@ class Member:
         instance_id: str | None = None,
         assignor: str | None = None,
     ) -> None:
-        self.bootstrap, self.topic, self.group, self.name = bootstrap, topic, group, name
         self.commit, self.instance_id, self.assignor = commit, instance_id, assignor
         self.client_id = f"kmock-acceptance-{self.CLIENT}-{name}"
         self.events: list[tuple[float, str, frozenset[int]]] = []  # (monotonic, kind, parts)
         self.commit_errors: list[str] = []
-        self.closing_at: float | None = None  # when close() was called
-        self.closed_at: float | None = None  # when it returned
-        self._assignment: frozenset[int] | None = None
-        self._records: list[Rec] = []
         self._consumed = 0  # polls that returned records
         self._acked = 0  # ... whose offsets a commit acknowledged (sync and async modes)
         self._async_pending = False
         self._calls: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._main, name=f"acc-{self.CLIENT}-{name}", daemon=True
-        )
-        self._thread.start()
+        super().__init__(bootstrap, topic, group, name)
 
-    # -- what each client implements; all run in the member's thread --
-
-    def _open(self) -> None:
-        raise NotImplementedError
-
-    def _poll(self) -> list[Rec]:
-        raise NotImplementedError
-
-    def _assigned(self) -> frozenset[int]:
-        raise NotImplementedError
+    # -- what each client implements besides GroupMember's; all run in the member's thread --
 
     def _commit_sync(self) -> None:
         raise NotImplementedError
@@ -199,8 +184,30 @@ class Member:
     def _generation(self) -> int | None:
         return None
 
-    def _close(self) -> None:
-        raise NotImplementedError
+    # -- for kafka-python and aiokafka, whose consumers take the same options and listeners --
+
+    def _options(self) -> dict[str, Any]:
+        return kafka_python_options(
+            self.bootstrap,
+            self.client_id,
+            self.group,
+            group_instance_id=self.instance_id,
+            enable_auto_commit=self.commit == "auto",
+            auto_commit_interval_ms=200,
+        )
+
+    def _listener(self, base: type[L]) -> L:
+        """A rebalance listener (a subclass of the client's `base`) that records callbacks."""
+        member = self
+
+        class Listener(base):  # type: ignore[valid-type,misc]
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                member._event("revoked", (tp.partition for tp in revoked))
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                member._event("assigned", (tp.partition for tp in assigned))
+
+        return Listener()
 
     # -- the member's thread --
 
@@ -210,26 +217,18 @@ class Member:
 
     def _main(self) -> None:
         try:
-            self._open()
-            try:
-                while not self._stop.is_set():
-                    self._serve_calls()
-                    records = self._poll()
-                    with self._lock:
-                        self._records.extend(records)
-                        self._consumed += bool(records)
-                        self._assignment = self._assigned()
-                    self._maybe_commit()
-            finally:
-                self.closing_at = time.monotonic()
-                self._close()
-                self.closed_at = time.monotonic()
-        except BaseException as e:  # reported through assignment()/call()/stop()
-            self._error = e
+            super()._main()
         finally:
             while not self._calls.empty():
                 _, fut = self._calls.get()
                 fut.set_exception(AssertionError(f"member {self.name} is gone"))
+
+    def _step(self) -> list[Rec]:
+        self._serve_calls()
+        records = super()._step()
+        self._consumed += bool(records)
+        self._maybe_commit()
+        return records
 
     def _serve_calls(self) -> None:
         while not self._calls.empty():
@@ -277,24 +276,9 @@ class Member:
     def generation(self) -> int | None:
         return self.call(self._generation)
 
-    def assignment(self) -> frozenset[int] | None:
-        self._raise()
-        with self._lock:
-            return self._assignment
-
-    def records(self) -> list[Rec]:
-        with self._lock:
-            return list(self._records)
-
     def rebalance_events(self) -> list[tuple[float, str, frozenset[int]]]:
         with self._lock:
             return list(self.events)
-
-    def stop(self, timeout: float = 20) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"member {self.name} did not close in {timeout} s"
-        self._raise()
 
     def describe(self) -> str:
         with self._lock:
@@ -305,10 +289,6 @@ class Member:
                 f"callbacks {events}, commit errors {self.commit_errors[-3:]}, "
                 f"error {self._error!r}"
             )
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise AssertionError(f"member {self.name} failed: {self._error!r}") from self._error
 
 
 def _rec(partition: int, offset: int, k: bytes | None, v: bytes | None) -> Rec:
@@ -328,36 +308,12 @@ class KafkaPythonMember(Member):
     POLL_MS = 1000
 
     def _open(self) -> None:
-        member = self
-
-        class Listener(kafka.ConsumerRebalanceListener):
-            def on_partitions_revoked(self, revoked: Any) -> None:
-                member._event("revoked", (tp.partition for tp in revoked))
-
-            def on_partitions_assigned(self, assigned: Any) -> None:
-                member._event("assigned", (tp.partition for tp in assigned))
-
-        self.c = kafka.KafkaConsumer(
-            bootstrap_servers=self.bootstrap,
-            client_id=self.client_id,
-            group_id=self.group,
-            group_instance_id=self.instance_id,
-            auto_offset_reset="earliest",
-            enable_auto_commit=self.commit == "auto",
-            auto_commit_interval_ms=200,
-            session_timeout_ms=SESSION_TIMEOUT_MS,
-            heartbeat_interval_ms=HEARTBEAT_MS,
-            fetch_max_wait_ms=100,
-            request_timeout_ms=10000,
-        )
-        self.c.subscribe([self.topic], listener=Listener())
+        self.c = kafka.KafkaConsumer(**self._options())
+        self.c.subscribe([self.topic], listener=self._listener(kafka.ConsumerRebalanceListener))
 
     def _poll(self) -> list[Rec]:
         batch = self.c.poll(timeout_ms=self.POLL_MS)
         return [_rec(r.partition, r.offset, r.key, r.value) for rs in batch.values() for r in rs]
-
-    def _assigned(self) -> frozenset[int]:
-        return frozenset(tp.partition for tp in self.c.assignment())
 
     def _commit_sync(self) -> None:
         self.c.commit()
@@ -372,9 +328,6 @@ class KafkaPythonMember(Member):
 
     def _generation(self) -> int | None:
         return int(self.c.group_metadata().generation_id)
-
-    def _close(self) -> None:
-        self.c.close()
 
 
 class ConfluentMember(Member):
@@ -433,9 +386,6 @@ class ConfluentMember(Member):
             out.append(_rec(m.partition(), m.offset(), m.key(), m.value()))
         return out
 
-    def _assigned(self) -> frozenset[int]:
-        return frozenset(tp.partition for tp in self.c.assignment())
-
     def _commit_sync(self) -> None:
         try:
             self.c.commit(asynchronous=False)
@@ -459,9 +409,6 @@ class ConfluentMember(Member):
         tps = self.c.committed([CkTopicPartition(self.topic, p) for p in partitions], timeout=10)
         return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in tps}
 
-    def _close(self) -> None:
-        self.c.close()
-
 
 class AiokafkaMember(Member):
     """The consumer lives on an event loop of the member's thread, which runs whenever the
@@ -482,30 +429,10 @@ class AiokafkaMember(Member):
 
     def _open(self) -> None:
         self.loop = asyncio.new_event_loop()
-        member = self
-
-        class Listener(AioListener):
-            def on_partitions_revoked(self, revoked: Any) -> None:
-                member._event("revoked", (tp.partition for tp in revoked))
-
-            def on_partitions_assigned(self, assigned: Any) -> None:
-                member._event("assigned", (tp.partition for tp in assigned))
 
         async def start() -> aiokafka.AIOKafkaConsumer:
-            c = aiokafka.AIOKafkaConsumer(
-                bootstrap_servers=self.bootstrap,
-                client_id=self.client_id,
-                group_id=self.group,
-                group_instance_id=self.instance_id,
-                auto_offset_reset="earliest",
-                enable_auto_commit=self.commit == "auto",
-                auto_commit_interval_ms=200,
-                session_timeout_ms=SESSION_TIMEOUT_MS,
-                heartbeat_interval_ms=HEARTBEAT_MS,
-                fetch_max_wait_ms=100,
-                request_timeout_ms=10000,
-            )
-            c.subscribe([self.topic], listener=Listener())
+            c = aiokafka.AIOKafkaConsumer(**self._options())
+            c.subscribe([self.topic], listener=self._listener(AioListener))
             await c.start()
             return c
 
@@ -514,9 +441,6 @@ class AiokafkaMember(Member):
     def _poll(self) -> list[Rec]:
         batch = self._run(self.c.getmany(timeout_ms=100))
         return [_rec(r.partition, r.offset, r.key, r.value) for rs in batch.values() for r in rs]
-
-    def _assigned(self) -> frozenset[int]:
-        return frozenset(tp.partition for tp in self.c.assignment())
 
     def _commit_sync(self) -> None:
         self._run(self.c.commit())
@@ -715,6 +639,38 @@ class AiokafkaAdmin(Admin):
             self.loop.close()
 
 
+class Members:
+    """The members a scenario started: `state()` for its messages, and `running(admin)`
+    around the scenario to clean up after it."""
+
+    def __init__(self) -> None:
+        self._started: list[Member] = []
+
+    def __iter__(self) -> Iterator[Member]:
+        return iter(list(self._started))
+
+    def add(self, member: Member) -> Member:
+        self._started.append(member)
+        return member
+
+    def state(self) -> str:
+        return "\n".join(m.describe() for m in self._started)
+
+    @contextmanager
+    def running(self, admin: Admin) -> Iterator[None]:
+        """When the block ends, stop every member and close `admin`; an assertion raised in
+        the block is told every member's state."""
+        try:
+            yield
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.state()}") from None
+        finally:
+            for m in self._started:
+                with suppress(AssertionError):
+                    m.stop()
+            admin.close()
+
+
 # --- scenario 1: three members, commits, admin, one leaves ------------------------------------
 
 
@@ -741,27 +697,26 @@ def consumed(members: Sequence[Member], prefix: str, n: int) -> bool:
 
 
 def group_lifecycle(
-    broker: Any,
+    fresh_broker: Any,
     member: type[Member],
-    admin: Admin,
+    make_admin: Callable[[str], Admin],
     *,
     protocol: str,
     assignor: str | None = None,
     after_leave: Callable[[Member, Member, dict[str, Any]], None] | None = None,
 ) -> None:
-    bootstrap = broker.bootstrap_servers
+    bootstrap = fresh_broker(**BROKER).bootstrap_servers
+    admin = make_admin(bootstrap)
     tag = f"acc-{member.CLIENT}"
     topic = Topic(bootstrap, unique(tag), PARTITIONS)
     group = unique(tag)
-    members: list[Member] = []
-
-    def state() -> str:
-        return "\n".join(m.describe() for m in members)
+    members = Members()
+    state = members.state
 
     def start(name: str, commit: str) -> Member:
-        m = member(bootstrap, topic.name, group, name, commit=commit, assignor=assignor)
-        members.append(m)
-        return m
+        return members.add(
+            member(bootstrap, topic.name, group, name, commit=commit, assignor=assignor)
+        )
 
     def commits_visible(ms: Sequence[Member], ends: dict[int, int]) -> None:
         for m in ms:
@@ -773,7 +728,7 @@ def group_lifecycle(
                 state,
             )
 
-    try:
+    with members.running(admin):
         a, b, c = start("a", "sync"), start("b", "async"), start("c", "auto")
         wait_until(
             lambda: split([a, b, c], 2), WAIT_S, "three members with two partitions each", state
@@ -835,13 +790,6 @@ def group_lifecycle(
         assert admin.delete(group) == 0, "the empty group was not deleted"
         assert group not in admin.groups()
         assert admin.offsets(group) == {}, "the deleted group still has offsets"
-    except AssertionError as e:
-        raise AssertionError(f"{e}\n{state()}") from None
-    finally:
-        for m in members:
-            with suppress(AssertionError):
-                m.stop()
-        admin.close()
 
 
 def range_eager(a: Member, b: Member, before: dict[str, Any]) -> None:
@@ -874,46 +822,33 @@ def cooperative_incremental(a: Member, b: Member, before: dict[str, Any]) -> Non
 
 @deadline(120)
 def test_kafka_python_group_assignment_commits_admin_and_rebalance(fresh_broker):
-    b = fresh_broker(**BROKER)
     group_lifecycle(
-        b,
-        KafkaPythonMember,
-        KafkaPythonAdmin(b.bootstrap_servers),
-        protocol="range",
-        after_leave=range_eager,
+        fresh_broker, KafkaPythonMember, KafkaPythonAdmin, protocol="range", after_leave=range_eager
     )
 
 
+@pytest.mark.parametrize(
+    ("assignor", "after_leave"),
+    [("range", range_eager), ("cooperative-sticky", cooperative_incremental)],
+    ids=["range", "cooperative-sticky-incremental"],
+)
 @deadline(120)
-def test_confluent_range_group_assignment_commits_admin_and_rebalance(fresh_broker):
-    b = fresh_broker(**BROKER)
+def test_confluent_group_assignment_commits_admin_and_rebalance(
+    fresh_broker, assignor, after_leave
+):
     group_lifecycle(
-        b,
+        fresh_broker,
         ConfluentMember,
-        ConfluentAdmin(b.bootstrap_servers),
-        protocol="range",
-        assignor="range",
-        after_leave=range_eager,
-    )
-
-
-@deadline(120)
-def test_confluent_cooperative_sticky_group_rebalances_incrementally(fresh_broker):
-    b = fresh_broker(**BROKER)
-    group_lifecycle(
-        b,
-        ConfluentMember,
-        ConfluentAdmin(b.bootstrap_servers),
-        protocol="cooperative-sticky",
-        assignor="cooperative-sticky",
-        after_leave=cooperative_incremental,
+        ConfluentAdmin,
+        protocol=assignor,
+        assignor=assignor,
+        after_leave=after_leave,
     )
 
 
 @deadline(120)
 def test_aiokafka_group_assignment_commits_admin_and_rebalance(fresh_broker):
-    b = fresh_broker(**BROKER)
-    group_lifecycle(b, AiokafkaMember, AiokafkaAdmin(b.bootstrap_servers), protocol="roundrobin")
+    group_lifecycle(fresh_broker, AiokafkaMember, AiokafkaAdmin, protocol="roundrobin")
 
 
 # --- scenario 2: committed offsets survive a restart and a crash -------------------------------
@@ -933,15 +868,7 @@ def next_offsets(records: list[Rec]) -> dict[int, int]:
 
 def kafka_python_session(bootstrap, topic, group, n):
     c = kafka.KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        client_id="kmock-acceptance-kafka-python",
-        group_id=group,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        fetch_max_wait_ms=100,
-        session_timeout_ms=SESSION_TIMEOUT_MS,
-        heartbeat_interval_ms=HEARTBEAT_MS,
-        request_timeout_ms=10000,
+        **kafka_python_options(bootstrap, "kmock-acceptance-kafka-python", group)
     )
     with closing(c):
         committed = {p: c.committed(kafka.TopicPartition(topic, p)) for p in range(3)}
@@ -1006,16 +933,7 @@ def confluent_session(bootstrap, topic, group, n):
 def aiokafka_session(bootstrap, topic, group, n):
     async def session():
         c = aiokafka.AIOKafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            client_id="kmock-acceptance-aiokafka",
-            group_id=group,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            fetch_max_wait_ms=100,
-            session_timeout_ms=SESSION_TIMEOUT_MS,
-            heartbeat_interval_ms=HEARTBEAT_MS,
-            request_timeout_ms=10000,
+            topic, **kafka_python_options(bootstrap, "kmock-acceptance-aiokafka", group)
         )
         await c.start()
         try:
@@ -1098,17 +1016,15 @@ def static_member_rejoins(
     group = unique("acc-static")
     topic.produce("s0", 60)
     admin = make_admin(b.bootstrap_servers)
-    members: list[Member] = []
-
-    def state() -> str:
-        return "\n".join(m.describe() for m in members)
+    members = Members()
+    state = members.state
 
     def start(name: str, instance_id: str | None) -> Member:
-        m = member(b.bootstrap_servers, topic.name, group, name, instance_id=instance_id)
-        members.append(m)
-        return m
+        return members.add(
+            member(b.bootstrap_servers, topic.name, group, name, instance_id=instance_id)
+        )
 
-    try:
+    with members.running(admin):
         first = start(leader, "static-s" if leader == "s" else None)
         wait_until(
             lambda: first.assignment() == frozenset(range(PARTITIONS)),
@@ -1178,13 +1094,6 @@ def static_member_rejoins(
             "the restarted static member kept the old instance's member id"
         )
         assert view.members[s2.client_id].partitions == s_parts, view
-    except AssertionError as e:
-        raise AssertionError(f"{e}\n{state()}") from None
-    finally:
-        for m in members:
-            with suppress(AssertionError):
-                m.stop()
-        admin.close()
 
 
 @pytest.mark.parametrize("leader", ["o", "s"], ids=["static-follower", "static-leader"])

@@ -7,7 +7,6 @@ so its own words appear in the captured log of a failed scenario.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,13 +28,13 @@ from tests.integration.harness import (
     HEADERS,
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
+    GroupMember,
     Rec,
     check_compressed,
     check_idempotent,
     check_records,
-    key,
+    confluent_send,
     unique,
-    value,
     wait_until,
 )
 from tests.integration.matrix import scenario
@@ -101,16 +100,7 @@ def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0, 
             failed.append(f"{msg.value()!r}: {err}")
 
     p = Producer(bootstrap, **kw)
-    hdrs = [(k, v.encode()) for k, v in HEADERS]
-    for i in range(start, n):
-        p.produce(
-            topic,
-            key=key(i).encode(),
-            value=value(prefix, i).encode(),
-            headers=hdrs,
-            on_delivery=delivered,
-        )
-        p.poll(0)
+    confluent_send(p, topic, prefix, range(start, n), delivered)
     left = p.flush(20)
     assert left == 0, f"{left} records not delivered in 20 s (librdkafka errors: {errors})"
     assert not failed, f"delivery failed: {failed[:3]}"
@@ -247,69 +237,26 @@ def test_compression(shared_broker, codec):
     )
 
 
-class Member:
+class Member(GroupMember):
     """One group member consuming in its own thread."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, name: str) -> None:
-        self.name = name
-        self._assignment: frozenset[int] | None = None
-        self._records: list[Rec] = []
-        self._error: BaseException | None = None
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(
-            target=self._run, args=(bootstrap, topic, group), name=f"ck-member-{name}", daemon=True
+    def _open(self) -> None:
+        self.c = Consumer(
+            self.bootstrap,
+            group_id=self.group,
+            client_id=f"{CLIENT_ID}-{self.name}",
+            enable_auto_commit=True,
+            auto_commit_interval_ms=500,
         )
-        self._thread.start()
+        self.c.subscribe([self.topic])
 
-    def _run(self, bootstrap: str, topic: str, group: str) -> None:
-        try:
-            c = Consumer(
-                bootstrap,
-                group_id=group,
-                client_id=f"{CLIENT_ID}-{self.name}",
-                enable_auto_commit=True,
-                auto_commit_interval_ms=500,
-            )
-            c.subscribe([topic])
-            try:
-                while not self._stop.is_set():
-                    msgs = c.consume(num_messages=100, timeout=0.1)
-                    with self._lock:
-                        for m in msgs:
-                            if m.error():
-                                raise KafkaException(m.error())
-                            self._records.append(rec(m))
-                        self._assignment = frozenset(tp.partition for tp in c.assignment())
-            finally:
-                c.close()
-        except BaseException as e:  # reported through assignment()/stop()
-            self._error = e
-
-    def assignment(self) -> frozenset[int] | None:
-        self._raise()
-        with self._lock:
-            return self._assignment
-
-    def records(self) -> list[Rec]:
-        with self._lock:
-            return list(self._records)
-
-    def stop(self, timeout: float = 15) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"member {self.name} did not close in {timeout} s"
-        self._raise()
-
-    def describe(self) -> str:
-        return (
-            f"member {self.name}: assignment {sorted(self._assignment or ())}, "
-            f"{len(self._records)} records, error {self._error!r}"
-        )
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise AssertionError(f"member {self.name} failed: {self._error!r}") from self._error
+    def _poll(self) -> list[Rec]:
+        out = []
+        for m in self.c.consume(num_messages=100, timeout=0.1):
+            if m.error():
+                raise KafkaException(m.error())
+            out.append(rec(m))
+        return out
 
 
 @scenario("group-rebalance", deadline=90)

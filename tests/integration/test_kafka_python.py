@@ -6,7 +6,6 @@ scenario says otherwise. Consumers commit by hand so that resume points are exac
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from typing import Any
@@ -18,12 +17,12 @@ from tests.integration import scenarios
 from tests.integration.harness import (
     CODECS,
     HEADERS,
-    HEARTBEAT_MS,
-    SESSION_TIMEOUT_MS,
+    GroupMember,
     Rec,
     check_compressed,
     check_idempotent,
     check_records,
+    kafka_python_consumer_options,
     key,
     unique,
     value,
@@ -50,19 +49,8 @@ def producer(bootstrap: str, **kw: Any) -> KafkaProducer:
     )
 
 
-def consumer(bootstrap: str, **kw: Any) -> KafkaConsumer:
-    opts: dict[str, Any] = {
-        "bootstrap_servers": bootstrap,
-        "client_id": CLIENT_ID,
-        "auto_offset_reset": "earliest",
-        "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100,
-        "session_timeout_ms": SESSION_TIMEOUT_MS,
-        "heartbeat_interval_ms": HEARTBEAT_MS,
-        "request_timeout_ms": 10000,
-    }
-    opts.update(kw)
-    return KafkaConsumer(**opts)
+def consumer(bootstrap: str, *, client_id: str = CLIENT_ID, **kw: Any) -> KafkaConsumer:
+    return KafkaConsumer(**kafka_python_consumer_options(bootstrap, client_id, **kw))
 
 
 def admin(bootstrap: str) -> KafkaAdminClient:
@@ -201,68 +189,22 @@ def test_compression(shared_broker, codec):
     )
 
 
-class Member:
-    """One group member polling in its own thread (kafka-python consumers are not
-    thread-safe, so the consumer lives and dies in that thread)."""
+class Member(GroupMember):
+    """One group member polling in its own thread."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, name: str) -> None:
-        self.name = name
-        self._assignment: frozenset[int] | None = None
-        self._records: list[Rec] = []
-        self._error: BaseException | None = None
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(
-            target=self._run, args=(bootstrap, topic, group), name=f"kp-member-{name}", daemon=True
+    def _open(self) -> None:
+        self.c = consumer(
+            self.bootstrap,
+            group_id=self.group,
+            client_id=f"{CLIENT_ID}-{self.name}",
+            enable_auto_commit=True,
+            auto_commit_interval_ms=500,
         )
-        self._thread.start()
+        self.c.subscribe([self.topic])
 
-    def _run(self, bootstrap: str, topic: str, group: str) -> None:
-        try:
-            c = consumer(
-                bootstrap,
-                group_id=group,
-                client_id=f"{CLIENT_ID}-{self.name}",
-                enable_auto_commit=True,
-                auto_commit_interval_ms=500,
-            )
-            c.subscribe([topic])
-            try:
-                while not self._stop.is_set():
-                    batch = c.poll(timeout_ms=POLL_MS)
-                    with self._lock:
-                        for records in batch.values():
-                            self._records.extend(rec(r) for r in records)
-                        self._assignment = frozenset(tp.partition for tp in c.assignment())
-            finally:
-                c.close()
-        except BaseException as e:  # reported through describe()/stop()
-            self._error = e
-
-    def assignment(self) -> frozenset[int] | None:
-        self._raise()
-        with self._lock:
-            return self._assignment
-
-    def records(self) -> list[Rec]:
-        with self._lock:
-            return list(self._records)
-
-    def stop(self, timeout: float = 15) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"member {self.name} did not close in {timeout} s"
-        self._raise()
-
-    def describe(self) -> str:
-        return (
-            f"member {self.name}: assignment {sorted(self._assignment or ())}, "
-            f"{len(self._records)} records, error {self._error!r}"
-        )
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise AssertionError(f"member {self.name} failed: {self._error!r}") from self._error
+    def _poll(self) -> list[Rec]:
+        batch = self.c.poll(timeout_ms=POLL_MS)
+        return [rec(r) for records in batch.values() for r in records]
 
 
 @scenario("group-rebalance", deadline=90)

@@ -18,14 +18,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from broker.client import ConnectionFailed, KafkaClient
 from protocol.errors import ErrorCode, KafkaError
+from tests.integration.harness import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 POLL_S = 0.02
@@ -41,15 +40,7 @@ def free_port() -> int:
 
 def poll_until(predicate: Any, timeout: float, what: str) -> Any:
     """Call `predicate` until it returns something truthy, for at most `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    tick = threading.Event()
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        tick.wait(POLL_S)
+    return wait_until(predicate, timeout, what, poll_s=POLL_S)
 
 
 class BrokerProcess:

@@ -76,6 +76,21 @@ def test_crash_cycles_lose_no_acknowledged_record_or_commit(
     damages = 0
     last = Findings()
     context = f"mode={mode} seed={seed}"
+
+    def verify_acknowledged() -> Findings:
+        """Check the broker against everything the clients got acknowledged so far."""
+        assert workload is not None
+        records, commits = workload.ledger.snapshot()
+        return verify(
+            broker.bootstrap,
+            TOPIC,
+            PARTITIONS,
+            Workload.GROUPS,
+            records,
+            commits,
+            previous_committed,
+        )
+
     try:
         broker.start()
         with KafkaClient(broker.bootstrap) as client:
@@ -113,28 +128,10 @@ def test_crash_cycles_lose_no_acknowledged_record_or_commit(
                     f"{where}: recovery did not report cutting the {damage.kind} "
                     f"({damage.bytes_added} bytes) from {damage.segment}: {notes}"
                 )
-            records, commits = workload.ledger.snapshot()
-            last = verify(
-                broker.bootstrap,
-                TOPIC,
-                PARTITIONS,
-                Workload.GROUPS,
-                records,
-                commits,
-                previous_committed,
-            )
+            last = verify_acknowledged()
             assert last.ok, f"{where}:\n{last.summary()}"
         workload.stop()
-        records, commits = workload.ledger.snapshot()
-        last = verify(
-            broker.bootstrap,
-            TOPIC,
-            PARTITIONS,
-            Workload.GROUPS,
-            records,
-            commits,
-            previous_committed,
-        )
+        last = verify_acknowledged()
         assert last.ok, f"{context} after the last cycle:\n{last.summary()}"
         assert not broker.problems(), "\n".join(broker.problems())
     finally:

@@ -104,6 +104,14 @@ class Ledger:
         with self.lock:
             self.client_errors.append(what)
 
+    def send_failed(self) -> None:
+        with self.lock:
+            self.failed_sends += 1
+
+    def commit_failed(self) -> None:
+        with self.lock:
+            self.failed_commits += 1
+
 
 class _Worker:
     """A client loop in a daemon thread; `stop()` asks it to finish and waits."""
@@ -138,7 +146,11 @@ class _Worker:
 # --- producers ---------------------------------------------------------------------------
 
 
-class ConfluentProducer(_Worker):
+class _ProducerWorker(_Worker):
+    """A producer sending what `budget` grants, record n to partition n % `partitions`."""
+
+    NAME = ""
+
     def __init__(
         self,
         bootstrap: str,
@@ -149,13 +161,17 @@ class ConfluentProducer(_Worker):
         *,
         partitions: int,
     ) -> None:
-        super().__init__("ck-producer", ledger, stopping)
+        super().__init__(self.NAME, ledger, stopping)
         self.budget = budget
         self.bootstrap = bootstrap
         self.topic = topic
         self.partitions = partitions
         self.sent = 0
-        self.fatal: str | None = None
+
+
+class ConfluentProducer(_ProducerWorker):
+    NAME = "ck-producer"
+    fatal: str | None = None  # librdkafka's last fatal error, until the producer is replaced
 
     def _producer(self) -> Any:
         from confluent_kafka import Producer
@@ -190,8 +206,7 @@ class ConfluentProducer(_Worker):
                     AckedRecord(msg.topic(), msg.partition(), msg.offset(), msg.value().decode())
                 )
             else:
-                with self.ledger.lock:
-                    self.ledger.failed_sends += 1
+                self.ledger.send_failed()
 
         while not self.stopping.is_set():
             if self.fatal:
@@ -222,23 +237,11 @@ class ConfluentProducer(_Worker):
         producer.flush(60)
 
 
-class KafkaPythonProducer(_Worker):
-    def __init__(
-        self,
-        bootstrap: str,
-        topic: str,
-        ledger: Ledger,
-        stopping: threading.Event,
-        budget: Budget,
-        *,
-        partitions: int,
-    ) -> None:
-        super().__init__("kp-producer", ledger, stopping)
-        self.budget = budget
-        self.bootstrap = bootstrap
-        self.topic = topic
-        self.partitions = partitions
-        self.sent = 0
+class KafkaPythonProducer(_ProducerWorker):
+    NAME = "kp-producer"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._in_flight = 0
         self._lock = threading.Lock()
 
@@ -301,22 +304,29 @@ class KafkaPythonProducer(_Worker):
     def _failed(self, _exc: Any) -> None:
         with self._lock:
             self._in_flight -= 1
-        with self.ledger.lock:
-            self.ledger.failed_sends += 1
+        self.ledger.send_failed()
 
 
 # --- committing consumers ----------------------------------------------------------------
 
 
-class ConfluentConsumer(_Worker):
+class _ConsumerWorker(_Worker):
+    """A consumer of `topic` in `group` that commits what each poll returned."""
+
+    NAME = ""
+
     def __init__(
         self, bootstrap: str, topic: str, group: str, ledger: Ledger, stopping: threading.Event
     ) -> None:
-        super().__init__("ck-consumer", ledger, stopping)
+        super().__init__(self.NAME, ledger, stopping)
         self.bootstrap = bootstrap
         self.topic = topic
         self.group = group
         self.consumed = 0
+
+
+class ConfluentConsumer(_ConsumerWorker):
+    NAME = "ck-consumer"
 
     def run(self) -> None:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -350,8 +360,7 @@ class ConfluentConsumer(_Worker):
                 try:
                     result = consumer.commit(offsets=offsets, asynchronous=False)
                 except KafkaException:
-                    with self.ledger.lock:
-                        self.ledger.failed_commits += 1
+                    self.ledger.commit_failed()
                     continue
                 for tp in result or []:
                     if tp.error is None:
@@ -359,21 +368,13 @@ class ConfluentConsumer(_Worker):
                             AckedCommit(self.group, tp.topic, tp.partition, tp.offset)
                         )
                     else:
-                        with self.ledger.lock:
-                            self.ledger.failed_commits += 1
+                        self.ledger.commit_failed()
         finally:
             consumer.close()
 
 
-class KafkaPythonConsumer(_Worker):
-    def __init__(
-        self, bootstrap: str, topic: str, group: str, ledger: Ledger, stopping: threading.Event
-    ) -> None:
-        super().__init__("kp-consumer", ledger, stopping)
-        self.bootstrap = bootstrap
-        self.topic = topic
-        self.group = group
-        self.consumed = 0
+class KafkaPythonConsumer(_ConsumerWorker):
+    NAME = "kp-consumer"
 
     def run(self) -> None:
         from kafka import KafkaConsumer, OffsetAndMetadata
@@ -410,8 +411,7 @@ class KafkaPythonConsumer(_Worker):
                 try:
                     consumer.commit(offsets, timeout_ms=5000)
                 except KpError:
-                    with self.ledger.lock:
-                        self.ledger.failed_commits += 1
+                    self.ledger.commit_failed()
                     continue
                 for tp, o in positions.items():
                     self.ledger.commit(AckedCommit(self.group, tp.topic, tp.partition, o))
