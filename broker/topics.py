@@ -11,6 +11,14 @@ On disk (under `log.dirs`), as Kafka lays it out:
 A topic exists once topics.json names it; partition directories are created before that
 write and removed after the delete's write, so a crash in between leaves at worst an
 orphan directory, which the next start removes.
+
+CreateTopics and CreatePartitions open the new partitions' logs in a worker thread
+(directories, partition.metadata, segment files: about 1 ms each, 10 s for the 10,000 a
+request may ask for), so the broker keeps serving meanwhile. While that runs the topic's
+name is reserved in `_changing`: a second create of the name is TOPIC_ALREADY_EXISTS, and
+Metadata and Produce do not see the topic, because it enters `topics` only once every
+partition is open, in the same step as the topics.json write (no checkpoint in between).
+Kafka's controller serializes such operations instead; what a client sees is the same.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import trio
 
 from broker.config import TOPIC_CONFIGS, Config
 from protocol.errors import ErrorCode, KafkaError
-from storage import Log, LogConfig
+from storage import Log, LogConfig, RecoveryEvent
 
 log = logging.getLogger("broker.topics")
 
@@ -173,6 +181,9 @@ class TopicRegistry:
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.recovery_notes: list[str] = []
+        # Names whose partitions are being opened in a worker thread, with the event set when
+        # that is over (see the module docstring).
+        self._changing: dict[str, trio.Event] = {}
 
     # --- persistence ---
 
@@ -214,6 +225,17 @@ class TopicRegistry:
                 topic.partitions.append(self._open_partition(topic, i, lc, now_wall_ms))
             self.topics[name] = topic
             self.by_id[topic.topic_id] = topic
+        rebuilt = sum(
+            any(e.action == "index rebuilt" for e in p.log.recovery_report)
+            for t in self.topics.values()
+            for p in t.partitions
+        )
+        if rebuilt:
+            log.info(
+                "rebuilt the index files of %d partition(s), as after any unclean shutdown; "
+                "the DEBUG log names them",
+                rebuilt,
+            )
         known = {f"{t.name}-{p.index}" for t in self.topics.values() for p in t.partitions}
         for child in self.data_dir.iterdir():
             if child.is_dir() and re.match(r".+-\d+$", child.name) and child.name not in known:
@@ -234,12 +256,30 @@ class TopicRegistry:
             tid = base64.urlsafe_b64encode(topic.topic_id.bytes).rstrip(b"=").decode()
             meta.write_text(f"version: 0\ntopic_id: {tid}\n", encoding="utf-8")
         plog = Log.open(pdir, lc, now_wall_ms=now_wall_ms)
-        report = getattr(plog, "recovery_report", None)
-        if report:
-            note = f"{pdir.name}: {report}"
-            self.recovery_notes.append(note)
-            log.warning("recovered %s", note)
+        for level, line in recovery_log_lines(pdir.name, plog.recovery_report):
+            self.recovery_notes.append(line)
+            log.log(level, "%s", line)
         return Partition(topic.name, index, plog)
+
+    def _open_partitions(
+        self, topic: Topic, first: int, total: int, lc: LogConfig, now_wall_ms: int
+    ) -> list[Partition]:
+        """Open partitions first..total-1 of `topic`; all or none. Blocking: the async
+        callers run it in a worker thread, so it changes no registry state (but for
+        appending recovery notes, which a fresh partition does not have).
+
+        Raises:
+          OSError, KafkaError: after removing whatever it had created.
+        """
+        opened: list[Partition] = []
+        try:
+            for i in range(first, total):
+                opened.append(self._open_partition(topic, i, lc, now_wall_ms))
+        except (OSError, KafkaError):
+            # Out of descriptors or disk: undo, so that nothing half-created stays behind.
+            self._discard(topic.name, opened, total, first)
+            raise
+        return opened
 
     # --- queries ---
 
@@ -257,16 +297,49 @@ class TopicRegistry:
     def check_new(self, name: str) -> None:
         """Raise the KafkaError that creating topic `name` would raise, creating nothing."""
         validate_topic_name(name)
-        if name in self.topics or name == OFFSETS_TOPIC:
+        if name in self.topics or name in self._changing or name == OFFSETS_TOPIC:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         # Kafka refuses names that collide once '.' and '_' are treated alike (metrics names).
         folded = name.replace(".", "_")
-        for other in self.topics:
+        for other in (*self.topics, *self._changing):
             if other.replace(".", "_") == folded:
                 raise KafkaError(
                     ErrorCode.INVALID_TOPIC_EXCEPTION,
                     f"Topic '{name}' collides with existing topic: {other}",
                 )
+
+    def _new_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: dict[str, str],
+        internal: bool,
+        topic_id: uuid.UUID | None,
+    ) -> Topic:
+        if not (internal and name == OFFSETS_TOPIC and name not in self.topics):
+            self.check_new(name)
+        if num_partitions < 1:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"{num_partitions} partitions")
+        check_partition_count(num_partitions)
+        return Topic(name, topic_id or uuid.uuid4(), [], configs, internal)
+
+    def _publish(self, topic: Topic) -> None:
+        """Make a topic whose partitions are all open visible, and write topics.json.
+
+        Raises:
+          KafkaError: KAFKA_STORAGE_ERROR when topics.json cannot be written; the topic is
+            then not in the registry (its partitions are still open: the caller undoes them).
+        """
+        self.topics[topic.name] = topic
+        self.by_id[topic.topic_id] = topic
+        try:
+            self._save()
+        except OSError as e:
+            del self.topics[topic.name]
+            del self.by_id[topic.topic_id]
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"could not create {topic.name}: {e}"
+            ) from e
 
     def create(
         self,
@@ -278,43 +351,113 @@ class TopicRegistry:
         internal: bool = False,
         topic_id: uuid.UUID | None = None,
     ) -> Topic:
-        if not (internal and name == OFFSETS_TOPIC and name not in self.topics):
-            self.check_new(name)
-        if num_partitions < 1:
-            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"{num_partitions} partitions")
-        check_partition_count(num_partitions)
-        topic = Topic(name, topic_id or uuid.uuid4(), [], configs, internal)
+        """Create a topic, opening its logs here, blocking: for the few partitions of an
+        auto-created topic or __consumer_offsets. CreateTopics uses `create_in_thread`.
+
+        Raises:
+          KafkaError: the checks' errors (see `check_new`); LEADER_NOT_AVAILABLE while a
+            CreateTopics of the same name is opening its partitions (what Kafka answers a
+            Metadata request for a topic still being created); KAFKA_STORAGE_ERROR, with
+            nothing left behind.
+        """
+        if name in self._changing and name not in self.topics:
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{name} is being created")
+        topic = self._new_topic(name, num_partitions, configs, internal, topic_id)
         lc = _log_config(self.config, configs)
         try:
-            for i in range(num_partitions):
-                topic.partitions.append(self._open_partition(topic, i, lc, now_wall_ms))
+            topic.partitions = self._open_partitions(topic, 0, num_partitions, lc, now_wall_ms)
         except (OSError, KafkaError) as e:
-            # Out of descriptors or disk: undo, so that nothing half-created stays behind.
+            raise _create_failed(name, num_partitions, e) from e
+        try:
+            self._publish(topic)
+        except KafkaError:
             self._discard(name, topic.partitions, num_partitions)
-            raise KafkaError(
-                ErrorCode.KAFKA_STORAGE_ERROR,
-                f"could not create {num_partitions} partitions of {name}: {e}",
-            ) from e
-        self.topics[name] = topic
-        self.by_id[topic.topic_id] = topic
-        self._save()
+            raise
         return topic
 
-    def add_partitions(self, name: str, total: int, *, now_wall_ms: int) -> None:
-        topic = self.topics[name]
-        check_partition_count(total - len(topic.partitions))
-        lc = _log_config(self.config, topic.configs)
-        added: list[Partition] = []
+    async def create_in_thread(
+        self, name: str, num_partitions: int, configs: dict[str, str], *, now_wall_ms: int
+    ) -> Topic:
+        """`create`, with the partitions' file work in a worker thread (see the module
+        docstring).
+
+        Cancellation never leaves a topic half-created: before the thread starts it creates
+        nothing, and once the thread runs the call waits for it (trio's default) and then
+        publishes the topic, or undoes it, as if it had not been cancelled.
+        """
+        topic = self._new_topic(name, num_partitions, configs, False, None)
+        lc = _log_config(self.config, configs)
+        self._changing[name] = trio.Event()
         try:
-            for i in range(len(topic.partitions), total):
-                added.append(self._open_partition(topic, i, lc, now_wall_ms))
-        except (OSError, KafkaError) as e:
-            self._discard(name, added, total, first=len(topic.partitions))
-            raise KafkaError(
-                ErrorCode.KAFKA_STORAGE_ERROR, f"could not add partitions to {name}: {e}"
-            ) from e
-        topic.partitions.extend(added)
-        self._save()
+            try:
+                topic.partitions = await trio.to_thread.run_sync(
+                    self._open_partitions, topic, 0, num_partitions, lc, now_wall_ms
+                )
+            except (OSError, KafkaError) as e:
+                raise _create_failed(name, num_partitions, e) from e
+            try:
+                self._publish(topic)
+            except KafkaError:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(
+                        self._discard, name, topic.partitions, num_partitions
+                    )
+                raise
+        finally:
+            self._changing.pop(name).set()
+        return topic
+
+    async def wait_settled(self, name: str) -> None:
+        """Wait until no partitions of topic `name` are being opened."""
+        while (event := self._changing.get(name)) is not None:
+            await event.wait()
+
+    async def add_partitions(self, name: str, total: int, *, now_wall_ms: int) -> None:
+        """Grow topic `name` to `total` partitions, opening the new logs in a worker thread.
+
+        The caller checks the request after `wait_settled(name)`, with no checkpoint
+        between that and this call. The topic may be deleted while the logs are opened:
+        the new partitions are then removed too.
+
+        Raises:
+          KafkaError: KAFKA_STORAGE_ERROR, with nothing added; UNKNOWN_TOPIC_OR_PARTITION
+            when the topic was deleted meanwhile.
+        """
+        assert name not in self._changing, f"{name} is already changing"
+        topic = self.topics[name]
+        first = len(topic.partitions)
+        check_partition_count(total - first)
+        lc = _log_config(self.config, topic.configs)
+        self._changing[name] = trio.Event()
+        try:
+            try:
+                added = await trio.to_thread.run_sync(
+                    self._open_partitions, topic, first, total, lc, now_wall_ms
+                )
+            except (OSError, KafkaError) as e:
+                raise _add_failed(name, e) from e
+            failure: KafkaError | None = None
+            if self.topics.get(name) is not topic:
+                failure = KafkaError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    "This server does not host this topic-partition.",
+                )
+            else:
+                lc = _log_config(self.config, topic.configs)  # as AlterConfigs left them
+                for p in added:
+                    p.log.config = lc
+                topic.partitions.extend(added)
+                try:
+                    self._save()
+                except OSError as e:
+                    del topic.partitions[first:]
+                    failure = _add_failed(name, e)
+            if failure is not None:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(self._discard, name, added, total, first)
+                raise failure
+        finally:
+            self._changing.pop(name).set()
 
     def _discard(self, name: str, opened: list[Partition], total: int, first: int = 0) -> None:
         for p in opened:
@@ -349,6 +492,69 @@ class TopicRegistry:
                     p.log.close()
                 except KafkaError as e:
                     log.error("closing %s-%d failed: %s", topic.name, p.index, e)
+
+
+def _create_failed(name: str, num_partitions: int, e: Exception) -> KafkaError:
+    return KafkaError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        f"could not create {num_partitions} partitions of {name}: {e}",
+    )
+
+
+def _add_failed(name: str, e: Exception) -> KafkaError:
+    return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"could not add partitions to {name}: {e}")
+
+
+def recovery_log_lines(partition: str, events: list[RecoveryEvent]) -> list[tuple[int, str]]:
+    """The log lines (level, text) for what `Log.open` changed in one partition.
+
+    A cut tail or a deleted segment is data that is gone: one WARNING line each. Index
+    files are derived data, written when a segment rolls or the log closes, so after a
+    crash every partition's are missing or behind: that is expected, one DEBUG line per
+    partition (`load` sums them up at INFO). Finishing an interrupted compaction and
+    removing unfinished temporary files lose nothing: INFO.
+    """
+    lines: list[tuple[int, str]] = []
+    rebuilt: list[str] = []
+    for e in events:
+        if e.action == "truncated":
+            lines.append(
+                (
+                    logging.WARNING,
+                    f"recovered {partition}: truncated {e.path.name} at position {e.position}, "
+                    f"a torn or corrupt tail (bytes={e.bytes}, next offset {e.offset}): "
+                    f"{e.reason}",
+                )
+            )
+        elif e.action == "deleted":
+            lines.append(
+                (
+                    logging.WARNING,
+                    f"recovered {partition}: deleted segment {e.path.name} "
+                    f"({e.bytes} bytes): {e.reason}",
+                )
+            )
+        elif e.action == "index rebuilt":
+            rebuilt.append(f"{e.path.stem}.{e.reason}")  # "00000000000000000000.index: missing"
+        elif e.action == "swap completed":
+            lines.append(
+                (
+                    logging.INFO,
+                    f"recovered {partition}: finished an interrupted compaction: "
+                    f"{e.path.name} ({e.bytes} bytes), {e.reason}",
+                )
+            )
+        else:  # "leftover removed"
+            lines.append(
+                (
+                    logging.INFO,
+                    f"recovered {partition}: removed {e.path.name} ({e.bytes} bytes), "
+                    f"left by an {e.reason}",
+                )
+            )
+    if rebuilt:
+        lines.append((logging.DEBUG, f"recovered {partition}: index rebuilt: {'; '.join(rebuilt)}"))
+    return lines
 
 
 def _fsync_dir(path: Path) -> None:

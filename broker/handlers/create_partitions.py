@@ -7,7 +7,9 @@ of Kafka's controller: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a count t
 above the current one is INVALID_PARTITIONS; assignments, when given, must be one per added
 partition, each exactly this broker (INVALID_REPLICA_ASSIGNMENT). validate_only runs every
 check and adds nothing. New partitions start empty at offset 0; producers and consumers
-find them through Metadata.
+find them through Metadata. The new logs are opened in a worker thread
+(TopicRegistry.add_partitions); a request for a topic that another one is still growing
+waits for it and is then checked against the new count.
 
 Difference from Kafka: Kafka lets __consumer_offsets grow (and thereby moves groups to other
 coordinators); kmock refuses it with INVALID_TOPIC_EXCEPTION, because a group's partition is
@@ -30,8 +32,12 @@ from protocol.messages.create_partitions import (
 )
 
 
-def _add(ctx: Any, request: CreatePartitionsTopic, validate_only: bool) -> None:
+async def _add(ctx: Any, request: CreatePartitionsTopic, validate_only: bool) -> None:
     broker = ctx.broker
+    # One change of a topic at a time, as Kafka's controller: this request is checked
+    # against the partitions an earlier one is still adding. No checkpoint from here to
+    # add_partitions.
+    await broker.topics.wait_settled(request.name)
     topic = broker.topics.get(request.name)
     if topic is None:
         raise KafkaError(
@@ -63,7 +69,7 @@ def _add(ctx: Any, request: CreatePartitionsTopic, validate_only: bool) -> None:
         for assignment in request.assignments:
             check_replicas(assignment.broker_ids, broker.node_id)
     if not validate_only:
-        broker.topics.add_partitions(topic.name, request.count, now_wall_ms=broker.wall_ms())
+        await broker.topics.add_partitions(topic.name, request.count, now_wall_ms=broker.wall_ms())
 
 
 async def handle(ctx: Any, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
@@ -81,7 +87,7 @@ async def handle(ctx: Any, request: CreatePartitionsRequest) -> CreatePartitions
         if copies[topic.name] > 1:
             continue
         try:
-            _add(ctx, topic, request.validate_only)
+            await _add(ctx, topic, request.validate_only)
         except KafkaError as e:
             results.append(
                 CreatePartitionsTopicResult(

@@ -24,6 +24,10 @@ setting behind the config was configured, DEFAULT_CONFIG otherwise); v7 adds the
 
 __consumer_offsets always exists here (the group coordinator creates it at start), so
 asking for it is TOPIC_ALREADY_EXISTS, as from a Kafka cluster once any group was used.
+
+The partitions' logs are opened in a worker thread (TopicRegistry.create_in_thread); the
+topics of one request are created one after the other, as Kafka's controller does. A
+create of a name whose creation is still in progress is TOPIC_ALREADY_EXISTS.
 """
 
 from __future__ import annotations
@@ -128,7 +132,7 @@ def _partitions(config: Any, topic: CreatableTopic, node_id: int) -> int:
     return topic.num_partitions
 
 
-def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTopicResult:
+async def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTopicResult:
     broker = ctx.broker
     config = broker.config
     broker.topics.check_new(topic.name)
@@ -144,7 +148,7 @@ def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTo
     if validate_only:
         topic_id = uuid.uuid4()
     else:
-        created = broker.topics.create(
+        created = await broker.topics.create_in_thread(
             topic.name, num_partitions, overrides, now_wall_ms=broker.wall_ms()
         )
         topic_id = created.topic_id
@@ -187,7 +191,7 @@ async def handle(ctx: Any, request: CreateTopicsRequest) -> CreateTopicsResponse
                 )
             continue
         try:
-            results.append(_create(ctx, topic, request.validate_only))
+            results.append(await _create(ctx, topic, request.validate_only))
         except KafkaError as e:
             results.append(
                 CreatableTopicResult(

@@ -8,7 +8,10 @@ data directory). After each start:
   * each partition holds exactly the batches before the first damaged one, every served
     batch passes its CRC, and the next append continues right after them;
   * committed offsets are the last commit before the damage, never garbage;
-  * the broker logged what it dropped ("recovered <partition>: ... truncated ...").
+  * the broker logged what it dropped: one WARNING line per cut tail ("recovered
+    <partition>: truncated <segment> at position <p>, a torn or corrupt tail (bytes=<n>,
+    next offset <o>): <why>"); rebuilt index files, expected after any crash, one DEBUG
+    line per partition and one INFO line in all. A crash that lost nothing logs no WARNING.
 
 Damage covered: flipped bytes and cuts in the last segment of a topic and of
 __consumer_offsets, zero-filled tails, and index files that are missing, garbled, cut or
@@ -26,10 +29,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.topics import OFFSETS_TOPIC
+from broker.topics import OFFSETS_TOPIC, TopicRegistry
 from coordinator import CoordinatorConfig, GroupCoordinator
 from protocol.errors import ErrorCode
-from protocol.records import decode_records, iter_batches
+from protocol.records import build_batch, decode_records, iter_batches
+from tests.conftest import broker_config
 from tests.reliability.inproc import (
     T0,
     commit,
@@ -42,6 +46,7 @@ from tests.reliability.inproc import (
 from tests.wire import WireClient
 
 TOPIC = "damaged"
+SEGMENT = "00000000000000000000"
 GROUP = "damaged-group"
 SETTINGS = {"offsets.topic.num.partitions": 1, "log.index.interval.bytes": 100}
 
@@ -60,11 +65,16 @@ def flip(path: Path, position: int) -> None:
     path.write_bytes(data)
 
 
-def recovery_notes(caplog: pytest.LogCaptureFixture, partition: str) -> list[str]:
+def recovery_notes(
+    caplog: pytest.LogCaptureFixture, partition: str, level: int | None = None
+) -> list[str]:
+    """What the broker logged about recovering `partition` (at `level` only, if given)."""
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "broker.topics" and r.getMessage().startswith(f"recovered {partition}:")
+        if r.name == "broker.topics"
+        and r.getMessage().startswith(f"recovered {partition}:")
+        and (level is None or r.levelno == level)
     ]
 
 
@@ -136,7 +146,11 @@ async def test_damaged_last_segment_of_a_topic_recovers_to_the_last_whole_batch(
     with trio.fail_after(30):
         written = await _fill(data, 10)
         (segment,) = segments(data / f"{TOPIC}-0")
-        first_bad = damage(segment, batch_positions(segment))
+        positions = batch_positions(segment)
+        size = segment.stat().st_size
+        first_bad = damage(segment, positions)
+        cut_at = positions[first_bad] if first_bad < len(positions) else size
+        damaged_size = segment.stat().st_size
         async with running(data, **SETTINGS) as broker:
             kept = {o: v for o, v in written.items() if o < first_bad}
             assert await contents(broker, TOPIC) == kept
@@ -144,9 +158,24 @@ async def test_damaged_last_segment_of_a_topic_recovers_to_the_last_whole_batch(
             (offset,) = await produce_values(client, TOPIC, ["after-restart"])
             assert offset == first_bad
             await client.aclose()
-    if first_bad < len(written) or damage is _zero_tail:
-        notes = recovery_notes(caplog, f"{TOPIC}-0")
-        assert any("truncated" in n for n in notes), notes
+    (warning,) = recovery_notes(caplog, f"{TOPIC}-0", logging.WARNING)
+    assert warning.startswith(
+        f"recovered {TOPIC}-0: truncated {segment.name} at position {cut_at}, a torn or "
+        f"corrupt tail (bytes={damaged_size - cut_at}, next offset {first_bad}): "
+        + _why(damage, cut_at)
+    ), warning
+
+
+def _why(damage: TopicDamage, position: int) -> str:
+    """The start of Segment.recover's reason for each kind of damage (the rest varies)."""
+    return {
+        _flip_in_records: f"batch at {position} fails its CRC",
+        _flip_in_length: f"batch at {position} ",
+        _flip_magic: f"batch at {position} has unknown magic",
+        _cut_mid_batch: f"batch header at {position} cut short",
+        _cut_in_first_header: f"batch header at {position} cut short",
+        _zero_tail: f"batch at {position} has magic 0",
+    }[damage]
 
 
 # --- the last segment of __consumer_offsets ---------------------------------------------
@@ -174,8 +203,11 @@ async def test_damaged_last_commits_fall_back_to_the_commit_before_them(
             await client.aclose()
         async with running(data, **SETTINGS) as broker:
             assert await committed(broker, GROUP, TOPIC) == 11
-    notes = recovery_notes(caplog, f"{OFFSETS_TOPIC}-0")
-    assert any("truncated" in n for n in notes), notes
+    (warning,) = recovery_notes(caplog, f"{OFFSETS_TOPIC}-0", logging.WARNING)
+    assert warning.startswith(
+        f"recovered {OFFSETS_TOPIC}-0: truncated {segment.name} at position {positions[7]}, "
+        "a torn or corrupt tail (bytes="
+    ), warning
 
 
 # --- index files -------------------------------------------------------------------------
@@ -205,6 +237,7 @@ async def test_wrong_index_files_are_rebuilt_and_every_offset_reads_back(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: Callable[[Path], None], suffix: str
 ) -> None:
     caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG, logger="broker.topics")
     data = tmp_path / "data"
     with trio.fail_after(30):
         # Segments of ~4 batches, so there are closed segments with complete index files.
@@ -226,8 +259,49 @@ async def test_wrong_index_files_are_rebuilt_and_every_offset_reads_back(
             # Lookups by timestamp (the time index): the i-th record has timestamp T0 + i.
             for i, offset in enumerate(sorted(written)):
                 assert plog.offset_for_timestamp(T0 + i) == (offset, T0 + i)
-        notes = recovery_notes(caplog, f"{TOPIC}-0")
-        assert any("index rebuilt" in n and victim.stem in n for n in notes), notes
+        # Derived data, rebuilt as after any crash: DEBUG, and nothing at WARNING.
+        (note,) = recovery_notes(caplog, f"{TOPIC}-0", logging.DEBUG)
+        assert note.startswith(f"recovered {TOPIC}-0: index rebuilt: "), note
+        assert f"{victim.name}: " in note, note
+        assert recovery_notes(caplog, f"{TOPIC}-0", logging.WARNING) == []
+        assert "rebuilt the index files of 1 partition(s)" in _info_lines(caplog)
+
+
+def _info_lines(caplog: pytest.LogCaptureFixture) -> str:
+    return "\n".join(
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "broker.topics" and r.levelno == logging.INFO
+    )
+
+
+def test_a_crash_that_lost_nothing_logs_no_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A kill -9 leaves every partition's index files unwritten (they are written on roll
+    # and close): recovery rebuilds them all, which is routine, not a warning.
+    config = broker_config(tmp_path, **{"log.index.interval.bytes": 100})
+    registry = TopicRegistry(config, tmp_path)
+    topic = registry.create(TOPIC, 3, {}, now_wall_ms=T0)
+    for p in topic.partitions[:2]:
+        for i in range(10):
+            p.log.append(build_batch([(None, b"v%d" % i, (), T0)]), wall_ms=T0)
+    # No close: the process died here.
+    caplog.set_level(logging.DEBUG, logger="broker.topics")
+    reopened = TopicRegistry(config, tmp_path)
+    reopened.load(T0)
+    assert [p.log.log_end_offset for p in reopened.get(TOPIC).partitions] == [10, 10, 0]
+    levels = {r.levelno for r in caplog.records if r.name == "broker.topics"}
+    assert levels == {logging.DEBUG, logging.INFO}
+    assert _info_lines(caplog) == (
+        "rebuilt the index files of 3 partition(s), as after any unclean shutdown; "
+        "the DEBUG log names them"
+    )
+    assert recovery_notes(caplog, f"{TOPIC}-0", logging.DEBUG) == [
+        f"recovered {TOPIC}-0: index rebuilt: {SEGMENT}.index: missing; "
+        f"{SEGMENT}.timeindex: missing"
+    ]
+    reopened.close()
 
 
 # --- an older segment of __consumer_offsets ----------------------------------------------

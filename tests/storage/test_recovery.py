@@ -38,6 +38,7 @@ def test_half_written_batch_is_truncated(open_log, five_batches):
     (event,) = log.recovery_report
     assert (event.path.name, event.action, event.bytes) == (f"{SEGMENT_0}.log", "truncated", 40)
     assert "cut short" in event.reason
+    assert (event.position, event.offset) == (size, 10)  # cut there; offset 10 comes next
     assert segment.stat().st_size == size
     assert log.log_end_offset == 10
     assert log.append(make_batch(), wall_ms=T0).base_offset == 10
@@ -55,6 +56,7 @@ def test_batch_with_a_flipped_byte_is_truncated_with_everything_after_it(open_lo
     # the index had entries for the batches that are gone
     assert {e.action for e in log.recovery_report[1:]} == {"index rebuilt"}
     assert event.bytes == len(data) - positions[3]
+    assert (event.position, event.offset) == (positions[3], 6)
     assert log.log_end_offset == 6
     assert [o for o, _, _ in log_records(log)] == [0, 1, 2, 3, 4, 5]
 
