@@ -1,8 +1,15 @@
 """The per-connection loop: read a frame, dispatch it, answer, repeat.
 
 Kafka mutes a connection while one of its requests is being processed, so requests on one
-connection are handled one at a time and responses go out in request order (clients that
-pipeline, like librdkafka with up to 5 in flight, simply wait in the socket buffer).
+connection are handled one at a time, in order, and responses go out in request order
+(clients that pipeline, like librdkafka, simply wait in the socket buffer). kmock does the
+same with one difference: a Produce that has appended its batches and waits only for the
+fsync covering them (acks=all, see broker.durability) does not hold the connection. Its
+response is queued, and the next requests are read and handled meanwhile; a writer task
+sends the queued responses in request order as they become ready. Kafka needs no such
+thing (it acknowledges from the page cache, durability coming from replicas); without it
+one producer connection would wait out a whole fsync round per request. At most
+MAX_QUEUED responses wait per connection; beyond that the connection stops reading.
 
 This is the one dispatch site of the broker:
   * a frame we cannot parse closes the connection (logged at INFO), as Kafka does; bytes
@@ -13,15 +20,20 @@ This is the one dispatch site of the broker:
   * `KafkaError` raised by a handler becomes the API's `error_response(request, code)`;
   * any other exception is a bug: it is logged with its traceback, answered with
     UNKNOWN_SERVER_ERROR, and the connection is closed.
+A connection closed for any reason first sends the responses already queued, as Kafka
+sends the responses of requests it finished.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-from typing import TYPE_CHECKING, Any
+import math
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
 
+from broker.handlers import Deferred
 from broker.routes import Route, route_for
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
@@ -41,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker.connection")
 
 RECEIVE_BYTES = 65536  # keep receives below glibc's mmap threshold (PERF-NOTES §3)
+MAX_QUEUED = 16  # responses waiting to be sent per connection before it stops reading
 
 
 class RequestContext:
@@ -62,72 +75,217 @@ class CloseConnection(Exception):
     """Stop serving this connection (after logging why)."""
 
 
-async def serve_connection(broker: Broker, stream: trio.SocketStream, connection_id: int) -> None:
-    try:
-        peer = stream.socket.getpeername()
-        client_host = f"/{peer[0]}"
-    except OSError:
-        client_host = "/unknown"
-    metrics = broker.metrics
-    metrics.connection_opened()
-    log.info("connection %d opened from %s", connection_id, client_host[1:])
-    reason = "closed by client"
-    frames = FrameBuffer(broker.config["socket.request.max.bytes"])
-    idle_s = broker.config["connections.max.idle.ms"] / 1000
-    try:
+class _Pending:
+    """A queued response whose handler returned a `Deferred`."""
+
+    __slots__ = ("broker", "client_id", "correlation_id", "deferred", "route", "started", "version")
+
+    def __init__(
+        self,
+        broker: Broker,
+        route: Route,
+        version: int,
+        correlation_id: int,
+        client_id: str | None,
+        started: float,
+        deferred: Deferred,
+    ) -> None:
+        self.broker = broker
+        self.route = route
+        self.version = version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.started = started
+        self.deferred = deferred
+
+    async def chunks(self) -> list[Any] | None:
+        try:
+            response = await self.deferred.finish()
+        except Exception:
+            _failed(self.broker, self.route, self.version, self.client_id)
+        return _answer(
+            self.broker,
+            self.route,
+            self.version,
+            self.correlation_id,
+            self.client_id,
+            self.started,
+            ErrorCode.NONE,
+            response,
+        )
+
+
+class _Connection:
+    __slots__ = (
+        "broker",
+        "client_host",
+        "connection_id",
+        "frames",
+        "idle_s",
+        "metrics",
+        "nursery",
+        "queue",
+        "reason",
+        "receiving",
+        "room",
+        "stream",
+        "writing",
+    )
+
+    def __init__(
+        self, broker: Broker, stream: trio.SocketStream, connection_id: int, client_host: str
+    ) -> None:
+        self.broker = broker
+        self.stream = stream
+        self.connection_id = connection_id
+        self.client_host = client_host
+        self.metrics = broker.metrics
+        self.frames = FrameBuffer(broker.config["socket.request.max.bytes"])
+        self.idle_s = broker.config["connections.max.idle.ms"] / 1000
+        self.reason: str | None = None
+        # Responses not sent yet, in request order: chunks, or a _Pending at the head.
+        self.queue: collections.deque[list[Any] | _Pending] = collections.deque()
+        self.writing = False
+        self.room: trio.Event | None = None  # set when the queue shrinks
+        self.receiving: trio.CancelScope | None = None  # the idle timeout of a receive
+        self.nursery: trio.Nursery | None = None
+
+    def end(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+    def _receive_deadline(self) -> float:
+        # Idle only when nothing is queued: a client waiting for a deferred response is not.
+        return math.inf if self.queue else trio.current_time() + self.idle_s
+
+    async def read(self) -> None:
+        frames, stream, metrics = self.frames, self.stream, self.metrics
         while True:
             frame: bytes | bytearray | None = frames.next_frame()
             if frame is None and (large := frames.start_large_frame(RECEIVE_BYTES)) is not None:
                 frame, got = large
                 already = got
                 view = memoryview(frame)
-                with trio.move_on_after(idle_s) as idle:
+                with trio.move_on_after(self.idle_s) as idle:
                     while got < len(frame):
                         n = await stream.socket.recv_into(view[got:])
                         if n == 0:
                             break
                         got += n
-                        idle.deadline = trio.current_time() + idle_s
+                        idle.deadline = trio.current_time() + self.idle_s
                 metrics.bytes_in(got - already)
                 if got < len(frame):
-                    reason = (
+                    self.end(
                         "idle timeout mid-frame"
                         if idle.cancelled_caught
-                        else ("closed by client mid-frame")
+                        else "closed by client mid-frame"
                     )
                     return
             if frame is None:
-                with trio.move_on_after(idle_s) as idle:
+                with trio.CancelScope(deadline=self._receive_deadline()) as scope:
+                    self.receiving = scope
                     data = await stream.receive_some(RECEIVE_BYTES)
-                if idle.cancelled_caught:
-                    reason = "idle timeout"
+                self.receiving = None
+                if scope.cancelled_caught:
+                    self.end("idle timeout")
                     return
                 if not data:
-                    if len(frames):
-                        reason = "closed by client mid-frame"
+                    self.end("closed by client mid-frame" if len(frames) else "closed by client")
                     return
                 metrics.bytes_in(len(data))
                 frames.feed(data)
                 continue
-            out = await _handle_frame(broker, frame, client_host, connection_id)
-            if out is not None:
-                # A client that stops reading its responses makes no progress either: Kafka
-                # closes it after connections.max.idle.ms like one that stops sending, so it
-                # cannot pin a task, a descriptor and a response forever.
-                with trio.move_on_after(idle_s) as stalled:
-                    metrics.bytes_out(await send_chunks(stream, out))
-                if stalled.cancelled_caught:
-                    reason = "idle timeout (client not reading its responses)"
-                    return
-    except FrameTooLarge as e:
-        reason = str(e)
-    except CloseConnection as e:
-        reason = str(e)
-    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
-        reason = f"connection lost ({e.__class__.__name__})"
+            out = await _handle_frame(self.broker, frame, self.client_host, self.connection_id)
+            if out is None:
+                continue
+            if not self.queue and not isinstance(out, _Pending):
+                await self.send(out)
+                continue
+            self.queue.append(out)
+            if not self.writing:
+                self.writing = True
+                assert self.nursery is not None
+                self.nursery.start_soon(self.write)
+            while len(self.queue) >= MAX_QUEUED:
+                self.room = trio.Event()
+                await self.room.wait()
+
+    async def write(self) -> None:
+        """Send the queued responses in order, each once it is ready."""
+        try:
+            while self.queue:
+                head = self.queue[0]
+                out = await head.chunks() if isinstance(head, _Pending) else head
+                if out is not None:
+                    await self.send(out)
+                self.queue.popleft()
+                if self.room is not None:
+                    self.room.set()
+        except (
+            CloseConnection,
+            trio.BrokenResourceError,
+            trio.ClosedResourceError,
+            ConnectionError,
+        ) as e:
+            # Close the socket rather than cancel the reader: a request it is handling (an
+            # OffsetCommit waiting for its fsync) must finish, or the coordinator would wait
+            # for it forever. The reader's next receive or send fails and it stops.
+            self.end(_reason(e))
+            self.queue.clear()
+            if self.room is not None:
+                self.room.set()
+            await self.stream.aclose()
+        finally:
+            self.writing = False
+        if self.receiving is not None:
+            # The queue is empty: the connection may idle again from now.
+            self.receiving.deadline = trio.current_time() + self.idle_s
+
+    async def send(self, out: list[Any]) -> None:
+        # A client that stops reading its responses makes no progress either: Kafka
+        # closes it after connections.max.idle.ms like one that stops sending, so it
+        # cannot pin a task, a descriptor and a response forever.
+        with trio.move_on_after(self.idle_s) as stalled:
+            self.metrics.bytes_out(await send_chunks(self.stream, out))
+        if stalled.cancelled_caught:
+            raise CloseConnection("idle timeout (client not reading its responses)")
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, (CloseConnection, FrameTooLarge)):
+        return str(e)
+    return f"connection lost ({e.__class__.__name__})"
+
+
+async def serve_connection(broker: Broker, stream: trio.SocketStream, connection_id: int) -> None:
+    try:
+        peer = stream.socket.getpeername()
+        client_host = f"/{peer[0]}"
+    except OSError:
+        client_host = "/unknown"
+    conn = _Connection(broker, stream, connection_id, client_host)
+    broker.metrics.connection_opened()
+    log.info("connection %d opened from %s", connection_id, client_host[1:])
+    try:
+        async with trio.open_nursery() as conn.nursery:
+            try:
+                await conn.read()
+            except (FrameTooLarge, CloseConnection) as e:
+                conn.end(_reason(e))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
+                conn.end(_reason(e))
+                # Nobody to send the queued responses to. The writer waits only for fsyncs
+                # of batches already appended, which go on without it.
+                conn.nursery.cancel_scope.cancel()
+            # Leaving the nursery waits for the writer: queued responses still go out.
     finally:
-        metrics.connection_closed()
-        log.info("connection %d from %s closed: %s", connection_id, client_host[1:], reason)
+        broker.metrics.connection_closed()
+        log.info(
+            "connection %d from %s closed: %s",
+            connection_id,
+            client_host[1:],
+            conn.reason or "closed by client",
+        )
         with trio.CancelScope(shield=True):
             await stream.aclose()
 
@@ -157,7 +315,7 @@ async def send_chunks(stream: trio.abc.SendStream, chunks: list[Any]) -> int:
 
 async def _handle_frame(
     broker: Broker, frame: bytes | bytearray, client_host: str, connection_id: int
-) -> list[Any] | None:
+) -> list[Any] | _Pending | None:
     try:
         api_key, version, correlation_id = peek_request_key(frame)
     except DecodeError as e:
@@ -186,7 +344,8 @@ async def _handle_frame(
                 route.error_response(route.request(), ErrorCode.INVALID_REQUEST),
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
-    ctx = RequestContext(broker, version, header.client_id or "", client_host, connection_id)
+    client_id = header.client_id
+    ctx = RequestContext(broker, version, client_id or "", client_host, connection_id)
     started = trio.current_time()
     code = ErrorCode.NONE
     try:
@@ -194,15 +353,39 @@ async def _handle_frame(
             response = await route.handler(ctx, request)
         except KafkaError as e:
             code = e.code
-            log.debug("%s v%d from %s: %s", route.name, version, header.client_id, e)
+            log.debug("%s v%d from %s: %s", route.name, version, client_id, e)
             response = route.error_response(request, e.code)
+    except Exception:
+        _failed(broker, route, version, client_id)
+    if isinstance(response, Deferred):
+        return _Pending(broker, route, version, correlation_id, client_id, started, response)
+    return _answer(broker, route, version, correlation_id, client_id, started, code, response)
+
+
+def _failed(broker: Broker, route: Route, version: int, client_id: str | None) -> NoReturn:
+    """A handler (or encoding its response) raised what it must not: a bug."""
+    log.exception("%s v%d from %s failed", route.name, version, client_id)
+    broker.metrics.request_done(route.name, ErrorCode.UNKNOWN_SERVER_ERROR, 0.0)
+    raise CloseConnection(f"internal error handling {route.name}") from None
+
+
+def _answer(
+    broker: Broker,
+    route: Route,
+    version: int,
+    correlation_id: int,
+    client_id: str | None,
+    started: float,
+    code: ErrorCode,
+    response: Any,
+) -> list[Any] | None:
+    """Encode a handler's response (None: Produce with acks=0, no response at all)."""
+    try:
         # Encoding is inside the dispatch site too: a response that cannot be encoded is a
         # bug reported with its API, version and client, like any other.
         out = None if response is None else _respond(route, version, correlation_id, response)
     except Exception:
-        log.exception("%s v%d from %s failed", route.name, version, header.client_id)
-        broker.metrics.request_done(route.name, ErrorCode.UNKNOWN_SERVER_ERROR, 0.0)
-        raise CloseConnection(f"internal error handling {route.name}") from None
+        _failed(broker, route, version, client_id)
     broker.metrics.request_done(route.name, code, trio.current_time() - started)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
@@ -210,10 +393,10 @@ async def _handle_frame(
             route.name,
             version,
             correlation_id,
-            header.client_id,
+            client_id,
             code.name,
         )
-    return out  # None for Produce with acks=0: no response at all
+    return out
 
 
 def _respond(route: Route, version: int, correlation_id: int, response: Any) -> list[Any]:

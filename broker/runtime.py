@@ -212,14 +212,29 @@ class CoordinatorRuntime:
         if not self.loaded:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "replaying __consumer_offsets")
 
-    async def call(self, method: Callable[..., Outcome], ctx: Any, request: Any, **kw: Any) -> Any:
-        """Run a coordinator method that takes a token; wait for the reply to that token."""
+    async def call(
+        self,
+        method: Callable[..., Outcome],
+        ctx: Any,
+        request: Any,
+        *,
+        postpones_only: bool = False,
+        **kw: Any,
+    ) -> Any:
+        """Run a coordinator method that takes a token; wait for the reply to that token.
+
+        `postpones_only`: the method can move deadlines only later (Heartbeat, OffsetCommit:
+        a member's session restarts; a member that is not parked in a join or sync always
+        has a deadline already), so the timer task need not wake to recompute the next one,
+        a scan of every group; at worst it wakes at the old deadline and finds nothing due.
+        """
         self.check_loaded()
         token = next(self._tokens)
         slot = self._parked[token] = _Parked()
         try:
             outcome = method(self.context(ctx), request, token, self.broker.now_ms(), **kw)
-            self._wake.set()
+            if not postpones_only:
+                self._wake.set()
             group_id = getattr(request, "group_id", None)
             if group_id is not None:
                 self._note_generation(group_id)
@@ -262,7 +277,8 @@ class CoordinatorRuntime:
     def _apply(self, outcome: Outcome) -> None:
         self.coordinator.on_appended(outcome, self.broker.now_ms())
         self._deliver(outcome)
-        self._wake.set()
+        if not all(r.is_offset_commit for r in outcome.records):
+            self._wake.set()  # offsets taking effect move no deadline
 
     def _apply_ready(self, partitions: set[int]) -> None:
         """Apply every appended outcome that is durable and first in each of its partitions."""

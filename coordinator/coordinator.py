@@ -43,6 +43,7 @@ Where kmock differs from Kafka, and why:
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -248,6 +249,19 @@ class _Out:
         return Outcome(tuple(self.replies), tuple(self.records))
 
 
+@functools.lru_cache(maxsize=65536)
+def _partition_for(group_id: str, num_partitions: int) -> int:
+    # Java's String.hashCode runs over UTF-16 code units in int32 arithmetic; Utils.abs maps
+    # Integer.MIN_VALUE to 0 and is Math.abs otherwise. Cached: every commit asks twice.
+    units = group_id.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    if h >= 2**31:
+        h -= 2**32
+    return (0 if h == -(2**31) else abs(h)) % num_partitions
+
+
 class GroupCoordinator:
     def __init__(self, config: CoordinatorConfig) -> None:
         self.config = config
@@ -265,18 +279,8 @@ class GroupCoordinator:
 
     def partition_for(self, group_id: str) -> int:
         """The group's partition of __consumer_offsets: Kafka's
-        `Utils.abs(groupId.hashCode) % offsets.topic.num.partitions`.
-
-        Java's String.hashCode runs over UTF-16 code units in int32 arithmetic; Utils.abs
-        maps Integer.MIN_VALUE to 0 and is Math.abs otherwise.
-        """
-        units = group_id.encode("utf-16-be")
-        h = 0
-        for i in range(0, len(units), 2):
-            h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-        if h >= 2**31:
-            h -= 2**32
-        return (0 if h == -(2**31) else abs(h)) % self.config.offsets_topic_num_partitions
+        `Utils.abs(groupId.hashCode) % offsets.topic.num.partitions`."""
+        return _partition_for(group_id, self.config.offsets_topic_num_partitions)
 
     def group(self, group_id: str) -> Group | None:
         """The group's state, for tests and admin tools (read it, do not change it)."""

@@ -7,7 +7,7 @@ synchronous file I/O, run by the broker on its own thread (fsync possibly in a w
 """
 
 from storage.compaction import CompactionReport, compact
-from storage.log import AppendInfo, Log, LogConfig, RecoveryEvent, apply_retention
+from storage.log import AppendInfo, Log, LogConfig, RecoveryEvent, apply_retention, flush_logs
 from storage.producer_state import BatchMetadata, ProducerStateManager
 from storage.segment import FileSlice, Segment
 
@@ -23,4 +23,5 @@ __all__ = [
     "Segment",
     "apply_retention",
     "compact",
+    "flush_logs",
 ]

@@ -67,15 +67,17 @@ from storage.segment import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIMEINDEX_SUFFIX,
+    FileHandle,
     FileSlice,
     Segment,
     fsync_directory,
     last_offset_in_file,
     parse_segment_name,
     segment_path,
+    syncfs,
 )
 
-__all__ = ["AppendInfo", "Log", "LogConfig", "RecoveryEvent", "apply_retention"]
+__all__ = ["AppendInfo", "Log", "LogConfig", "RecoveryEvent", "apply_retention", "flush_logs"]
 
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 _CHECKPOINT_VERSION = 0
@@ -150,6 +152,9 @@ class RecoveryEvent(NamedTuple):
     action: str  # "truncated", "deleted", "index rebuilt", "swap completed", "leftover removed"
     bytes: int
     reason: str
+    # For "truncated": where the segment file was cut, and the offset it now ends before.
+    position: int = -1
+    offset: int = -1
 
 
 class Log:
@@ -213,7 +218,11 @@ class Log:
             self._segments.append(segment)
             last_offset = segment.next_offset - 1
             if cut is not None:
-                self._report(segment_file, "truncated", cut[0], cut[1])
+                self.recovery_report.append(
+                    RecoveryEvent(
+                        segment_file, "truncated", cut[0], cut[1], segment.size, segment.next_offset
+                    )
+                )
                 if not is_last:
                     self._delete_segment_files(
                         bases[i + 1 :], f"follows {segment_file.name}, which was truncated"
@@ -539,15 +548,16 @@ class Log:
         try:
             os.fdatasync(handle.fd)
         except OSError as e:
-            self._failure = f"fdatasync failed: {e}"
-            raise KafkaError(
-                ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {self._failure}"
-            ) from e
+            raise self._fail_flush(e, "fdatasync") from e
         if offset > self._flushed_offset:
             self._flushed_offset = offset
         return offset
 
     sync = flush  # the broker's name for it
+
+    def _fail_flush(self, error: OSError, call: str) -> KafkaError:
+        self._failure = f"{call} failed: {error}"
+        return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {self._failure}")
 
     # --- read --------------------------------------------------------------------------
 
@@ -831,3 +841,41 @@ class Log:
 def apply_retention(log: Log, now_wall_ms: int) -> int:
     """`Log.apply_retention` as a function, the way the broker calls it beside `compact`."""
     return log.apply_retention(now_wall_ms)
+
+
+def flush_logs(logs: Iterable[Log]) -> dict[Log, KafkaError]:
+    """`flush()` many logs at once: one syncfs per filesystem instead of an fdatasync per
+    log (see `storage.segment.syncfs`), the broker's group commit across partitions. Where
+    there is no syncfs, each log is fdatasynced in turn.
+
+    Safe in a worker thread, as `flush()` is: each log's end offset is read before the sync,
+    so what is marked durable was written before it began.
+
+    Returns the logs whose flush failed, with the error; those logs are offline, as after a
+    failed `flush()`. A failed syncfs cannot say which file it could not write, so it takes
+    every log of that filesystem offline: their unflushed data cannot be trusted.
+    """
+    by_device: dict[int, list[tuple[Log, int, FileHandle]]] = {}
+    for plog in logs:
+        handle = plog._segments[-1].handle
+        offset = plog.log_end_offset
+        if handle is not None and offset > plog._flushed_offset and plog._failure is None:
+            by_device.setdefault(os.fstat(handle.fd).st_dev, []).append((plog, offset, handle))
+    failed: dict[Log, KafkaError] = {}
+    for pending in by_device.values():
+        try:
+            synced = syncfs(pending[0][2].fd)
+        except OSError as e:
+            for plog, _, _ in pending:
+                failed[plog] = plog._fail_flush(e, "syncfs")
+            continue
+        for plog, offset, handle in pending:
+            if not synced:
+                try:
+                    os.fdatasync(handle.fd)
+                except OSError as e:
+                    failed[plog] = plog._fail_flush(e, "fdatasync")
+                    continue
+            if offset > plog._flushed_offset:
+                plog._flushed_offset = offset
+    return failed

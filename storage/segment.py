@@ -61,6 +61,7 @@ __all__ = [
     "last_offset_in_file",
     "parse_segment_name",
     "segment_path",
+    "syncfs",
     "write_all",
 ]
 
@@ -140,6 +141,41 @@ def _pread_exact(fd: int, size: int, position: int) -> bytes:
         parts.append(more)
         got += len(more)
     return b"".join(parts)
+
+
+def _load_syncfs() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_SYNCFS = _load_syncfs()
+
+
+def syncfs(fd: int) -> bool:
+    """Linux syncfs(2): make every file of the filesystem holding `fd` durable, with one
+    journal commit. For many small dirty files it costs about one fdatasync (50 files:
+    0.5 ms, against 7.6 ms for 50 fdatasyncs one after the other, PERF-NOTES' disk). Since
+    Linux 5.8 it reports write-back errors of the filesystem like fdatasync does for a file.
+
+    Returns False, doing nothing, where there is no syncfs (the caller fdatasyncs instead).
+
+    Raises:
+      OSError: the filesystem could not be synced.
+    """
+    if _SYNCFS is None:
+        return False
+    if _SYNCFS(fd) != 0:
+        import ctypes
+
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return True
 
 
 def fsync_directory(path: Path) -> None:

@@ -1,1 +1,27 @@
-"""One module per API, named as in protocol/messages: `async def handle(ctx, request)`."""
+"""One module per API, named as in protocol/messages: `async def handle(ctx, request)`.
+
+A handler returns the response (None: no response, Produce with acks=0), or a `Deferred`
+when the request has taken effect and only waiting remains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["Deferred"]
+
+
+class Deferred:
+    """A response that is not ready yet, although its request is done: a Produce whose
+    batches are appended and that waits only for the fsync covering them (acks=all).
+
+    The connection goes on to read and handle the next requests meanwhile, and sends the
+    responses in request order (see broker.connection). `finish()` returns the response,
+    or raises KafkaError like a handler.
+    """
+
+    __slots__ = ("finish",)
+
+    def __init__(self, finish: Callable[[], Awaitable[Any]]) -> None:
+        self.finish = finish

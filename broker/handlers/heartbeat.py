@@ -11,4 +11,4 @@ async def handle(ctx: Any, request: HeartbeatRequest) -> HeartbeatResponse:
     if not runtime.loaded:
         # Kafka's answer while __consumer_offsets is loading: let the heartbeat through.
         return HeartbeatResponse(error_code=ErrorCode.NONE)
-    return await runtime.call(runtime.coordinator.heartbeat, ctx, request)
+    return await runtime.call(runtime.coordinator.heartbeat, ctx, request, postpones_only=True)

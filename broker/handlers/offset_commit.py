@@ -8,5 +8,9 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 async def handle(ctx: Any, request: OffsetCommitRequest) -> OffsetCommitResponse:
     runtime = ctx.broker.coordinator
     return await runtime.call(
-        runtime.coordinator.commit_offsets, ctx, request, wall_ms=ctx.broker.wall_ms()
+        runtime.coordinator.commit_offsets,
+        ctx,
+        request,
+        postpones_only=True,
+        wall_ms=ctx.broker.wall_ms(),
     )

@@ -2,7 +2,8 @@
 
 acks=0 gets no response at all; acks=1 is answered once the batch is in the log (the OS page
 cache); acks=-1 (all) once an fsync covers it, in the durability modes that fsync (see
-broker.durability). Per-partition failures are answered per partition, as Kafka does.
+broker.durability): the handler returns a Deferred, so the connection reads and appends the
+next batches while the fsync runs. Per-partition failures are answered per partition, as Kafka does.
 
 Batches are validated (magic 2, length, CRC32C over attributes..end), never decoded on this
 path: storage rewrites only the base offset, which the CRC does not cover.
@@ -16,6 +17,7 @@ from typing import Any
 
 import trio
 
+from broker.handlers import Deferred
 from broker.topics import OFFSETS_TOPIC
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.produce import (
@@ -29,7 +31,7 @@ from protocol.records import split_batches
 log = logging.getLogger("broker.produce")
 
 
-async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | None:
+async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | Deferred | None:
     broker = ctx.broker
     if request.acks not in (-1, 0, 1):
         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks}")
@@ -66,8 +68,22 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | None:
                     broker.durability.note_written(plog, end)
             partitions.append(result)
         responses.append((topic_data, partitions))
-    # acks=all: wait for the fsyncs, all partitions at once.
-    if durable:
+    if request.acks == 0:
+        return None
+
+    def response() -> ProduceResponse:
+        return ProduceResponse(
+            responses=[
+                TopicProduceResponse(name=td.name, partition_responses=parts)
+                for td, parts in responses
+            ]
+        )
+
+    if not durable:
+        return response()
+
+    async def finish() -> ProduceResponse:
+        # acks=all: wait for the fsyncs, all partitions at once.
         failed: set[int] = set()
 
         async def wait(i: int, plog: Any, end: int) -> None:
@@ -86,13 +102,10 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | None:
             _, _, ti, pi = durable[i]
             parts = responses[ti][1]
             parts[pi] = replace(parts[pi], error_code=ErrorCode.KAFKA_STORAGE_ERROR)
-    if request.acks == 0:
-        return None
-    return ProduceResponse(
-        responses=[
-            TopicProduceResponse(name=td.name, partition_responses=parts) for td, parts in responses
-        ]
-    )
+        return response()
+
+    # The batches are in the log; the connection may read on while the fsync runs.
+    return Deferred(finish)
 
 
 def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduceResponse:

@@ -26,7 +26,7 @@ import functools
 import logging
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ import storage.log
 import storage.segment
 from protocol.errors import ErrorCode
 from tests.reliability import inproc
-from tests.reliability.inproc import contents, create, produce
+from tests.reliability.inproc import contents, create, produce, produce_values
 from tests.wire import WireClient
 
 GROUP = "storage-errors"
@@ -86,8 +86,9 @@ def fill(fs: Path, leave_bytes: int) -> Path:
 
 
 class FaultyOs:
-    """The `os` module as storage sees it, failing `writev`, `fdatasync` and `fsync` with
-    `errno` on files (and directories) whose path contains `match` while `failing` is set."""
+    """The `os` module as storage sees it (and its `syncfs`), failing `writev`, `fdatasync`
+    (or `syncfs`) and `fsync` with `errno` on files (and directories) whose path contains
+    `match` while `failing` is set."""
 
     def __init__(self, real: Any, match: str) -> None:
         self._real = real
@@ -118,6 +119,12 @@ class FaultyOs:
         self._check(fd, "fsync")
         self._real.fsync(fd)
 
+    def syncfs(self, fd: int) -> bool:
+        # The broker's group commit (storage.flush_logs) syncs a whole filesystem; it fails
+        # as an fdatasync of the same file would.
+        self._check(fd, "fdatasync")
+        return storage.segment.syncfs(fd)
+
 
 @pytest.fixture
 def faulty_os(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], FaultyOs]:
@@ -125,6 +132,7 @@ def faulty_os(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], FaultyOs]:
         fake = FaultyOs(os, match)
         monkeypatch.setattr(storage.segment, "os", fake)
         monkeypatch.setattr(storage.log, "os", fake)
+        monkeypatch.setattr(storage.log, "syncfs", fake.syncfs)
         return fake
 
     return install
@@ -227,6 +235,18 @@ async def test_stopping_while_the_disk_is_full_stops_cleanly_and_loses_nothing(
 # --- injected failures: read-only, I/O errors -------------------------------------------
 
 
+@contextlib.asynccontextmanager
+async def bad_and_good(data: Path) -> AsyncIterator[tuple[Any, WireClient, dict[int, str]]]:
+    """(broker, client, acked): a broker on `data` with topics "bad" and "good", and three
+    records acknowledged on "bad" (offset -> value) before any failure."""
+    async with running(data) as broker:
+        client = await WireClient.connect(broker)
+        await create(client, "bad", "good")
+        acked = await produce_values(client, "bad", [f"before-{i}" for i in range(3)])
+        yield broker, client, acked
+        await client.aclose()
+
+
 @pytest.mark.expect_errors
 @pytest.mark.parametrize(
     "error", [errno.EROFS, errno.ENOSPC, errno.EIO], ids=["read-only", "no-space", "io-error"]
@@ -236,14 +256,7 @@ async def test_failed_writes_are_refused_and_the_partition_takes_writes_when_the
 ) -> None:
     fault = faulty_os("/bad-0/")
     with trio.fail_after(30):
-        async with running(tmp_path / "data") as broker:
-            client = await WireClient.connect(broker)
-            await create(client, "bad", "good")
-            acked = {}
-            for i in range(3):
-                code, base = await produce(client, "bad", b"before-%d" % i)
-                assert code == ErrorCode.NONE
-                acked[base] = f"before-{i}"
+        async with bad_and_good(tmp_path / "data") as (broker, client, acked):
             fault.failing = error
             for acks in (-1, 1):
                 code, _ = await produce(client, "bad", b"refused", acks=acks)
@@ -255,7 +268,6 @@ async def test_failed_writes_are_refused_and_the_partition_takes_writes_when_the
             code, base = await produce(client, "bad", b"after")
             assert code == ErrorCode.NONE
             acked[base] = "after"
-            await client.aclose()
         async with running(tmp_path / "data") as broker:
             assert await contents(broker, "bad") == acked
         assert fault.failures >= 2
@@ -267,14 +279,7 @@ async def test_failed_fsync_refuses_the_ack_takes_the_partition_offline_until_re
 ) -> None:
     fault = faulty_os("/bad-0/")
     with trio.fail_after(30):
-        async with running(tmp_path / "data") as broker:
-            client = await WireClient.connect(broker)
-            await create(client, "bad", "good")
-            acked = {}
-            for i in range(3):
-                code, base = await produce(client, "bad", b"before-%d" % i)
-                assert code == ErrorCode.NONE
-                acked[base] = f"before-{i}"
+        async with bad_and_good(tmp_path / "data") as (broker, client, acked):
             # Only fdatasync fails: the write is in the page cache, but not known durable,
             # so acks=all must not be acknowledged.
             fault.calls = {"fdatasync"}
@@ -287,7 +292,6 @@ async def test_failed_fsync_refuses_the_ack_takes_the_partition_offline_until_re
             code, _ = await produce(client, "bad", b"still-offline")
             assert code == ErrorCode.KAFKA_STORAGE_ERROR
             assert (await produce(client, "good", b"fine"))[0] == ErrorCode.NONE
-            await client.aclose()
         async with running(tmp_path / "data") as broker:
             values = await contents(broker, "bad")
             assert {o: v for o, v in values.items() if o in acked} == acked
