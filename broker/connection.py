@@ -8,8 +8,12 @@ fsync covering them (acks=all, see broker.durability) does not hold the connecti
 response is queued, and the next requests are read and handled meanwhile; a writer task
 sends the queued responses in request order as they become ready. Kafka needs no such
 thing (it acknowledges from the page cache, durability coming from replicas); without it
-one producer connection would wait out a whole fsync round per request. At most
-MAX_QUEUED responses wait per connection; beyond that the connection stops reading.
+one producer connection would wait out a whole fsync round per request.
+
+What may wait is bounded: at most MAX_DEFERRED deferred responses per connection (each a
+few small objects: the batches are in the log, not in memory), and at most one ready
+response queued behind them (any other request, whose response may be large: a Fetch).
+Past either bound the connection stops reading until the queue drains.
 
 This is the one dispatch site of the broker:
   * a frame we cannot parse closes the connection (logged at INFO), as Kafka does; bytes
@@ -17,7 +21,8 @@ This is the one dispatch site of the broker:
   * an unknown API key or an unsupported version closes the connection, except ApiVersions,
     which is answered with UNSUPPORTED_VERSION and our version list in its v0 form so the
     client can pick a version it shares with us (KIP-511);
-  * `KafkaError` raised by a handler becomes the API's `error_response(request, code)`;
+  * `KafkaError` raised by a handler becomes the API's `error_response(request, code,
+    version)`;
   * any other exception is a bug: it is logged with its traceback, answered with
     UNKNOWN_SERVER_ERROR, and the connection is closed.
 A connection closed for any reason first sends the responses already queued, as Kafka
@@ -29,7 +34,7 @@ from __future__ import annotations
 import collections
 import logging
 import math
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import trio
 
@@ -53,7 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker.connection")
 
 RECEIVE_BYTES = 65536  # keep receives below glibc's mmap threshold (PERF-NOTES §3)
-MAX_QUEUED = 16  # responses waiting to be sent per connection before it stops reading
+MAX_DEFERRED = 256  # deferred responses per connection before it stops reading
 
 
 class RequestContext:
@@ -75,44 +80,32 @@ class CloseConnection(Exception):
     """Stop serving this connection (after logging why)."""
 
 
+class _Call(NamedTuple):
+    """A request being answered, as the dispatch site reports and encodes its response."""
+
+    broker: Broker
+    route: Route
+    version: int
+    correlation_id: int
+    client_id: str | None
+    started: float
+
+
 class _Pending:
     """A queued response whose handler returned a `Deferred`."""
 
-    __slots__ = ("broker", "client_id", "correlation_id", "deferred", "route", "started", "version")
+    __slots__ = ("call", "deferred")
 
-    def __init__(
-        self,
-        broker: Broker,
-        route: Route,
-        version: int,
-        correlation_id: int,
-        client_id: str | None,
-        started: float,
-        deferred: Deferred,
-    ) -> None:
-        self.broker = broker
-        self.route = route
-        self.version = version
-        self.correlation_id = correlation_id
-        self.client_id = client_id
-        self.started = started
+    def __init__(self, call: _Call, deferred: Deferred) -> None:
+        self.call = call
         self.deferred = deferred
 
     async def chunks(self) -> list[Any] | None:
         try:
             response = await self.deferred.finish()
         except Exception:
-            _failed(self.broker, self.route, self.version, self.client_id)
-        return _answer(
-            self.broker,
-            self.route,
-            self.version,
-            self.correlation_id,
-            self.client_id,
-            self.started,
-            ErrorCode.NONE,
-            response,
-        )
+            _failed(self.call)
+        return _answer(self.call, ErrorCode.NONE, response)
 
 
 class _Connection:
@@ -206,7 +199,9 @@ class _Connection:
                 self.writing = True
                 assert self.nursery is not None
                 self.nursery.start_soon(self.write)
-            while len(self.queue) >= MAX_QUEUED:
+            # A ready response behind deferred ones: wait until it is sent before reading on.
+            limit = MAX_DEFERRED if isinstance(out, _Pending) else 1
+            while len(self.queue) >= limit:
                 self.room = trio.Event()
                 await self.room.wait()
 
@@ -341,12 +336,12 @@ async def _handle_frame(
                 route,
                 version,
                 correlation_id,
-                route.error_response(route.request(), ErrorCode.INVALID_REQUEST),
+                route.error_response(route.request(), ErrorCode.INVALID_REQUEST, version),
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
     client_id = header.client_id
     ctx = RequestContext(broker, version, client_id or "", client_host, connection_id)
-    started = trio.current_time()
+    call = _Call(broker, route, version, correlation_id, client_id, trio.current_time())
     code = ErrorCode.NONE
     try:
         try:
@@ -354,46 +349,42 @@ async def _handle_frame(
         except KafkaError as e:
             code = e.code
             log.debug("%s v%d from %s: %s", route.name, version, client_id, e)
-            response = route.error_response(request, e.code)
+            response = route.error_response(request, e.code, version)
     except Exception:
-        _failed(broker, route, version, client_id)
+        _failed(call)
     if isinstance(response, Deferred):
-        return _Pending(broker, route, version, correlation_id, client_id, started, response)
-    return _answer(broker, route, version, correlation_id, client_id, started, code, response)
+        return _Pending(call, response)
+    return _answer(call, code, response)
 
 
-def _failed(broker: Broker, route: Route, version: int, client_id: str | None) -> NoReturn:
+def _failed(call: _Call) -> NoReturn:
     """A handler (or encoding its response) raised what it must not: a bug."""
-    log.exception("%s v%d from %s failed", route.name, version, client_id)
-    broker.metrics.request_done(route.name, ErrorCode.UNKNOWN_SERVER_ERROR, 0.0)
-    raise CloseConnection(f"internal error handling {route.name}") from None
+    log.exception("%s v%d from %s failed", call.route.name, call.version, call.client_id)
+    call.broker.metrics.request_done(call.route.name, ErrorCode.UNKNOWN_SERVER_ERROR, 0.0)
+    raise CloseConnection(f"internal error handling {call.route.name}") from None
 
 
-def _answer(
-    broker: Broker,
-    route: Route,
-    version: int,
-    correlation_id: int,
-    client_id: str | None,
-    started: float,
-    code: ErrorCode,
-    response: Any,
-) -> list[Any] | None:
+def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
     """Encode a handler's response (None: Produce with acks=0, no response at all)."""
+    route = call.route
     try:
         # Encoding is inside the dispatch site too: a response that cannot be encoded is a
         # bug reported with its API, version and client, like any other.
-        out = None if response is None else _respond(route, version, correlation_id, response)
+        out = (
+            None
+            if response is None
+            else _respond(route, call.version, call.correlation_id, response)
+        )
     except Exception:
-        _failed(broker, route, version, client_id)
-    broker.metrics.request_done(route.name, code, trio.current_time() - started)
+        _failed(call)
+    call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "%s v%d corr=%d from %s -> %s",
             route.name,
-            version,
-            correlation_id,
-            client_id,
+            call.version,
+            call.correlation_id,
+            call.client_id,
             code.name,
         )
     return out

@@ -110,7 +110,7 @@ class Route:
     request: type[Message]
     response: type[Message]
     handler: Handler
-    error_response: Callable[[Any, Any], Any]
+    error_response: Callable[[Any, Any, int], Any]
 
 
 def _route(request: type[Message], handler: Handler) -> Route:

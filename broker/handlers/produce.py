@@ -42,7 +42,9 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | Deferre
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported"
         )
     wall_ms = broker.wall_ms()
-    responses = []
+    # (topic name, partition responses): names only, so that a Deferred answer does not
+    # keep the request's frame (its record batches) alive while it waits for the fsync.
+    responses: list[tuple[str, list[PartitionProduceResponse]]] = []
     durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
     for topic_data in request.topic_data:
         name = topic_data.name
@@ -67,15 +69,15 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | Deferre
                 else:
                     broker.durability.note_written(plog, end)
             partitions.append(result)
-        responses.append((topic_data, partitions))
+        responses.append((name, partitions))
     if request.acks == 0:
         return None
 
     def response() -> ProduceResponse:
         return ProduceResponse(
             responses=[
-                TopicProduceResponse(name=td.name, partition_responses=parts)
-                for td, parts in responses
+                TopicProduceResponse(name=topic, partition_responses=parts)
+                for topic, parts in responses
             ]
         )
 

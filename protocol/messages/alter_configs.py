@@ -47,10 +47,13 @@ class AlterConfigsResponse(Message):
     responses: list[AlterConfigsResourceResponse] = wire(Array(AlterConfigsResourceResponse))
 
 
-def error_response(request: AlterConfigsRequest, code: ErrorCode) -> AlterConfigsResponse:
-    """The code on every requested resource (Kafka's getErrorResponse).
+def error_response(
+    request: AlterConfigsRequest, code: ErrorCode, version: int
+) -> AlterConfigsResponse:
+    """The code on every requested resource (Kafka's AlterConfigsRequest.getErrorResponse).
 
-    Kafka also sends the error's default message; we send null and let the client name it.
+    The same at every version. Kafka may also send the exception's own message
+    (ApiError.fromThrowable); we send null and let the client name the code.
     """
     return AlterConfigsResponse(
         responses=[

@@ -55,5 +55,13 @@ class ApiVersionsResponse(Message):
     zk_migration_ready: bool = wire(Bool, since=3, tag=3)
 
 
-def error_response(request: ApiVersionsRequest, code: ErrorCode) -> ApiVersionsResponse:
+def error_response(
+    request: ApiVersionsRequest, code: ErrorCode, version: int
+) -> ApiVersionsResponse:
+    """The code at the top level and no APIs (Kafka's ApiVersionsRequest.getErrorResponse).
+
+    Kafka sets throttle_time_ms from v1, which is 0 here at every version. For
+    UNSUPPORTED_VERSION Kafka also lists ApiVersions' own range; the broker answers that case
+    itself, in the v0 form and with every API (broker.connection).
+    """
     return ApiVersionsResponse(error_code=code)

@@ -50,8 +50,14 @@ class CreatePartitionsResponse(Message):
     results: list[CreatePartitionsTopicResult] = wire(Array(CreatePartitionsTopicResult))
 
 
-def error_response(request: CreatePartitionsRequest, code: ErrorCode) -> CreatePartitionsResponse:
-    """The code on every requested topic (Kafka's getErrorResponse)."""
+def error_response(
+    request: CreatePartitionsRequest, code: ErrorCode, version: int
+) -> CreatePartitionsResponse:
+    """The code on every requested topic (Kafka's CreatePartitionsRequest.getErrorResponse).
+
+    The same at every version. Kafka may also send the exception's own message
+    (ApiError.fromThrowable); we send null.
+    """
     return CreatePartitionsResponse(
         results=[
             CreatePartitionsTopicResult(name=topic.name, error_code=code)

@@ -76,8 +76,14 @@ class CreateTopicsResponse(Message):
     topics: list[CreatableTopicResult] = wire(Array(CreatableTopicResult))
 
 
-def error_response(request: CreateTopicsRequest, code: ErrorCode) -> CreateTopicsResponse:
-    """The code on every requested topic (Kafka's getErrorResponse)."""
+def error_response(
+    request: CreateTopicsRequest, code: ErrorCode, version: int
+) -> CreateTopicsResponse:
+    """The code on every requested topic (Kafka's CreateTopicsRequest.getErrorResponse).
+
+    The same at every version. Kafka may also send the exception's own message
+    (ApiError.fromThrowable); we send null.
+    """
     return CreateTopicsResponse(
         topics=[
             CreatableTopicResult(name=topic.name, error_code=code, error_message=None)

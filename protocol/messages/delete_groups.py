@@ -33,8 +33,13 @@ class DeleteGroupsResponse(Message):
     results: list[DeletableGroupResult] = wire(Array(DeletableGroupResult))
 
 
-def error_response(request: DeleteGroupsRequest, code: ErrorCode) -> DeleteGroupsResponse:
-    """One result per requested group, each carrying the code."""
+def error_response(
+    request: DeleteGroupsRequest, code: ErrorCode, version: int
+) -> DeleteGroupsResponse:
+    """One result per requested group carrying the code, at every version.
+
+    As Kafka's DeleteGroupsRequest.getErrorResponse.
+    """
     return DeleteGroupsResponse(
         results=[DeletableGroupResult(group_id=g, error_code=code) for g in request.groups_names]
     )

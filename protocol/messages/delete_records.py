@@ -50,8 +50,13 @@ class DeleteRecordsResponse(Message):
     topics: list[DeleteRecordsTopicResult] = wire(Array(DeleteRecordsTopicResult))
 
 
-def error_response(request: DeleteRecordsRequest, code: ErrorCode) -> DeleteRecordsResponse:
-    """The code on every requested partition, low_watermark -1 (Kafka's getErrorResponse)."""
+def error_response(
+    request: DeleteRecordsRequest, code: ErrorCode, version: int
+) -> DeleteRecordsResponse:
+    """The code on every requested partition, low_watermark -1, at every version.
+
+    As Kafka's DeleteRecordsRequest.getErrorResponse.
+    """
     return DeleteRecordsResponse(
         topics=[
             DeleteRecordsTopicResult(

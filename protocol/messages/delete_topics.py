@@ -47,16 +47,21 @@ class DeleteTopicsResponse(Message):
     responses: list[DeletableTopicResult] = wire(Array(DeletableTopicResult))
 
 
-def error_response(request: DeleteTopicsRequest, code: ErrorCode) -> DeleteTopicsResponse:
-    """The code on every requested topic (Kafka's getErrorResponse).
+def error_response(
+    request: DeleteTopicsRequest, code: ErrorCode, version: int
+) -> DeleteTopicsResponse:
+    """The code on every requested topic (Kafka's DeleteTopicsRequest.getErrorResponse).
 
-    A request holds `topic_names` below v6 and `topics` from v6, so listing both covers
-    every version.
+    The topics are `topics` (name and topic_id) from v6 and `topic_names` below, as in
+    Kafka's DeleteTopicsRequest.topics().
     """
+    if version >= 6:
+        return DeleteTopicsResponse(
+            responses=[
+                DeletableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=code)
+                for topic in request.topics
+            ]
+        )
     return DeleteTopicsResponse(
-        responses=[
-            DeletableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=code)
-            for topic in request.topics
-        ]
-        + [DeletableTopicResult(name=name, error_code=code) for name in request.topic_names]
+        responses=[DeletableTopicResult(name=name, error_code=code) for name in request.topic_names]
     )

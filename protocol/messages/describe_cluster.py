@@ -44,6 +44,11 @@ class DescribeClusterResponse(Message):
     cluster_authorized_operations: int = wire(Int32, default=-2147483648)
 
 
-def error_response(request: DescribeClusterRequest, code: ErrorCode) -> DescribeClusterResponse:
-    """The top-level code (Kafka's getErrorResponse)."""
+def error_response(
+    request: DescribeClusterRequest, code: ErrorCode, version: int
+) -> DescribeClusterResponse:
+    """The top-level code, at every version (Kafka's DescribeClusterRequest.getErrorResponse).
+
+    Kafka may also send the exception's own message (ApiError.fromThrowable); we send null.
+    """
     return DescribeClusterResponse(error_code=code)

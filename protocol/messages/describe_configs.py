@@ -66,10 +66,13 @@ class DescribeConfigsResponse(Message):
     results: list[DescribeConfigsResult] = wire(Array(DescribeConfigsResult))
 
 
-def error_response(request: DescribeConfigsRequest, code: ErrorCode) -> DescribeConfigsResponse:
-    """The code on every requested resource (Kafka's getErrorResponse).
+def error_response(
+    request: DescribeConfigsRequest, code: ErrorCode, version: int
+) -> DescribeConfigsResponse:
+    """The code on every requested resource, with no configs, at every version.
 
-    Kafka also sends the error's default message; we send null and let the client name it.
+    As Kafka's DescribeConfigsRequest.getErrorResponse. Kafka also sends the code's default
+    message; we send null and let the client name it.
     """
     return DescribeConfigsResponse(
         results=[

@@ -51,8 +51,14 @@ class DescribeGroupsResponse(Message):
     groups: list[DescribedGroup] = wire(Array(DescribedGroup))
 
 
-def error_response(request: DescribeGroupsRequest, code: ErrorCode) -> DescribeGroupsResponse:
-    """One DescribedGroup per requested group carrying the code, with empty state and members."""
+def error_response(
+    request: DescribeGroupsRequest, code: ErrorCode, version: int
+) -> DescribeGroupsResponse:
+    """One DescribedGroup per requested group carrying the code, with empty state and members.
+
+    The same at every version, as Kafka's DescribeGroupsRequest.getErrorResponse
+    (DescribeGroupsResponse.groupError).
+    """
     return DescribeGroupsResponse(
         groups=[DescribedGroup(error_code=code, group_id=group_id) for group_id in request.groups]
     )

@@ -58,8 +58,10 @@ class DescribeLogDirsResponse(Message):
     results: list[DescribeLogDirsResult] = wire(Array(DescribeLogDirsResult))
 
 
-def error_response(request: DescribeLogDirsRequest, code: ErrorCode) -> DescribeLogDirsResponse:
-    """The top-level code and no results (Kafka's getErrorResponse).
+def error_response(
+    request: DescribeLogDirsRequest, code: ErrorCode, version: int
+) -> DescribeLogDirsResponse:
+    """The top-level code and no results (Kafka's DescribeLogDirsRequest.getErrorResponse).
 
     Below v3 there is no top-level code, so the error reaches the client only as an empty
     list of log directories, exactly as from Kafka.

@@ -147,11 +147,12 @@ class FetchResponse(Message):
     node_endpoints: list[NodeEndpoint] = wire(Array(NodeEndpoint), since=16, tag=0)
 
 
-def error_response(request: FetchRequest, code: ErrorCode) -> FetchResponse:
-    """The code at the top and on every requested partition (Kafka's getErrorResponse).
+def error_response(request: FetchRequest, code: ErrorCode, version: int) -> FetchResponse:
+    """The top-level code, plus below v13 the code on every requested partition.
 
-    Kafka leaves the partitions out from v13 on; clients read the top-level code first and
-    ignore them, and with no version at hand we list them for every version.
+    As Kafka's FetchRequest.getErrorResponse: before v13 the code is also set on every
+    partition (high watermark -1), for clients older than the top-level code (v7); from v13
+    the response carries no partitions.
     """
     return FetchResponse(
         error_code=code,
@@ -168,5 +169,7 @@ def error_response(request: FetchRequest, code: ErrorCode) -> FetchResponse:
                 ],
             )
             for topic in request.topics
-        ],
+        ]
+        if version < 13
+        else [],
     )

@@ -49,18 +49,21 @@ class FindCoordinatorResponse(Message):
     coordinators: list[Coordinator] = wire(Array(Coordinator), since=4)
 
 
-def error_response(request: FindCoordinatorRequest, code: ErrorCode) -> FindCoordinatorResponse:
-    """The code at the top level (v0-3) and on one Coordinator per requested key (v4+).
+def error_response(
+    request: FindCoordinatorRequest, code: ErrorCode, version: int
+) -> FindCoordinatorResponse:
+    """The code at the top level (v0-3) or on one Coordinator per requested key (v4+).
 
-    Each version carries only one of the two, so one response serves every version. Node
-    fields are Kafka's Node.noNode() (-1, "", -1). Kafka also sets error_message to the
-    code's English description; we have no such table and leave it null.
+    As Kafka's FindCoordinatorRequest.getErrorResponse (FindCoordinatorResponse.
+    prepareOldResponse below v4, prepareErrorResponse from v4). Node fields are Kafka's
+    Node.noNode() (-1, "", -1). Kafka also sets error_message to the code's English
+    description; we have no such table and leave it null.
     """
+    if version < 4:
+        return FindCoordinatorResponse(
+            error_code=code, error_message=None, node_id=-1, host="", port=-1
+        )
     return FindCoordinatorResponse(
-        error_code=code,
-        node_id=-1,
-        host="",
-        port=-1,
         coordinators=[
             Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code, error_message=None)
             for key in request.coordinator_keys

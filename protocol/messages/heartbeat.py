@@ -33,6 +33,6 @@ class HeartbeatResponse(Message):
     error_code: int = wire(Int16)
 
 
-def error_response(request: HeartbeatRequest, code: ErrorCode) -> HeartbeatResponse:
-    """The code at the top level."""
+def error_response(request: HeartbeatRequest, code: ErrorCode, version: int) -> HeartbeatResponse:
+    """The code at the top level, at every version (Kafka's HeartbeatRequest.getErrorResponse)."""
     return HeartbeatResponse(error_code=code)

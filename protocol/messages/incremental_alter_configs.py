@@ -50,11 +50,12 @@ class IncrementalAlterConfigsResponse(Message):
 
 
 def error_response(
-    request: IncrementalAlterConfigsRequest, code: ErrorCode
+    request: IncrementalAlterConfigsRequest, code: ErrorCode, version: int
 ) -> IncrementalAlterConfigsResponse:
-    """The code on every requested resource (Kafka's getErrorResponse).
+    """The code on every requested resource, at every version.
 
-    Kafka also sends the error's default message; we send null and let the client name it.
+    As Kafka's IncrementalAlterConfigsRequest.getErrorResponse. Kafka may also send the
+    exception's own message (ApiError.fromThrowable); we send null.
     """
     return IncrementalAlterConfigsResponse(
         responses=[

@@ -37,6 +37,11 @@ class InitProducerIdResponse(Message):
     producer_epoch: int = wire(Int16)
 
 
-def error_response(request: InitProducerIdRequest, code: ErrorCode) -> InitProducerIdResponse:
-    """The top-level code, producer id and epoch -1 (Kafka's getErrorResponse)."""
+def error_response(
+    request: InitProducerIdRequest, code: ErrorCode, version: int
+) -> InitProducerIdResponse:
+    """The top-level code, producer id and epoch -1, at every version.
+
+    As Kafka's InitProducerIdRequest.getErrorResponse.
+    """
     return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)

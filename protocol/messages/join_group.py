@@ -62,12 +62,16 @@ class JoinGroupResponse(Message):
     members: list[JoinGroupResponseMember] = wire(Array(JoinGroupResponseMember))
 
 
-def error_response(request: JoinGroupRequest, code: ErrorCode) -> JoinGroupResponse:
+def error_response(request: JoinGroupRequest, code: ErrorCode, version: int) -> JoinGroupResponse:
     """The code at the top level, generation -1, no leader, no member id, no members.
 
-    Kafka sends protocol_name null from v7 and "" below; without the version we send "",
-    which every version can carry (clients ignore the name of a failed join).
+    As Kafka's JoinGroupRequest.getErrorResponse: protocol_name is "" below v7 and null from
+    v7, where it became nullable.
     """
     return JoinGroupResponse(
-        error_code=code, generation_id=-1, protocol_name="", leader="", member_id=""
+        error_code=code,
+        generation_id=-1,
+        protocol_name=None if version >= 7 else "",
+        leader="",
+        member_id="",
     )

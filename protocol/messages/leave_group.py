@@ -47,6 +47,9 @@ class LeaveGroupResponse(Message):
     members: list[MemberResponse] = wire(Array(MemberResponse), since=3)
 
 
-def error_response(request: LeaveGroupRequest, code: ErrorCode) -> LeaveGroupResponse:
-    """The code at the top level only, with no per-member results (also for v3+, as Kafka)."""
+def error_response(request: LeaveGroupRequest, code: ErrorCode, version: int) -> LeaveGroupResponse:
+    """The code at the top level only, with no per-member results, at every version.
+
+    As Kafka's LeaveGroupRequest.getErrorResponse, which leaves the members out from v3 too.
+    """
     return LeaveGroupResponse(error_code=code)

@@ -40,6 +40,9 @@ class ListGroupsResponse(Message):
     groups: list[ListedGroup] = wire(Array(ListedGroup))
 
 
-def error_response(request: ListGroupsRequest, code: ErrorCode) -> ListGroupsResponse:
-    """The code at the top level and no groups."""
+def error_response(request: ListGroupsRequest, code: ErrorCode, version: int) -> ListGroupsResponse:
+    """The code at the top level and no groups, at every version.
+
+    As Kafka's ListGroupsRequest.getErrorResponse.
+    """
     return ListGroupsResponse(error_code=code)

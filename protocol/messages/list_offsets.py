@@ -64,8 +64,14 @@ class ListOffsetsResponse(Message):
     topics: list[ListOffsetsTopicResponse] = wire(Array(ListOffsetsTopicResponse))
 
 
-def error_response(request: ListOffsetsRequest, code: ErrorCode) -> ListOffsetsResponse:
-    """The code on every requested partition, offset and timestamp -1 (Kafka's getErrorResponse)."""
+def error_response(
+    request: ListOffsetsRequest, code: ErrorCode, version: int
+) -> ListOffsetsResponse:
+    """The code on every requested partition, offset and timestamp -1.
+
+    As Kafka's ListOffsetsRequest.getErrorResponse for v1+; its v0 branch (empty
+    old_style_offsets) is for a version we do not serve.
+    """
     return ListOffsetsResponse(
         topics=[
             ListOffsetsTopicResponse(

@@ -79,11 +79,12 @@ class MetadataResponse(Message):
     cluster_authorized_operations: int = wire(Int32, since=8, until=10, default=-2147483648)
 
 
-def error_response(request: MetadataRequest, code: ErrorCode) -> MetadataResponse:
-    """The code on every requested topic, with no partitions (Kafka's getErrorResponse).
+def error_response(request: MetadataRequest, code: ErrorCode, version: int) -> MetadataResponse:
+    """The code on every requested topic, with no partitions, at every version.
 
-    v0-12 have no top-level error code, so a request for all topics gets an empty answer,
-    as from Kafka. A null topic name (v12, by id) is answered as "", as Kafka does.
+    As Kafka's MetadataRequest.getErrorResponse. v0-12 have no top-level error code, so a
+    request for all topics (null `topics`, or an empty one at v0) gets an empty answer, as
+    from Kafka. A null topic name (v12, by id) is answered as "", as Kafka does.
     """
     return MetadataResponse(
         topics=[

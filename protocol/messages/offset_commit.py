@@ -65,8 +65,13 @@ class OffsetCommitResponse(Message):
     topics: list[OffsetCommitResponseTopic] = wire(Array(OffsetCommitResponseTopic))
 
 
-def error_response(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
-    """The code on every partition of every topic in the request (there is no top level)."""
+def error_response(
+    request: OffsetCommitRequest, code: ErrorCode, version: int
+) -> OffsetCommitResponse:
+    """The code on every partition of every topic in the request (there is no top level).
+
+    The same at every version, as Kafka's OffsetCommitRequest.getErrorResponse.
+    """
     return OffsetCommitResponse(
         topics=[
             OffsetCommitResponseTopic(

@@ -45,6 +45,8 @@ class OffsetDeleteResponse(Message):
     topics: list[OffsetDeleteResponseTopic] = wire(Array(OffsetDeleteResponseTopic))
 
 
-def error_response(request: OffsetDeleteRequest, code: ErrorCode) -> OffsetDeleteResponse:
-    """The code at the top level and no topics."""
+def error_response(
+    request: OffsetDeleteRequest, code: ErrorCode, version: int
+) -> OffsetDeleteResponse:
+    """The code at the top level and no topics (Kafka's OffsetDeleteRequest.getErrorResponse)."""
     return OffsetDeleteResponse(error_code=code)

@@ -100,29 +100,34 @@ class OffsetFetchResponse(Message):
     groups: list[OffsetFetchResponseGroup] = wire(Array(OffsetFetchResponseGroup), since=8)
 
 
-def error_response(request: OffsetFetchRequest, code: ErrorCode) -> OffsetFetchResponse:
-    """The code per requested partition (v1), at the top level (v2-7) and per group (v8+).
+def error_response(
+    request: OffsetFetchRequest, code: ErrorCode, version: int
+) -> OffsetFetchResponse:
+    """The code where the version keeps it, as Kafka's OffsetFetchRequest.getErrorResponse.
 
-    Kafka answers v1 per partition (offset -1, metadata "") and v2-7 with the top-level code
-    alone. Without the version we send both for v1-7: v1 carries no top-level code and v2-7
-    clients read the top-level code first, so the partition list is ignored there. A null
-    topic list (v2+: all partitions) gets no partition entries.
+    v1 has no top-level code: every requested partition carries it (offset -1, metadata "").
+    v2-7 carry the top-level code alone, with no topics. v8+ answer each requested group with
+    the code and no topics.
     """
+    if version < 2:
+        return OffsetFetchResponse(
+            topics=[
+                OffsetFetchResponseTopic(
+                    name=topic.name,
+                    partitions=[
+                        OffsetFetchResponsePartition(
+                            partition_index=index, committed_offset=-1, metadata="", error_code=code
+                        )
+                        for index in topic.partition_indexes
+                    ],
+                )
+                for topic in request.topics or ()
+            ]
+        )
+    if version < 8:
+        return OffsetFetchResponse(error_code=code)
     return OffsetFetchResponse(
-        topics=[
-            OffsetFetchResponseTopic(
-                name=topic.name,
-                partitions=[
-                    OffsetFetchResponsePartition(
-                        partition_index=index, committed_offset=-1, metadata="", error_code=code
-                    )
-                    for index in topic.partition_indexes
-                ],
-            )
-            for topic in request.topics or ()
-        ],
-        error_code=code,
         groups=[
             OffsetFetchResponseGroup(group_id=g.group_id, error_code=code) for g in request.groups
-        ],
+        ]
     )

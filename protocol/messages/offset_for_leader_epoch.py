@@ -56,9 +56,12 @@ class OffsetForLeaderEpochResponse(Message):
 
 
 def error_response(
-    request: OffsetForLeaderEpochRequest, code: ErrorCode
+    request: OffsetForLeaderEpochRequest, code: ErrorCode, version: int
 ) -> OffsetForLeaderEpochResponse:
-    """The code on every requested partition, epoch and offset -1 (Kafka's getErrorResponse)."""
+    """The code on every requested partition, epoch and offset -1, at every version.
+
+    As Kafka's OffsetsForLeaderEpochRequest.getErrorResponse.
+    """
     return OffsetForLeaderEpochResponse(
         topics=[
             OffsetForLeaderTopicResult(

@@ -96,11 +96,12 @@ class ProduceResponse(Message):
     node_endpoints: list[NodeEndpoint] = wire(Array(NodeEndpoint), since=10, tag=0)
 
 
-def error_response(request: ProduceRequest, code: ErrorCode) -> ProduceResponse:
-    """The code on every requested partition, base_offset -1 (Kafka's getErrorResponse).
+def error_response(request: ProduceRequest, code: ErrorCode, version: int) -> ProduceResponse:
+    """The code on every requested partition, base_offset -1, at every version.
 
-    Kafka answers nothing at all when acks=0; that is the broker's decision (it sends no
-    response to acks=0), so this always builds one.
+    As Kafka's ProduceRequest.getErrorResponse, which may also send the exception's own
+    message (ApiError.fromThrowable; we send null). Kafka answers nothing at all when acks=0;
+    that is the broker's decision (it sends no response to acks=0), so this always builds one.
     """
     return ProduceResponse(
         responses=[

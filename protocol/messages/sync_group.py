@@ -46,6 +46,9 @@ class SyncGroupResponse(Message):
     assignment: bytes = wire(Bytes)
 
 
-def error_response(request: SyncGroupRequest, code: ErrorCode) -> SyncGroupResponse:
-    """The code at the top level and an empty assignment."""
+def error_response(request: SyncGroupRequest, code: ErrorCode, version: int) -> SyncGroupResponse:
+    """The code at the top level and an empty assignment, at every version.
+
+    As Kafka's SyncGroupRequest.getErrorResponse (protocol_type and protocol_name null).
+    """
     return SyncGroupResponse(error_code=code)

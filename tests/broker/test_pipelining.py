@@ -2,9 +2,9 @@
 
 The fsync is held back by a gate on the broker's Durability, so what the connection does
 meanwhile can be watched: it reads and appends the next requests, answers nothing out of
-order, stops reading once MAX_QUEUED responses wait, and delivers what it owes before it
-closes. A long-polling Fetch on a second connection is the barrier that says a batch has
-been appended.
+order, stops reading once MAX_DEFERRED responses wait or a ready response waits behind
+them, and delivers what it owes before it closes. A long-polling Fetch on a second
+connection is the barrier that says a batch has been appended.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker.connection import MAX_QUEUED
+from broker.connection import MAX_DEFERRED
 from protocol.frames import parse_response_header
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
@@ -105,33 +105,34 @@ def _log_end(broker: Any) -> int:
     return int(broker.topics.partition(TOPIC, 0).log.log_end_offset)
 
 
-async def test_the_next_requests_are_handled_while_a_produce_waits_for_its_fsync(
+async def test_the_next_produce_is_handled_while_a_produce_waits_for_its_fsync(
     broker: Any, gate: trio.Event
 ) -> None:
     with trio.fail_after(30):
         client = await WireClient.connect(broker)
+        metadata = MetadataRequest(topics=[MetadataRequestTopic(name=TOPIC)])
         await client.send_raw(
             request_bytes(_produce(b"a"), 9, correlation_id=1)
-            + request_bytes(
-                MetadataRequest(topics=[MetadataRequestTopic(name=TOPIC)]), 9, correlation_id=2
-            )
-            + request_bytes(_produce(b"b"), 9, correlation_id=3)
+            + request_bytes(_produce(b"b"), 9, correlation_id=2)
+            + request_bytes(metadata, 9, correlation_id=3)
             + request_bytes(_produce(b"c", acks=1), 9, correlation_id=4)
         )
-        # The third request was read and appended although the first is not answered.
-        await _appended(broker, 2)
+        # The second Produce was read and appended although the first is not answered.
+        await _appended(broker, 1)
         await trio.testing.wait_all_tasks_blocked()
-        assert _log_end(broker) == 3
+        # The Metadata response is ready but waits behind them: the connection reads no
+        # further until it is sent, so the fourth request is not handled yet.
+        assert _log_end(broker) == 2
         gate.set()
         got = await _responses(client, 4)
         assert [c for c, _ in got] == [1, 2, 3, 4]  # request order, whatever was ready first
         bases = [
             decode(ProduceResponse, 9, body, 0).responses[0].partition_responses[0].base_offset
             for c, body in got
-            if c != 2
+            if c != 3
         ]
         assert bases == [0, 1, 2]
-        assert decode(MetadataResponse, 9, got[1][1], 0).topics[0].name == TOPIC
+        assert decode(MetadataResponse, 9, got[2][1], 0).topics[0].name == TOPIC
 
 
 async def test_a_connection_stops_reading_when_max_queued_responses_wait(
@@ -139,14 +140,14 @@ async def test_a_connection_stops_reading_when_max_queued_responses_wait(
 ) -> None:
     with trio.fail_after(30):
         client = await WireClient.connect(broker)
-        total = MAX_QUEUED + 2
+        total = MAX_DEFERRED + 2
         await client.send_raw(
             b"".join(request_bytes(_produce(b"%d" % i), 9, correlation_id=i) for i in range(total))
         )
-        await _appended(broker, MAX_QUEUED - 1)
+        await _appended(broker, MAX_DEFERRED - 1)
         await trio.testing.wait_all_tasks_blocked()
-        # MAX_QUEUED responses wait: the connection reads nothing more until they go out.
-        assert _log_end(broker) == MAX_QUEUED
+        # MAX_DEFERRED responses wait: the connection reads nothing more until one goes out.
+        assert _log_end(broker) == MAX_DEFERRED
         gate.set()
         got = await _responses(client, total)
         assert [c for c, _ in got] == list(range(total))

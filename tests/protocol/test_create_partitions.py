@@ -78,9 +78,10 @@ def test_golden_kafka_python(version):
     )
 
 
-def test_error_response_puts_the_code_on_every_topic():
+@pytest.mark.parametrize("version", CreatePartitionsRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_topic(version):
     code = ErrorCode.NOT_CONTROLLER
-    assert error_response(REQUEST, code) == CreatePartitionsResponse(
+    assert error_response(REQUEST, code, version) == CreatePartitionsResponse(
         results=[
             CreatePartitionsTopicResult(name="orders", error_code=code),
             CreatePartitionsTopicResult(name="payments", error_code=code),

@@ -132,9 +132,10 @@ def test_golden_kafka_python(version):
     )
 
 
-def test_error_response_puts_the_code_on_every_topic():
+@pytest.mark.parametrize("version", CreateTopicsRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_topic(version):
     code = ErrorCode.NOT_CONTROLLER
-    assert error_response(REQUEST, code) == CreateTopicsResponse(
+    assert error_response(REQUEST, code, version) == CreateTopicsResponse(
         topics=[
             CreatableTopicResult(name="orders", error_code=code, error_message=None),
             CreatableTopicResult(name="payments", error_code=code, error_message=None),

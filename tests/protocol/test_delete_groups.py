@@ -51,7 +51,7 @@ def test_kafka_python_request_frame(version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_error_response_has_one_result_per_group(version):
-    response = error_response(REQUEST, ErrorCode.NOT_COORDINATOR)
+    response = error_response(REQUEST, ErrorCode.NOT_COORDINATOR, version)
     assert response == DeleteGroupsResponse(
         results=[
             DeletableGroupResult(group_id="group-a", error_code=ErrorCode.NOT_COORDINATOR),

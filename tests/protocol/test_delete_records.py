@@ -82,9 +82,10 @@ def test_golden_kafka_python(version):
     )
 
 
-def test_error_response_puts_the_code_on_every_partition():
+@pytest.mark.parametrize("version", DeleteRecordsRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_partition(version):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert error_response(REQUEST, code) == DeleteRecordsResponse(
+    assert error_response(REQUEST, code, version) == DeleteRecordsResponse(
         topics=[
             DeleteRecordsTopicResult(
                 name="orders",

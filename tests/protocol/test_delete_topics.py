@@ -11,7 +11,8 @@ from protocol.messages.delete_topics import (
     DeleteTopicState,
     error_response,
 )
-from tests.protocol.roundtrip import assert_roundtrip, decode_golden
+from protocol.schema import decode
+from tests.protocol.roundtrip import assert_roundtrip, decode_golden, for_version
 
 GOLDEN = Path(__file__).parent / "golden" / "kafka_python"
 TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
@@ -82,13 +83,26 @@ def test_golden_kafka_python_v6():
     )
 
 
-def test_error_response_puts_the_code_on_every_topic_of_any_version():
+@pytest.mark.parametrize("version", range(1, 6))
+def test_error_response_below_v6_answers_each_topic_name(version):
     code = ErrorCode.NOT_CONTROLLER
-    assert error_response(REQUEST, code) == DeleteTopicsResponse(
+    response = error_response(for_version(REQUEST, version), code, version)
+    decoded = decode(DeleteTopicsResponse, version, assert_roundtrip(response, version))
+    assert decoded == DeleteTopicsResponse(
+        responses=[
+            DeletableTopicResult(name="orders", error_code=code),
+            DeletableTopicResult(name="payments", error_code=code),
+        ]
+    )
+
+
+def test_error_response_from_v6_answers_each_topic_by_name_and_id():
+    code = ErrorCode.NOT_CONTROLLER
+    response = error_response(for_version(REQUEST, 6), code, 6)
+    decoded = decode(DeleteTopicsResponse, 6, assert_roundtrip(response, 6))
+    assert decoded == DeleteTopicsResponse(
         responses=[
             DeletableTopicResult(name="orders", topic_id=ZERO_ID, error_code=code),
             DeletableTopicResult(name=None, topic_id=TOPIC_ID, error_code=code),
-            DeletableTopicResult(name="orders", error_code=code),
-            DeletableTopicResult(name="payments", error_code=code),
         ]
     )

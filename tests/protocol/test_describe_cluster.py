@@ -53,6 +53,7 @@ def test_golden_kafka_python(version):
     )
 
 
-def test_error_response_puts_the_code_at_the_top():
+@pytest.mark.parametrize("version", DescribeClusterRequest.VERSIONS)
+def test_error_response_puts_the_code_at_the_top(version):
     code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
-    assert error_response(REQUEST, code) == DescribeClusterResponse(error_code=code)
+    assert error_response(REQUEST, code, version) == DescribeClusterResponse(error_code=code)

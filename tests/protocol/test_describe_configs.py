@@ -107,9 +107,10 @@ def test_golden_kafka_python(version):
     )
 
 
-def test_error_response_puts_the_code_on_every_resource():
+@pytest.mark.parametrize("version", DescribeConfigsRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_resource(version):
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    assert error_response(REQUEST, code) == DescribeConfigsResponse(
+    assert error_response(REQUEST, code, version) == DescribeConfigsResponse(
         results=[
             DescribeConfigsResult(
                 error_code=code, error_message=None, resource_type=2, resource_name="orders"

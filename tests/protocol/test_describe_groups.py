@@ -79,7 +79,7 @@ def test_kafka_python_request_frame(version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_error_response_has_one_group_per_requested_group(version):
-    response = error_response(REQUEST, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    response = error_response(REQUEST, ErrorCode.COORDINATOR_NOT_AVAILABLE, version)
     assert response == DescribeGroupsResponse(
         groups=[
             DescribedGroup(

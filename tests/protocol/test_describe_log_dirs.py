@@ -94,6 +94,8 @@ def test_golden_kafka_python_flexible(version):
     )
 
 
-def test_error_response_puts_the_code_at_the_top_only():
+@pytest.mark.parametrize("version", DescribeLogDirsRequest.VERSIONS)
+def test_error_response_puts_the_code_at_the_top_only(version):
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    assert error_response(REQUEST, code) == DescribeLogDirsResponse(error_code=code, results=[])
+    response = error_response(REQUEST, code, version)
+    assert response == DescribeLogDirsResponse(error_code=code, results=[])

@@ -21,7 +21,7 @@ from protocol.messages.fetch import (
     error_response,
 )
 from protocol.schema import decode, encode, encode_chunks
-from tests.protocol.roundtrip import assert_roundtrip, decode_golden
+from tests.protocol.roundtrip import assert_roundtrip, decode_golden, for_version
 
 GOLDEN = Path(__file__).parent / "golden" / "kafka_python"
 TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
@@ -246,15 +246,17 @@ def test_golden_kafka_python_v16():
     )
 
 
-def test_error_response_puts_the_code_at_the_top_and_on_every_partition():
+@pytest.mark.parametrize("version", range(4, 13))
+def test_error_response_below_v13_also_puts_the_code_on_every_partition(version):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert error_response(REQUEST, code) == FetchResponse(
-        error_code=code,
-        session_id=77,
+    response = error_response(for_version(REQUEST, version), code, version)
+    decoded = decode(FetchResponse, version, assert_roundtrip(response, version))
+    assert decoded == FetchResponse(
+        error_code=code if version >= 7 else 0,
+        session_id=77 if version >= 7 else 0,
         responses=[
             FetchableTopicResponse(
                 topic="orders",
-                topic_id=TOPIC_ID,
                 partitions=[
                     PartitionData(partition_index=0, error_code=code, high_watermark=-1),
                     PartitionData(partition_index=1, error_code=code, high_watermark=-1),
@@ -262,3 +264,15 @@ def test_error_response_puts_the_code_at_the_top_and_on_every_partition():
             )
         ],
     )
+
+
+@pytest.mark.parametrize("version", range(13, 17))
+def test_error_response_from_v13_has_the_top_level_code_and_no_partitions(version):
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    response = error_response(for_version(REQUEST, version), code, version)
+    data = assert_roundtrip(response, version)
+    assert decode(FetchResponse, version, data) == FetchResponse(
+        error_code=code, session_id=77, responses=[]
+    )
+    # throttle_time_ms, error_code 6, session_id 77, an empty compact array, no tagged fields
+    assert data == bytes.fromhex("00000000 0006 0000004d 01 00")

@@ -62,6 +62,6 @@ def test_kafka_python_request_frame(version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_error_response_sets_top_level_code(version):
-    response = error_response(REQUEST, ErrorCode.ILLEGAL_GENERATION)
+    response = error_response(REQUEST, ErrorCode.ILLEGAL_GENERATION, version)
     assert response == HeartbeatResponse(error_code=ErrorCode.ILLEGAL_GENERATION)
     assert_roundtrip(response, version)

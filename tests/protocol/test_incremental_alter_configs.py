@@ -75,9 +75,10 @@ def test_golden_kafka_python(version):
     assert decode_golden(IncrementalAlterConfigsRequest, name) == (version, REQUEST)
 
 
-def test_error_response_puts_the_code_on_every_resource():
+@pytest.mark.parametrize("version", IncrementalAlterConfigsRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_resource(version):
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    assert error_response(REQUEST, code) == IncrementalAlterConfigsResponse(
+    assert error_response(REQUEST, code, version) == IncrementalAlterConfigsResponse(
         responses=[
             AlterConfigsResourceResponse(
                 error_code=code, error_message=None, resource_type=2, resource_name="orders"

@@ -69,8 +69,9 @@ def test_golden_kafka_python_v5():
     )
 
 
-def test_error_response_puts_the_code_at_the_top_with_no_producer():
+@pytest.mark.parametrize("version", InitProducerIdRequest.VERSIONS)
+def test_error_response_puts_the_code_at_the_top_with_no_producer(version):
     code = ErrorCode.CONCURRENT_TRANSACTIONS
-    assert error_response(REQUEST, code) == InitProducerIdResponse(
+    assert error_response(REQUEST, code, version) == InitProducerIdResponse(
         error_code=code, producer_id=-1, producer_epoch=-1
     )

@@ -155,14 +155,31 @@ def test_kafka_python_metadata_is_a_consumer_subscription():
     assert decode_subscription(request.protocols[0].metadata) == SUBSCRIPTION_V3
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_error_response_sets_top_level_code_only(version):
-    response = error_response(REQUEST, ErrorCode.UNKNOWN_MEMBER_ID)
-    assert response == JoinGroupResponse(
+@pytest.mark.parametrize("version", range(0, 7))
+def test_error_response_below_v7_has_an_empty_protocol_name(version):
+    response = error_response(REQUEST, ErrorCode.UNKNOWN_MEMBER_ID, version)
+    decoded = decode(JoinGroupResponse, version, assert_roundtrip(response, version))
+    assert decoded == JoinGroupResponse(
         error_code=ErrorCode.UNKNOWN_MEMBER_ID,
         generation_id=-1,
         protocol_name="",
         leader="",
         member_id="",
     )
-    assert_roundtrip(response, version)
+
+
+@pytest.mark.parametrize("version", range(7, 10))
+def test_error_response_from_v7_has_a_null_protocol_name(version):
+    response = error_response(REQUEST, ErrorCode.UNKNOWN_MEMBER_ID, version)
+    data = assert_roundtrip(response, version)
+    decoded = decode(JoinGroupResponse, version, data)
+    assert decoded == JoinGroupResponse(
+        error_code=ErrorCode.UNKNOWN_MEMBER_ID,
+        generation_id=-1,
+        protocol_type=None,
+        protocol_name=None,
+        leader="",
+        member_id="",
+    )
+    # throttle, error, generation, then null protocol_type and protocol_name (compact: 0 each)
+    assert data[:12] == bytes.fromhex("00000000 0019 ffffffff 00 00")

@@ -79,6 +79,6 @@ def test_kafka_python_request_frame(version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_error_response_sets_top_level_code_without_member_results(version):
-    response = error_response(REQUEST, ErrorCode.UNKNOWN_MEMBER_ID)
+    response = error_response(REQUEST, ErrorCode.UNKNOWN_MEMBER_ID, version)
     assert response == LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, members=[])
     assert_roundtrip(response, version)

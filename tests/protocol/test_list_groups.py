@@ -62,7 +62,7 @@ def test_kafka_python_request_frame(version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_error_response_sets_top_level_code_and_no_groups(version):
-    response = error_response(REQUEST, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    response = error_response(REQUEST, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, version)
     assert response == ListGroupsResponse(
         error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, groups=[]
     )

@@ -120,9 +120,10 @@ def test_golden_kafka_python_flexible(version):
     )
 
 
-def test_error_response_puts_the_code_on_every_partition():
+@pytest.mark.parametrize("version", ListOffsetsRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_partition(version):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert error_response(REQUEST, code) == ListOffsetsResponse(
+    assert error_response(REQUEST, code, version) == ListOffsetsResponse(
         topics=[
             ListOffsetsTopicResponse(
                 name="orders",

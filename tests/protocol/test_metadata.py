@@ -134,7 +134,8 @@ def test_golden_kafka_python_v12():
     )
 
 
-def test_error_response_puts_the_code_on_every_requested_topic():
+@pytest.mark.parametrize("version", MetadataRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_requested_topic(version):
     request = MetadataRequest(
         topics=[
             MetadataRequestTopic(name="orders"),
@@ -142,7 +143,7 @@ def test_error_response_puts_the_code_on_every_requested_topic():
         ]
     )
     code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    assert error_response(request, code) == MetadataResponse(
+    assert error_response(request, code, version) == MetadataResponse(
         topics=[
             MetadataResponseTopic(error_code=code, name="orders"),
             MetadataResponseTopic(error_code=code, name="", topic_id=TOPIC_ID),
@@ -150,7 +151,7 @@ def test_error_response_puts_the_code_on_every_requested_topic():
     )
 
 
-def test_error_response_for_all_topics_has_nowhere_to_put_the_code():
-    assert error_response(MetadataRequest(topics=None), ErrorCode.UNKNOWN_SERVER_ERROR) == (
-        MetadataResponse()
-    )
+@pytest.mark.parametrize("version", MetadataRequest.VERSIONS)
+def test_error_response_for_all_topics_has_nowhere_to_put_the_code(version):
+    request = MetadataRequest(topics=None)
+    assert error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR, version) == MetadataResponse()

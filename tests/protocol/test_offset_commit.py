@@ -165,7 +165,7 @@ def test_kafka_python_request_frame(version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_error_response_sets_the_code_on_every_partition(version):
-    response = error_response(REQUEST, ErrorCode.ILLEGAL_GENERATION)
+    response = error_response(REQUEST, ErrorCode.ILLEGAL_GENERATION, version)
     assert response == OffsetCommitResponse(
         topics=[
             OffsetCommitResponseTopic(

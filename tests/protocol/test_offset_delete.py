@@ -78,7 +78,8 @@ def test_kafka_python_request_frame():
     assert encode(expected, 0) == frame[pos:]
 
 
-def test_error_response_sets_top_level_code_and_no_topics():
-    response = error_response(REQUEST, ErrorCode.GROUP_ID_NOT_FOUND)
+@pytest.mark.parametrize("version", OffsetDeleteRequest.VERSIONS)
+def test_error_response_sets_top_level_code_and_no_topics(version):
+    response = error_response(REQUEST, ErrorCode.GROUP_ID_NOT_FOUND, version)
     assert response == OffsetDeleteResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND, topics=[])
-    assert_roundtrip(response, 0)
+    assert_roundtrip(response, version)

@@ -149,7 +149,7 @@ def test_kafka_python_request_frame(version):
 
 
 def test_error_response_v1_answers_each_partition():
-    response = error_response(for_version(REQUEST, 1), ErrorCode.NOT_COORDINATOR)
+    response = error_response(for_version(REQUEST, 1), ErrorCode.NOT_COORDINATOR, 1)
     decoded = decode(OffsetFetchResponse, 1, assert_roundtrip(response, 1))
     assert decoded == OffsetFetchResponse(
         topics=[
@@ -176,21 +176,27 @@ def test_error_response_v1_answers_each_partition():
 
 
 @pytest.mark.parametrize("version", range(2, 8))
-def test_error_response_v2_to_v7_has_the_top_level_code(version):
-    response = error_response(for_version(REQUEST, version), ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-    assert (
-        decode(OffsetFetchResponse, version, assert_roundtrip(response, version)).error_code == 14
-    )
+def test_error_response_v2_to_v7_has_the_top_level_code_and_no_topics(version):
+    code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    response = error_response(for_version(REQUEST, version), code, version)
+    data = assert_roundtrip(response, version)
+    assert decode(OffsetFetchResponse, version, data) == OffsetFetchResponse(error_code=code)
+    throttle_time_ms = "" if version < 3 else "00000000"
+    no_topics = "00000000" if version < 6 else "01"  # compact arrays from v6 (flexible)
+    tagged_fields = "" if version < 6 else "00"
+    assert data.hex() == throttle_time_ms + no_topics + "000e" + tagged_fields
 
 
-def test_error_response_for_all_topics_has_no_partitions():
-    response = error_response(REQUEST_ALL_TOPICS, ErrorCode.NOT_COORDINATOR)
+@pytest.mark.parametrize("version", range(2, 8))
+def test_error_response_for_all_topics_has_no_partitions(version):
+    request = for_version(REQUEST_ALL_TOPICS, version)
+    response = error_response(request, ErrorCode.NOT_COORDINATOR, version)
     assert response == OffsetFetchResponse(topics=[], error_code=ErrorCode.NOT_COORDINATOR)
 
 
 @pytest.mark.parametrize("version", range(8, 10))
 def test_error_response_v8_answers_each_group(version):
-    response = error_response(for_version(REQUEST, version), ErrorCode.NOT_COORDINATOR)
+    response = error_response(for_version(REQUEST, version), ErrorCode.NOT_COORDINATOR, version)
     decoded = decode(OffsetFetchResponse, version, assert_roundtrip(response, version))
     assert decoded == OffsetFetchResponse(
         groups=[

@@ -107,9 +107,10 @@ def test_golden_kafka_python_v4():
     )
 
 
-def test_error_response_puts_the_code_on_every_partition():
+@pytest.mark.parametrize("version", OffsetForLeaderEpochRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_partition(version):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert error_response(REQUEST, code) == OffsetForLeaderEpochResponse(
+    assert error_response(REQUEST, code, version) == OffsetForLeaderEpochResponse(
         topics=[
             OffsetForLeaderTopicResult(
                 topic="orders",

@@ -170,8 +170,9 @@ def test_golden_kafka_python_request(version):
     )
 
 
-def test_error_response_puts_the_code_on_every_partition():
-    response = error_response(REQUEST, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+@pytest.mark.parametrize("version", ProduceRequest.VERSIONS)
+def test_error_response_puts_the_code_on_every_partition(version):
+    response = error_response(REQUEST, ErrorCode.NOT_LEADER_OR_FOLLOWER, version)
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert response == ProduceResponse(
         responses=[
@@ -185,4 +186,4 @@ def test_error_response_puts_the_code_on_every_partition():
             TopicProduceResponse(name="payments", partition_responses=[]),
         ]
     )
-    assert_roundtrip(response, 11)
+    assert_roundtrip(response, version)

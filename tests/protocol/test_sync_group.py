@@ -131,6 +131,6 @@ def test_kafka_python_assignments_are_consumer_assignments():
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_error_response_sets_top_level_code_and_empty_assignment(version):
-    response = error_response(REQUEST, ErrorCode.REBALANCE_IN_PROGRESS)
+    response = error_response(REQUEST, ErrorCode.REBALANCE_IN_PROGRESS, version)
     assert response == SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, assignment=b"")
     assert_roundtrip(response, version)
