@@ -19,6 +19,7 @@ import threading
 import time
 import traceback
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +136,7 @@ def run_in_thread(fn: Callable[[], Any], timeout: float, what: str) -> Any:
 # --- group members --------------------------------------------------------------------
 
 
-class GroupMember:
+class GroupMember(ABC):
     """One group member: a consumer that lives and dies in a thread of its own (kafka-python
     and aiokafka consumers must not be used from two threads), polling until `stop()`.
 
@@ -164,11 +165,11 @@ class GroupMember:
 
     # -- what each client implements; all run in the member's thread --
 
-    def _open(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _open(self) -> None: ...
 
-    def _poll(self) -> list[Rec]:
-        raise NotImplementedError
+    @abstractmethod
+    def _poll(self) -> list[Rec]: ...
 
     def _assigned(self) -> frozenset[int]:
         return frozenset(tp.partition for tp in self.c.assignment())

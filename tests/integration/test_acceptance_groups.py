@@ -26,6 +26,7 @@ import asyncio
 import logging
 import queue
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import closing, contextmanager, suppress
@@ -172,14 +173,14 @@ class Member(GroupMember):
 
     # -- what each client implements besides GroupMember's; all run in the member's thread --
 
-    def _commit_sync(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _commit_sync(self) -> None: ...
 
-    def _commit_async(self, done: Callable[[BaseException | None], None]) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _commit_async(self, done: Callable[[BaseException | None], None]) -> None: ...
 
-    def _committed(self, partitions: Sequence[int]) -> dict[int, int | None]:
-        raise NotImplementedError
+    @abstractmethod
+    def _committed(self, partitions: Sequence[int]) -> dict[int, int | None]: ...
 
     def _generation(self) -> int | None:
         return None
@@ -482,25 +483,27 @@ class GroupView:
     members: dict[str, MemberView]  # by client id
 
 
-class Admin:
+class Admin(ABC):
     """One client's admin API: list groups, describe a group, list its offsets, delete it."""
 
+    @abstractmethod
     def groups(self) -> dict[str, str]:
         """group id -> protocol type"""
-        raise NotImplementedError
+        ...
 
-    def describe(self, group: str) -> GroupView:
-        raise NotImplementedError
+    @abstractmethod
+    def describe(self, group: str) -> GroupView: ...
 
-    def offsets(self, group: str) -> dict[tuple[str, int], int]:
-        raise NotImplementedError
+    @abstractmethod
+    def offsets(self, group: str) -> dict[tuple[str, int], int]: ...
 
+    @abstractmethod
     def delete(self, group: str) -> int:
         """The error code DeleteGroups answered for the group."""
-        raise NotImplementedError
+        ...
 
-    def close(self) -> None:
-        pass
+    def close(self) -> None:  # noqa: B027 (a default: confluent's AdminClient has no close)
+        """Release the client; nothing to do unless the client has something to close."""
 
 
 class KafkaPythonAdmin(Admin):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,7 +114,7 @@ class Ledger:
             self.failed_commits += 1
 
 
-class _Worker:
+class _Worker(ABC):
     """A client loop in a daemon thread; `stop()` asks it to finish and waits."""
 
     def __init__(self, name: str, ledger: Ledger, stopping: threading.Event) -> None:
@@ -132,8 +133,8 @@ class _Worker:
         except Exception:
             self.crash = traceback.format_exc()
 
-    def run(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def run(self) -> None: ...
 
     def join(self, timeout: float) -> None:
         self.thread.join(timeout)
