@@ -27,13 +27,25 @@ This is the one dispatch site of the broker:
     UNKNOWN_SERVER_ERROR, and the connection is closed.
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
+
+The socket is read and written with plain non-blocking calls on its descriptor (os.read,
+os.readv, os.writev), and only a call that would block waits, in trio's
+`wait_readable`/`wait_writable`. trio's own socket methods add two trips through the
+scheduler to every call (a cancellation check and a cancel-shielded checkpoint): on a
+request/response connection that was a third of the broker's cost for a small request
+(bench/RESULTS.md, §3). A response goes out in one writev however many chunks it has.
+Idle connections are not timed per call either: `expire_idle_connections` looks at every
+connection a few times per `connections.max.idle.ms` and closes those blocked on their
+client for longer (receiving with nothing queued, or sending to a client that does not
+read), as Kafka's idle-connection check does, so a connection is closed between 1 and
+1.1 times the limit after its last progress.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
-import math
+import os
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import trio
@@ -59,6 +71,8 @@ log = logging.getLogger("broker.connection")
 
 RECEIVE_BYTES = 65536  # keep receives below glibc's mmap threshold (PERF-NOTES §3)
 MAX_DEFERRED = 256  # deferred responses per connection before it stops reading
+IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # chunks per writev
+IDLE_CHECKS = 10  # idle checks per connections.max.idle.ms
 
 
 class RequestContext:
@@ -113,15 +127,19 @@ class _Connection:
         "broker",
         "client_host",
         "connection_id",
+        "drained_at",
         "frames",
-        "idle_s",
         "metrics",
+        "mid_frame",
         "nursery",
         "queue",
+        "read_since",
         "reason",
-        "receiving",
         "room",
+        "sock",
         "stream",
+        "waited",
+        "write_since",
         "writing",
     )
 
@@ -130,64 +148,106 @@ class _Connection:
     ) -> None:
         self.broker = broker
         self.stream = stream
+        self.sock = stream.socket  # for fileno(), close() and trio's waits only
         self.connection_id = connection_id
         self.client_host = client_host
         self.metrics = broker.metrics
         self.frames = FrameBuffer(broker.config["socket.request.max.bytes"])
-        self.idle_s = broker.config["connections.max.idle.ms"] / 1000
         self.reason: str | None = None
         # Responses not sent yet, in request order: chunks, or a _Pending at the head.
         self.queue: collections.deque[list[Any] | _Pending] = collections.deque()
         self.writing = False
         self.room: trio.Event | None = None  # set when the queue shrinks
-        self.receiving: trio.CancelScope | None = None  # the idle timeout of a receive
         self.nursery: trio.Nursery | None = None
+        # What expire_idle_connections looks at: since when the connection has waited to
+        # read / to write (None: it is not waiting), when its queue last became empty, and
+        # whether a frame is half received.
+        self.read_since: float | None = None
+        self.write_since: float | None = None
+        self.drained_at = trio.current_time()
+        self.mid_frame = False
+        self.waited = False  # the reader went through the scheduler since its last request
 
     def end(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
 
-    def _receive_deadline(self) -> float:
-        # Idle only when nothing is queued: a client waiting for a deferred response is not.
-        return math.inf if self.queue else trio.current_time() + self.idle_s
+    def _fd(self) -> int:
+        fd: int = self.sock.fileno()
+        if fd < 0:  # closed (by the writer or the idle check) while this task was elsewhere
+            raise trio.ClosedResourceError("connection closed")
+        return fd
+
+    async def _wait_readable(self) -> None:
+        self.read_since = trio.current_time()
+        try:
+            await trio.lowlevel.wait_readable(self.sock)
+        finally:
+            self.read_since = None
+        self.waited = True
+
+    def idle_reason(self, now: float, idle_s: float) -> str | None:
+        """Why this connection should be closed as idle at `now`, if it should."""
+        if self.write_since is not None and now - self.write_since >= idle_s:
+            return "idle timeout (client not reading its responses)"
+        # Waiting to read is idle only with nothing queued: a client waiting for a deferred
+        # response is not idle.
+        if (
+            self.read_since is not None
+            and not self.queue
+            and now - max(self.read_since, self.drained_at) >= idle_s
+        ):
+            return (
+                "idle timeout mid-frame" if self.mid_frame or len(self.frames) else "idle timeout"
+            )
+        return None
+
+    def close_idle(self, reason: str) -> None:
+        """Close the socket: the tasks waiting on it get ClosedResourceError and stop. (Not a
+        cancellation: a request being handled, an OffsetCommit waiting for its fsync, must
+        finish, or the coordinator would wait for it forever.)"""
+        self.end(reason)
+        self.sock.close()
 
     async def read(self) -> None:
-        frames, stream, metrics = self.frames, self.stream, self.metrics
+        frames, metrics = self.frames, self.metrics
         while True:
             frame: bytes | bytearray | None = frames.next_frame()
             if frame is None and (large := frames.start_large_frame(RECEIVE_BYTES)) is not None:
                 frame, got = large
                 already = got
                 view = memoryview(frame)
-                with trio.move_on_after(self.idle_s) as idle:
-                    while got < len(frame):
-                        n = await stream.socket.recv_into(view[got:])
-                        if n == 0:
-                            break
-                        got += n
-                        idle.deadline = trio.current_time() + self.idle_s
+                self.mid_frame = True
+                while got < len(frame):
+                    try:
+                        n = os.readv(self._fd(), [view[got:]])
+                    except BlockingIOError:
+                        await self._wait_readable()
+                        continue
+                    if n == 0:
+                        metrics.bytes_in(got - already)
+                        self.end("closed by client mid-frame")
+                        return
+                    got += n
+                self.mid_frame = False
                 metrics.bytes_in(got - already)
-                if got < len(frame):
-                    self.end(
-                        "idle timeout mid-frame"
-                        if idle.cancelled_caught
-                        else "closed by client mid-frame"
-                    )
-                    return
             if frame is None:
-                with trio.CancelScope(deadline=self._receive_deadline()) as scope:
-                    self.receiving = scope
-                    data = await stream.receive_some(RECEIVE_BYTES)
-                self.receiving = None
-                if scope.cancelled_caught:
-                    self.end("idle timeout")
-                    return
+                try:
+                    data = os.read(self._fd(), RECEIVE_BYTES)
+                except BlockingIOError:
+                    await self._wait_readable()
+                    continue
                 if not data:
                     self.end("closed by client mid-frame" if len(frames) else "closed by client")
                     return
                 metrics.bytes_in(len(data))
                 frames.feed(data)
                 continue
+            if not self.waited:
+                # Frames already buffered (a client that pipelines): let other tasks run
+                # between its requests.
+                await trio.lowlevel.checkpoint()
+            self.waited = False
             out = await _handle_frame(self.broker, frame, self.client_host, self.connection_id)
             if out is None:
                 continue
@@ -216,12 +276,7 @@ class _Connection:
                 self.queue.popleft()
                 if self.room is not None:
                     self.room.set()
-        except (
-            CloseConnection,
-            trio.BrokenResourceError,
-            trio.ClosedResourceError,
-            ConnectionError,
-        ) as e:
+        except (CloseConnection, trio.ClosedResourceError, OSError) as e:
             # Close the socket rather than cancel the reader: a request it is handling (an
             # OffsetCommit waiting for its fsync) must finish, or the coordinator would wait
             # for it forever. The reader's next receive or send fails and it stops.
@@ -229,27 +284,64 @@ class _Connection:
             self.queue.clear()
             if self.room is not None:
                 self.room.set()
-            await self.stream.aclose()
+            self.sock.close()
         finally:
             self.writing = False
-        if self.receiving is not None:
-            # The queue is empty: the connection may idle again from now.
-            self.receiving.deadline = trio.current_time() + self.idle_s
+            self.drained_at = trio.current_time()  # idle from now if nothing else comes
 
     async def send(self, out: list[Any]) -> None:
-        # A client that stops reading its responses makes no progress either: Kafka
-        # closes it after connections.max.idle.ms like one that stops sending, so it
-        # cannot pin a task, a descriptor and a response forever.
-        with trio.move_on_after(self.idle_s) as stalled:
-            self.metrics.bytes_out(await send_chunks(self.stream, out))
-        if stalled.cancelled_caught:
-            raise CloseConnection("idle timeout (client not reading its responses)")
+        """Send a response given as chunks, all in one writev when the socket takes it."""
+        total = 0
+        for chunk in out:
+            total += len(chunk)
+        chunks = out
+        while True:
+            try:
+                sent = os.writev(self._fd(), chunks if len(chunks) <= IOV_MAX else chunks[:IOV_MAX])
+            except BlockingIOError:
+                # A client that stops reading its responses makes no progress either: it is
+                # closed after connections.max.idle.ms like one that stops sending, so it
+                # cannot pin a task, a descriptor and a response forever.
+                self.write_since = trio.current_time()
+                try:
+                    await trio.lowlevel.wait_writable(self.sock)
+                finally:
+                    self.write_since = None
+                continue
+            chunks = _unsent(chunks, sent)
+            if not chunks:
+                break
+        self.metrics.bytes_out(total)
+
+
+def _unsent(chunks: list[Any], sent: int) -> list[Any]:
+    """What is left of `chunks` after the first `sent` bytes went out."""
+    i = 0
+    while i < len(chunks) and sent >= len(chunks[i]):
+        sent -= len(chunks[i])
+        i += 1
+    rest = chunks[i:]
+    if sent:
+        rest[0] = memoryview(rest[0])[sent:]
+    return rest
 
 
 def _reason(e: BaseException) -> str:
     if isinstance(e, (CloseConnection, FrameTooLarge)):
         return str(e)
     return f"connection lost ({e.__class__.__name__})"
+
+
+async def expire_idle_connections(broker: Broker) -> None:
+    """Close the connections idle for connections.max.idle.ms (see the module docstring)."""
+    idle_s = broker.config["connections.max.idle.ms"] / 1000
+    while True:
+        await trio.sleep(max(idle_s / IDLE_CHECKS, 0.001))
+        now = trio.current_time()
+        for conn in broker.connections:
+            reason = conn.idle_reason(now, idle_s)
+            if reason is not None:
+                conn.close_idle(reason)
 
 
 async def serve_connection(broker: Broker, stream: trio.SocketStream, connection_id: int) -> None:
@@ -260,6 +352,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, connection
         client_host = "/unknown"
     conn = _Connection(broker, stream, connection_id, client_host)
     broker.metrics.connection_opened()
+    broker.connections.add(conn)
     log.info("connection %d opened from %s", connection_id, client_host[1:])
     try:
         async with trio.open_nursery() as conn.nursery:
@@ -267,13 +360,14 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, connection
                 await conn.read()
             except (FrameTooLarge, CloseConnection) as e:
                 conn.end(_reason(e))
-            except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as e:
+            except (trio.ClosedResourceError, OSError) as e:
                 conn.end(_reason(e))
                 # Nobody to send the queued responses to. The writer waits only for fsyncs
                 # of batches already appended, which go on without it.
                 conn.nursery.cancel_scope.cancel()
             # Leaving the nursery waits for the writer: queued responses still go out.
     finally:
+        broker.connections.discard(conn)
         broker.metrics.connection_closed()
         log.info(
             "connection %d from %s closed: %s",
@@ -283,29 +377,6 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, connection
         )
         with trio.CancelScope(shield=True):
             await stream.aclose()
-
-
-COALESCE_BYTES = 65536  # chunks smaller than this are joined; larger ones go out as they are
-
-
-async def send_chunks(stream: trio.abc.SendStream, chunks: list[Any]) -> int:
-    """Send a response given as chunks: small ones joined (one send instead of hundreds),
-    large ones (record data) sent without copying. Returns the bytes sent."""
-    total = 0
-    pending: list[Any] = []
-    for chunk in chunks:
-        n = len(chunk)
-        total += n
-        if n >= COALESCE_BYTES:
-            if pending:
-                await stream.send_all(b"".join(pending))
-                pending = []
-            await stream.send_all(chunk)
-        else:
-            pending.append(chunk)
-    if pending:
-        await stream.send_all(b"".join(pending))
-    return total
 
 
 async def _handle_frame(

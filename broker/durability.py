@@ -40,22 +40,24 @@ log = logging.getLogger("broker.durability")
 class Durability:
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
-        # Writes waiting for the next round, per log: (end offset, event).
-        self._waiters: dict[Log, list[tuple[int, trio.Event]]] = {}
+        # The logs to flush in the next round, and the event that round sets: everyone
+        # waiting for a round waits on the same event.
+        self._logs: set[Log] = set()
+        self._round = trio.Event()
         self._last_sync = -math.inf
         self._running = False
         self._sleep: trio.CancelScope | None = None  # the loop's wait for the next round
 
-    def _wait_for(self, plog: Log, end_offset: int) -> trio.Event:
-        ev = trio.Event()
-        self._waiters.setdefault(plog, []).append((end_offset, ev))
-        due = self._last_sync + plog.config.flush_interval_ms / 1000
+    def _wait_for(self, plog: Log) -> trio.Event:
+        self._logs.add(plog)
         if not self._running:
             self._running = True
             self._nursery.start_soon(self._sync_loop)
-        elif self._sleep is not None and due < self._sleep.deadline:
-            self._sleep.deadline = due  # a log with a shorter flush.ms
-        return ev
+        elif self._sleep is not None:
+            due = self._last_sync + plog.config.flush_interval_ms / 1000
+            if due < self._sleep.deadline:
+                self._sleep.deadline = due  # a log with a shorter flush.ms
+        return self._round
 
     async def wait_durable(self, plog: Log, end_offset: int) -> None:
         """Return once everything before `end_offset` in `plog` has been fsynced.
@@ -65,7 +67,7 @@ class Durability:
         """
         if plog.config.flush_mode == "none" or plog.flushed_offset >= end_offset:
             return
-        await self._wait_for(plog, end_offset).wait()
+        await self._wait_for(plog).wait()
         if plog.flushed_offset < end_offset:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"fsync of {plog.path} failed")
 
@@ -73,27 +75,26 @@ class Durability:
         """Schedule an fsync for a write nobody waits for (acks=0/1), bounding the loss window."""
         if plog.config.flush_mode == "none" or plog.flushed_offset >= end_offset:
             return
-        self._wait_for(plog, end_offset)
+        self._wait_for(plog)
 
     async def _sync_loop(self) -> None:
         try:
-            while self._waiters:
-                interval_s = min(p.config.flush_interval_ms for p in self._waiters) / 1000
+            while self._logs:
+                interval_s = min(p.config.flush_interval_ms for p in self._logs) / 1000
                 with trio.CancelScope(deadline=self._last_sync + interval_s) as self._sleep:
                     await trio.sleep_forever()
                 self._sleep = None
                 self._last_sync = trio.current_time()
-                batch, self._waiters = self._waiters, {}
-                failed = await trio.to_thread.run_sync(flush_logs, list(batch))
+                logs, self._logs = self._logs, set()
+                done, self._round = self._round, trio.Event()
+                failed = await trio.to_thread.run_sync(flush_logs, list(logs))
                 for plog, e in failed.items():
                     # KAFKA_STORAGE_ERROR: the log is offline until reopened.
                     log.error("fsync of %s failed: %s", plog.path, e)
                 # Every waiter of the round is woken: its write preceded the round, so it is
                 # durable now unless the flush failed (or the log was closed meanwhile), which
                 # wait_durable reports.
-                for waiters in batch.values():
-                    for _, ev in waiters:
-                        ev.set()
+                done.set()
         finally:
             self._running = False
             self._sleep = None

@@ -239,7 +239,8 @@ class CoordinatorRuntime:
             if group_id is not None:
                 self._note_generation(group_id)
             await self.complete(outcome)
-            await slot.event.wait()
+            if not slot.event.is_set():  # usually it is (not a JoinGroup parked for others)
+                await slot.event.wait()
             return slot.response
         finally:
             self._parked.pop(token, None)

@@ -4,6 +4,7 @@
     ├── listeners (trio.serve_listeners) ── connection nursery ── one task per connection
     ├── coordinator runtime: replay of __consumer_offsets, then its timer task
     ├── retention / compaction task
+    ├── idle connection check (broker.connection.expire_idle_connections)
     ├── group-commit fsync tasks (broker.durability)
     └── admin HTTP endpoint (only with admin.port)
 
@@ -27,7 +28,7 @@ import trio
 import trio.lowlevel
 
 from broker.config import Config
-from broker.connection import serve_connection
+from broker.connection import expire_idle_connections, serve_connection
 from broker.durability import Durability
 from broker.metrics import Metrics
 from broker.producer_ids import ProducerIdAllocator
@@ -98,6 +99,7 @@ class Broker:
         self._cancel: trio.CancelScope | None = None
         self._connection_ids = itertools.count(1)
         self.open_connections = 0
+        self.connections: set[Any] = set()  # broker.connection._Connection, while served
 
     # Two clocks, named apart: monotonic for deadlines (autojump_clock drives it in tests),
     # wall time for timestamps stored in records.
@@ -194,6 +196,7 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                 broker.coordinator = CoordinatorRuntime(broker)
                 await nursery.start(broker.coordinator.run)
                 nursery.start_soon(_housekeeping, broker)
+                nursery.start_soon(expire_idle_connections, broker)
                 if config["admin.port"] >= 0:
                     from broker.admin_http import serve_admin
 

@@ -17,6 +17,7 @@ import trio
 import trio.testing
 
 from broker.connection import MAX_DEFERRED
+from protocol.errors import ErrorCode
 from protocol.frames import parse_response_header
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
@@ -70,24 +71,26 @@ async def gate(broker: Any, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
 
 
 async def _appended(broker: Any, offset: int) -> None:
-    """Return once the record at `offset` is in the log, seen by a long-polling Fetch."""
+    """Return once the record at `offset` is in the log, seen by long-polling Fetches (each
+    from the log end of the moment, which waits until something is appended)."""
     client = await WireClient.connect(broker)
-    request = FetchRequest(
-        max_wait_ms=20_000,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        topics=[
-            FetchTopic(
-                topic=TOPIC,
-                partitions=[
-                    FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)
-                ],
-            )
-        ],
-    )
-    response: FetchResponse = await client.call(request, 11)
-    assert response.responses[0].partitions[0].high_watermark == offset + 1
+    while (end := _log_end(broker)) <= offset:
+        request = FetchRequest(
+            max_wait_ms=20_000,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            topics=[
+                FetchTopic(
+                    topic=TOPIC,
+                    partitions=[
+                        FetchPartition(partition=0, fetch_offset=end, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ],
+        )
+        response: FetchResponse = await client.call(request, 11)
+        assert response.responses[0].partitions[0].error_code == ErrorCode.NONE
     await client.aclose()
 
 
