@@ -24,6 +24,7 @@ when it starts (file, environment, flags); Kafka would accept its dynamic ones
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from broker.handlers.describe_configs import BROKER, TOPIC
@@ -36,10 +37,36 @@ from protocol.messages.alter_configs import (
 )
 
 
-def duplicates(resources: list[Any]) -> set[tuple[int, str]]:
-    """(type, name) of every resource named more than once in one request."""
+def alter_each(
+    resources: list[Any],
+    alter: Callable[[Any], None],
+    resource_response: Callable[..., Any],
+) -> list[Any]:
+    """Apply `alter` to each resource on its own, one response per resource in request
+    order: its KafkaError becomes that resource's error code and message. A resource named
+    more than once in the request is refused for every copy (INVALID_REQUEST), as Kafka
+    does, and not altered."""
     copies = Counter((r.resource_type, r.resource_name) for r in resources)
-    return {key for key, n in copies.items() if n > 1}
+    responses = []
+    for resource in resources:
+        code, message = ErrorCode.NONE, None
+        try:
+            if copies[resource.resource_type, resource.resource_name] > 1:
+                raise KafkaError(
+                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            alter(resource)
+        except KafkaError as e:
+            code, message = e.code, e.detail or None
+        responses.append(
+            resource_response(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return responses
 
 
 def check_broker_name(ctx: Any, name: str) -> None:
@@ -100,24 +127,10 @@ def _alter(ctx: Any, resource: Any, validate_only: bool) -> None:
 
 
 async def handle(ctx: Any, request: AlterConfigsRequest) -> AlterConfigsResponse:
-    repeated = duplicates(request.resources)
-    responses = []
-    for resource in request.resources:
-        code, message = ErrorCode.NONE, None
-        try:
-            if (resource.resource_type, resource.resource_name) in repeated:
-                raise KafkaError(
-                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-                )
-            _alter(ctx, resource, request.validate_only)
-        except KafkaError as e:
-            code, message = e.code, e.detail or None
-        responses.append(
-            AlterConfigsResourceResponse(
-                error_code=code,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
+    return AlterConfigsResponse(
+        responses=alter_each(
+            request.resources,
+            lambda resource: _alter(ctx, resource, request.validate_only),
+            AlterConfigsResourceResponse,
         )
-    return AlterConfigsResponse(responses=responses)
+    )

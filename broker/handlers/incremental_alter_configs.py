@@ -28,8 +28,8 @@ from typing import Any
 
 from broker.config import TOPIC_CONFIGS
 from broker.handlers.alter_configs import (
+    alter_each,
     check_broker_name,
-    duplicates,
     existing_topic,
     no_dynamic_broker_configs,
     null_values,
@@ -106,24 +106,10 @@ def _alter(ctx: Any, resource: AlterConfigsResource, validate_only: bool) -> Non
 async def handle(
     ctx: Any, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
-    repeated = duplicates(request.resources)
-    responses = []
-    for resource in request.resources:
-        code, message = ErrorCode.NONE, None
-        try:
-            if (resource.resource_type, resource.resource_name) in repeated:
-                raise KafkaError(
-                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-                )
-            _alter(ctx, resource, request.validate_only)
-        except KafkaError as e:
-            code, message = e.code, e.detail or None
-        responses.append(
-            AlterConfigsResourceResponse(
-                error_code=code,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
+    return IncrementalAlterConfigsResponse(
+        responses=alter_each(
+            request.resources,
+            lambda resource: _alter(ctx, resource, request.validate_only),
+            AlterConfigsResourceResponse,
         )
-    return IncrementalAlterConfigsResponse(responses=responses)
+    )

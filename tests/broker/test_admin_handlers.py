@@ -28,6 +28,13 @@ from protocol.messages.alter_configs import (
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from protocol.messages.incremental_alter_configs import (
+    AlterableConfig as IncrementalAlterableConfig,
+)
+from protocol.messages.incremental_alter_configs import (
+    AlterConfigsResource as IncrementalAlterConfigsResource,
+)
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
@@ -633,6 +640,53 @@ async def test_alter_configs_replaces_every_override_of_a_topic(tmp_path):
                 ("bad name!", ErrorCode.INVALID_REQUEST, "Illegal topic name."),
             ]
             assert broker.topics.get("t").configs == {"segment.ms": "120000"}
+
+
+async def test_a_resource_named_twice_is_refused_for_every_copy_and_not_altered(tmp_path):
+    """Kafka answers INVALID_REQUEST for each copy of a resource repeated in one
+    AlterConfigs or IncrementalAlterConfigs request, and alters the others."""
+    with trio.fail_after(30):
+        async with running_broker(tmp_path) as broker:
+            await admin(broker, KafkaAdminClient.create_topics, {"t": {}, "u": {}})
+            legacy = AlterConfigsRequest(
+                resources=[
+                    AlterConfigsResource(
+                        resource_type=2,
+                        resource_name=name,
+                        configs=[AlterableConfig(name="segment.ms", value=value)],
+                    )
+                    for name, value in [("t", "60000"), ("u", "70000"), ("t", "80000")]
+                ]
+            )
+            incremental = IncrementalAlterConfigsRequest(
+                resources=[
+                    IncrementalAlterConfigsResource(
+                        resource_type=2,
+                        resource_name=name,
+                        configs=[
+                            IncrementalAlterableConfig(
+                                name="retention.ms", config_operation=0, value=value
+                            )
+                        ],
+                    )
+                    for name, value in [("u", "1000"), ("t", "2000"), ("u", "3000")]
+                ]
+            )
+            twice = "Each resource must appear at most once."
+            for request, version, repeated in ((legacy, 2, "t"), (incremental, 1, "u")):
+                response = await wire_call(broker, request, version)
+                answers = [
+                    (r.resource_name, r.error_code, r.error_message) for r in response.responses
+                ]
+                expected = [
+                    (r.resource_name, ErrorCode.INVALID_REQUEST, twice)
+                    if r.resource_name == repeated
+                    else (r.resource_name, ErrorCode.NONE, None)
+                    for r in request.resources
+                ]
+                assert answers == expected
+            assert broker.topics.get("t").configs == {"retention.ms": "2000"}
+            assert broker.topics.get("u").configs == {"segment.ms": "70000"}
 
 
 async def test_alter_configs_of_the_broker_are_refused(tmp_path):
