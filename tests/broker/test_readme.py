@@ -107,3 +107,11 @@ def test_readme_configuration_defaults_are_the_config_defaults():
                     f"README: {name} defaults to {stated!r}, but {other} is set by default "
                     f"({SETTINGS[other].default!r})"
                 )
+
+
+def test_readme_states_the_deferred_produce_bound_of_the_code():
+    from broker.connection import MAX_DEFERRED
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    stated = re.findall(r"up to (\d+) waiting Produce responses per connection", text)
+    assert stated == [str(MAX_DEFERRED)]
