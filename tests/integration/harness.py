@@ -12,6 +12,7 @@ import collections
 import contextlib
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -86,6 +87,17 @@ def kafka_python_consumer_options(bootstrap: str, client_id: str, **kw: Any) -> 
         "request_timeout_ms": 10000,
         **kw,
     }
+
+
+def kafka_python_rec(r: Any) -> Rec:
+    """A kafka-python ConsumerRecord (aiokafka's has the same fields) as a Rec."""
+    return Rec(
+        r.partition,
+        r.offset,
+        r.key.decode() if r.key is not None else None,
+        r.value.decode() if r.value is not None else None,
+        tuple((k, v.decode()) for k, v in r.headers or ()),
+    )
 
 
 def wait_until(
@@ -227,6 +239,42 @@ class GroupMember(ABC):
     def _raise(self) -> None:
         if self._error is not None:
             raise AssertionError(f"member {self.name} failed: {self._error!r}") from self._error
+
+
+class ProcMember(ABC):
+    """One group member that is a client process (kcat, kafkajs-check, sarama-check) started
+    by the subclass as `self.proc`: what it was assigned and consumed is read from its output.
+    An exit before `stop()` fails the member."""
+
+    def __init__(self, name: str, proc: Proc) -> None:
+        self.name, self.proc = name, proc
+
+    @abstractmethod
+    def _assigned(self) -> frozenset[int] | None:
+        """The last assignment the process printed, None before the first."""
+
+    @abstractmethod
+    def records(self) -> list[Rec]: ...
+
+    def _leave(self) -> None:
+        """Ask the process to leave the group and exit: SIGTERM, unless the client says else."""
+        if self.proc.popen.poll() is None:
+            self.proc.popen.send_signal(signal.SIGTERM)
+
+    def assignment(self) -> frozenset[int] | None:
+        current = self._assigned()
+        if self.proc.popen.poll() is not None:
+            raise AssertionError(
+                f"member {self.name} exited: {self.proc.error_summary()}\n{self.proc.output()}"
+            )
+        return current
+
+    def stop(self, timeout: float = 15) -> None:
+        self._leave()
+        self.proc.check(timeout)
+
+    def describe(self) -> str:
+        return self.proc.output()
 
 
 # --- what is on disk --------------------------------------------------------------------
@@ -480,6 +528,12 @@ class Proc:
                     out.append(obj)
         return out
 
+    def first(self, event: str) -> dict[str, Any]:
+        """The first {"event": `event`} line it printed; fails with its output if none."""
+        found = [e for e in self.events() if e.get("event") == event]
+        assert found, f"{self.name} printed no {event!r} line\n{self.output()}"
+        return found[0]
+
     def error_summary(self) -> str:
         """The client's own last word on what went wrong: its last {"event": "error"} line,
         else its last line on stderr."""
@@ -528,6 +582,22 @@ class Proc:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, 9)
             self.popen.wait(10)
+
+
+def consumed(p: Proc) -> list[Rec]:
+    """The records a check program (kafkajs-check, sarama-check) printed as "consumed"
+    events."""
+    return [
+        Rec(
+            e["partition"],
+            e["offset"],
+            e["key"],
+            e["value"],
+            tuple(tuple(h) for h in e.get("headers") or ()),
+        )
+        for e in p.events()
+        if e.get("event") == "consumed"
+    ]
 
 
 @contextlib.contextmanager

@@ -1,13 +1,13 @@
 """aiokafka (asyncio) against kmock: every scenario of the matrix.
 
-Each scenario is a coroutine run by `asyncio.run` in the test's thread (group members run
-their own loop in their own thread). Consumers commit by hand so resume points are exact.
+Each step of a scenario is a coroutine run by `asyncio.run` (`arun`) in the test's thread
+(group members run their own loop in their own thread). Consumers commit by hand so resume
+points are exact.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,12 +20,10 @@ from tests.integration import scenarios
 from tests.integration.harness import (
     CODECS,
     HEADERS,
-    HEARTBEAT_MS,
-    SESSION_TIMEOUT_MS,
+    GroupMember,
     Rec,
-    check_compressed,
-    check_idempotent,
-    check_records,
+    kafka_python_consumer_options,
+    kafka_python_rec,
     key,
     unique,
     value,
@@ -64,19 +62,10 @@ async def producer(bootstrap: str, **kw: Any) -> AsyncIterator[AIOKafkaProducer]
         await p.stop()
 
 
-def consumer(bootstrap: str, *topics: str, **kw: Any) -> AIOKafkaConsumer:
-    opts: dict[str, Any] = {
-        "bootstrap_servers": bootstrap,
-        "client_id": CLIENT_ID,
-        "auto_offset_reset": "earliest",
-        "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100,
-        "session_timeout_ms": SESSION_TIMEOUT_MS,
-        "heartbeat_interval_ms": HEARTBEAT_MS,
-        "request_timeout_ms": 10000,
-    }
-    opts.update(kw)
-    return AIOKafkaConsumer(*topics, **opts)
+def consumer(
+    bootstrap: str, *topics: str, client_id: str = CLIENT_ID, **kw: Any
+) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(*topics, **kafka_python_consumer_options(bootstrap, client_id, **kw))
 
 
 @asynccontextmanager
@@ -103,23 +92,13 @@ async def produce(
         await asyncio.gather(*futures)
 
 
-def rec(r: Any) -> Rec:
-    return Rec(
-        r.partition,
-        r.offset,
-        r.key.decode() if r.key is not None else None,
-        r.value.decode() if r.value is not None else None,
-        tuple((k, v.decode()) for k, v in r.headers or ()),
-    )
-
-
 async def take(c: AIOKafkaConsumer, n: int, *, commit: bool = False) -> list[Rec]:
     """Fetch until `n` records arrived (no more are taken); optionally commit each batch."""
     got: list[Rec] = []
     while len(got) < n:
         batch = await c.getmany(timeout_ms=100, max_records=n - len(got))
         for records in batch.values():
-            got.extend(rec(r) for r in records)
+            got.extend(kafka_python_rec(r) for r in records)
         if commit and batch:
             await c.commit()
     return got
@@ -152,6 +131,12 @@ async def group_consumer(bootstrap: str, topic: str, group: str) -> AsyncIterato
 async def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
     async with group_consumer(bootstrap, topic, group) as c:
         return await take(c, n, commit=True)
+
+
+def client(bootstrap: str) -> scenarios.Client:
+    return scenarios.python_client(
+        "aio", bootstrap, produce, consume_all, consume_and_commit, run=arun
+    )
 
 
 @scenario("metadata")
@@ -204,131 +189,67 @@ def test_create_delete_topic(shared_broker):
 
 @scenario("keys-headers")
 def test_keys_and_headers(shared_broker):
-    topic = unique("aio-keys")
-
-    async def main() -> list[Rec]:
-        await produce(shared_broker.bootstrap_servers, topic, "kh", 200)
-        return await consume_all(shared_broker.bootstrap_servers, topic, 200)
-
-    check_records(arun(main()), "kh", 200, headers=HEADERS, contiguous_from_zero=True)
+    scenarios.keys_and_headers(client(shared_broker.bootstrap_servers))
 
 
 @pytest.mark.parametrize("codec", CODECS)
 @scenario("compression-{codec}")
 def test_compression(shared_broker, codec):
-    topic = unique(f"aio-{codec}")
-    arun(produce(shared_broker.bootstrap_servers, topic, codec, 200, compression_type=codec))
-    check_compressed(shared_broker.data_dir, topic, codec)
-    got = arun(consume_all(shared_broker.bootstrap_servers, topic, 200))
-    check_records(got, codec, 200, headers=HEADERS, contiguous_from_zero=True)
+    scenarios.compression(client(shared_broker.bootstrap_servers), shared_broker, codec)
 
 
-class Member:
-    """One group member: its own thread running its own event loop."""
+class Member(GroupMember):
+    """One group member: its own thread running its own event loop, which runs while the
+    member opens, polls and closes its consumer."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, name: str) -> None:
-        self.name = name
-        self._assignment: frozenset[int] | None = None
-        self._records: list[Rec] = []
-        self._error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._run(bootstrap, topic, group)),
-            name=f"aio-member-{name}",
-            daemon=True,
-        )
-        self._thread.start()
-
-    async def _run(self, bootstrap: str, topic: str, group: str) -> None:
+    def _open(self) -> None:
+        self.runner = asyncio.Runner()
         try:
-            c = consumer(
-                bootstrap,
-                topic,
-                group_id=group,
-                client_id=f"{CLIENT_ID}-{self.name}",
-                enable_auto_commit=True,
-                auto_commit_interval_ms=500,
-            )
-            await c.start()
-            try:
-                while not self._stop.is_set():
-                    batch = await c.getmany(timeout_ms=100)
-                    for records in batch.values():
-                        self._records.extend(rec(r) for r in records)
-                    self._assignment = frozenset(tp.partition for tp in c.assignment())
-            finally:
-                await c.stop()
-        except BaseException as e:  # reported through assignment()/stop()
-            self._error = e
+            self.c = self.runner.run(self._start())
+        except BaseException:
+            self.runner.close()
+            raise
 
-    def assignment(self) -> frozenset[int] | None:
-        self._raise()
-        return self._assignment
-
-    def records(self) -> list[Rec]:
-        return list(self._records)
-
-    def stop(self, timeout: float = 15) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"member {self.name} did not stop in {timeout} s"
-        self._raise()
-
-    def describe(self) -> str:
-        return (
-            f"member {self.name}: assignment {sorted(self._assignment or ())}, "
-            f"{len(self._records)} records, error {self._error!r}"
+    async def _start(self) -> AIOKafkaConsumer:
+        c = consumer(
+            self.bootstrap,
+            self.topic,
+            group_id=self.group,
+            client_id=f"{CLIENT_ID}-{self.name}",
+            enable_auto_commit=True,
+            auto_commit_interval_ms=500,
         )
+        await c.start()
+        return c
 
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise AssertionError(f"member {self.name} failed: {self._error!r}") from self._error
+    def _poll(self) -> list[Rec]:
+        batch = self.runner.run(self.c.getmany(timeout_ms=100))
+        return [kafka_python_rec(r) for records in batch.values() for r in records]
+
+    def _close(self) -> None:
+        try:
+            self.runner.run(self.c.stop())
+        finally:
+            self.runner.close()
 
 
 @scenario("group-rebalance", deadline=90)
 def test_group_rebalance(shared_broker):
-    topic, group = unique("aio-group"), unique("aio-group")
     bootstrap = shared_broker.bootstrap_servers
     scenarios.group_rebalance(
-        start_member=lambda name: Member(bootstrap, topic, group, name),
-        produce=lambda prefix, n: arun(produce(bootstrap, topic, prefix, n)),
+        client(bootstrap), lambda topic, group, name: Member(bootstrap, topic, group, name)
     )
 
 
 @scenario("commit-resume")
 def test_commit_and_resume(shared_broker):
-    topic, group = unique("aio-commit"), unique("aio-commit")
-    bootstrap = shared_broker.bootstrap_servers
-
-    async def main() -> list[Rec]:
-        await produce(bootstrap, topic, "c", 200)
-        first = await consume_and_commit(bootstrap, topic, group, 120)
-        rest = await consume_and_commit(bootstrap, topic, group, 80)
-        return first + rest
-
-    check_records(arun(main()), "c", 200)
+    scenarios.commit_and_resume(client(shared_broker.bootstrap_servers))
 
 
 @scenario("restart-resume", deadline=90)
 def test_resume_after_broker_restart(fresh_broker):
     b = fresh_broker()
-    topic, group = unique("aio-restart"), unique("aio-restart")
-    bootstrap = b.bootstrap_servers
-
-    async def before() -> list[Rec]:
-        await produce(bootstrap, topic, "r", 200)
-        return await consume_and_commit(bootstrap, topic, group, 120)
-
-    async def after() -> tuple[list[Rec], list[Rec]]:
-        await produce(bootstrap, topic, "r", 260, start=200)
-        rest = await consume_and_commit(bootstrap, topic, group, 140)
-        return rest, await consume_all(bootstrap, topic, 260)
-
-    first = arun(before())
-    b.restart()
-    rest, everything = arun(after())
-    check_records(first + rest, "r", 260)
-    check_records(everything, "r", 260, contiguous_from_zero=True)
+    scenarios.resume_after_restart(client(b.bootstrap_servers), b)
 
 
 @scenario("list-describe-groups")
@@ -363,12 +284,4 @@ def test_list_and_describe_groups(shared_broker):
 
 @scenario("idempotent-producer")
 def test_idempotent_producer(shared_broker):
-    topic = unique("aio-idem")
-    arun(produce(shared_broker.bootstrap_servers, topic, "i", 200, enable_idempotence=True))
-    check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(
-        arun(consume_all(shared_broker.bootstrap_servers, topic, 200)),
-        "i",
-        200,
-        contiguous_from_zero=True,
-    )
+    scenarios.idempotent_producer(client(shared_broker.bootstrap_servers), shared_broker)

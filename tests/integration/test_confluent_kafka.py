@@ -25,14 +25,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.integration import scenarios
 from tests.integration.harness import (
     CODECS,
-    HEADERS,
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
     GroupMember,
     Rec,
-    check_compressed,
-    check_idempotent,
-    check_records,
     confluent_send,
     unique,
     wait_until,
@@ -161,6 +157,10 @@ def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[R
         return take(c, n, commit=True)
 
 
+def client(bootstrap: str) -> scenarios.Client:
+    return scenarios.python_client("ck", bootstrap, produce, consume_all, consume_and_commit)
+
+
 @scenario("metadata")
 def test_metadata(shared_broker):
     topic = unique("ck-meta")
@@ -211,30 +211,13 @@ def test_create_delete_topic(shared_broker):
 
 @scenario("keys-headers")
 def test_keys_and_headers(shared_broker):
-    topic = unique("ck-keys")
-    produce(shared_broker.bootstrap_servers, topic, "kh", 200)
-    check_records(
-        consume_all(shared_broker.bootstrap_servers, topic, 200),
-        "kh",
-        200,
-        headers=HEADERS,
-        contiguous_from_zero=True,
-    )
+    scenarios.keys_and_headers(client(shared_broker.bootstrap_servers))
 
 
 @pytest.mark.parametrize("codec", CODECS)
 @scenario("compression-{codec}")
 def test_compression(shared_broker, codec):
-    topic = unique(f"ck-{codec}")
-    produce(shared_broker.bootstrap_servers, topic, codec, 200, compression_type=codec)
-    check_compressed(shared_broker.data_dir, topic, codec)
-    check_records(
-        consume_all(shared_broker.bootstrap_servers, topic, 200),
-        codec,
-        200,
-        headers=HEADERS,
-        contiguous_from_zero=True,
-    )
+    scenarios.compression(client(shared_broker.bootstrap_servers), shared_broker, codec)
 
 
 class Member(GroupMember):
@@ -261,36 +244,21 @@ class Member(GroupMember):
 
 @scenario("group-rebalance", deadline=90)
 def test_group_rebalance(shared_broker):
-    topic, group = unique("ck-group"), unique("ck-group")
     bootstrap = shared_broker.bootstrap_servers
     scenarios.group_rebalance(
-        start_member=lambda name: Member(bootstrap, topic, group, name),
-        produce=lambda prefix, n: produce(bootstrap, topic, prefix, n),
+        client(bootstrap), lambda topic, group, name: Member(bootstrap, topic, group, name)
     )
 
 
 @scenario("commit-resume")
 def test_commit_and_resume(shared_broker):
-    topic, group = unique("ck-commit"), unique("ck-commit")
-    bootstrap = shared_broker.bootstrap_servers
-    produce(bootstrap, topic, "c", 200)
-    first = consume_and_commit(bootstrap, topic, group, 120)
-    rest = consume_and_commit(bootstrap, topic, group, 80)
-    check_records(first + rest, "c", 200)
+    scenarios.commit_and_resume(client(shared_broker.bootstrap_servers))
 
 
 @scenario("restart-resume", deadline=90)
 def test_resume_after_broker_restart(fresh_broker):
     b = fresh_broker()
-    topic, group = unique("ck-restart"), unique("ck-restart")
-    bootstrap = b.bootstrap_servers
-    produce(bootstrap, topic, "r", 200)
-    first = consume_and_commit(bootstrap, topic, group, 120)
-    b.restart()
-    produce(bootstrap, topic, "r", 260, start=200)
-    rest = consume_and_commit(bootstrap, topic, group, 140)
-    check_records(first + rest, "r", 260)
-    check_records(consume_all(bootstrap, topic, 260), "r", 260, contiguous_from_zero=True)
+    scenarios.resume_after_restart(client(b.bootstrap_servers), b)
 
 
 @scenario("list-describe-groups")
@@ -326,12 +294,4 @@ def test_list_and_describe_groups(shared_broker):
 
 @scenario("idempotent-producer")
 def test_idempotent_producer(shared_broker):
-    topic = unique("ck-idem")
-    produce(shared_broker.bootstrap_servers, topic, "i", 200, enable_idempotence=True)
-    check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(
-        consume_all(shared_broker.bootstrap_servers, topic, 200),
-        "i",
-        200,
-        contiguous_from_zero=True,
-    )
+    scenarios.idempotent_producer(client(shared_broker.bootstrap_servers), shared_broker)

@@ -19,10 +19,8 @@ from tests.integration.harness import (
     HEADERS,
     GroupMember,
     Rec,
-    check_compressed,
-    check_idempotent,
-    check_records,
     kafka_python_consumer_options,
+    kafka_python_rec,
     key,
     unique,
     value,
@@ -82,16 +80,6 @@ def produce(
         p.close(timeout=5)
 
 
-def rec(r: Any) -> Rec:
-    return Rec(
-        r.partition,
-        r.offset,
-        r.key.decode() if r.key is not None else None,
-        r.value.decode() if r.value is not None else None,
-        tuple((k, v.decode()) for k, v in r.headers or ()),
-    )
-
-
 # kafka-python 3.0.12 can lose the end of a rebalance when poll() times out while a JoinGroup
 # or SyncGroup is in flight: the group is joined, but the assignment is never applied and the
 # consumer sits idle. A poll timeout longer than a join round trip avoids it.
@@ -105,7 +93,7 @@ def poll_until(c: KafkaConsumer, n: int, timeout: float, *, commit: bool = False
     def more() -> bool:
         batch = c.poll(timeout_ms=POLL_MS, max_records=n - len(got))
         for records in batch.values():
-            got.extend(rec(r) for r in records)
+            got.extend(kafka_python_rec(r) for r in records)
         if commit and batch:
             c.commit()
         return len(got) >= n
@@ -120,6 +108,25 @@ def consume_all(bootstrap: str, topic: str, n: int, timeout: float = 20) -> list
         parts = wait_until(lambda: c.partitions_for_topic(topic), timeout, f"partitions of {topic}")
         c.assign([TopicPartition(topic, p) for p in sorted(parts)])
         return poll_until(c, n, timeout)
+
+
+@contextmanager
+def group_consumer(bootstrap: str, topic: str, group: str) -> Iterator[KafkaConsumer]:
+    c = consumer(bootstrap, group_id=group)
+    c.subscribe([topic])
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
+    with group_consumer(bootstrap, topic, group) as c:
+        return poll_until(c, n, 30, commit=True)
+
+
+def client(bootstrap: str) -> scenarios.Client:
+    return scenarios.python_client("kp", bootstrap, produce, consume_all, consume_and_commit)
 
 
 @scenario("metadata")
@@ -168,25 +175,13 @@ def test_create_delete_topic(shared_broker):
 
 @scenario("keys-headers")
 def test_keys_and_headers(shared_broker):
-    topic = unique("kp-keys")
-    produce(shared_broker.bootstrap_servers, topic, "kh", 200)
-    got = consume_all(shared_broker.bootstrap_servers, topic, 200)
-    check_records(got, "kh", 200, headers=HEADERS, contiguous_from_zero=True)
+    scenarios.keys_and_headers(client(shared_broker.bootstrap_servers))
 
 
 @pytest.mark.parametrize("codec", CODECS)
 @scenario("compression-{codec}")
 def test_compression(shared_broker, codec):
-    topic = unique(f"kp-{codec}")
-    produce(shared_broker.bootstrap_servers, topic, codec, 200, compression_type=codec)
-    check_compressed(shared_broker.data_dir, topic, codec)
-    check_records(
-        consume_all(shared_broker.bootstrap_servers, topic, 200),
-        codec,
-        200,
-        headers=HEADERS,
-        contiguous_from_zero=True,
-    )
+    scenarios.compression(client(shared_broker.bootstrap_servers), shared_broker, codec)
 
 
 class Member(GroupMember):
@@ -204,56 +199,26 @@ class Member(GroupMember):
 
     def _poll(self) -> list[Rec]:
         batch = self.c.poll(timeout_ms=POLL_MS)
-        return [rec(r) for records in batch.values() for r in records]
+        return [kafka_python_rec(r) for records in batch.values() for r in records]
 
 
 @scenario("group-rebalance", deadline=90)
 def test_group_rebalance(shared_broker):
-    topic, group = unique("kp-group"), unique("kp-group")
     bootstrap = shared_broker.bootstrap_servers
     scenarios.group_rebalance(
-        start_member=lambda name: Member(bootstrap, topic, group, name),
-        produce=lambda prefix, n: produce(bootstrap, topic, prefix, n),
+        client(bootstrap), lambda topic, group, name: Member(bootstrap, topic, group, name)
     )
-
-
-@contextmanager
-def group_consumer(bootstrap: str, topic: str, group: str) -> Iterator[KafkaConsumer]:
-    c = consumer(bootstrap, group_id=group)
-    c.subscribe([topic])
-    try:
-        yield c
-    finally:
-        c.close()
-
-
-def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
-    with group_consumer(bootstrap, topic, group) as c:
-        return poll_until(c, n, 30, commit=True)
 
 
 @scenario("commit-resume")
 def test_commit_and_resume(shared_broker):
-    topic, group = unique("kp-commit"), unique("kp-commit")
-    bootstrap = shared_broker.bootstrap_servers
-    produce(bootstrap, topic, "c", 200)
-    first = consume_and_commit(bootstrap, topic, group, 120)
-    rest = consume_and_commit(bootstrap, topic, group, 80)
-    check_records(first + rest, "c", 200)
+    scenarios.commit_and_resume(client(shared_broker.bootstrap_servers))
 
 
 @scenario("restart-resume", deadline=90)
 def test_resume_after_broker_restart(fresh_broker):
     b = fresh_broker()
-    topic, group = unique("kp-restart"), unique("kp-restart")
-    bootstrap = b.bootstrap_servers
-    produce(bootstrap, topic, "r", 200)
-    first = consume_and_commit(bootstrap, topic, group, 120)
-    b.restart()
-    produce(bootstrap, topic, "r", 260, start=200)
-    rest = consume_and_commit(bootstrap, topic, group, 140)
-    check_records(first + rest, "r", 260)
-    check_records(consume_all(bootstrap, topic, 260), "r", 260, contiguous_from_zero=True)
+    scenarios.resume_after_restart(client(b.bootstrap_servers), b)
 
 
 @scenario("list-describe-groups")
@@ -284,12 +249,4 @@ def test_list_and_describe_groups(shared_broker):
 
 @scenario("idempotent-producer")
 def test_idempotent_producer(shared_broker):
-    topic = unique("kp-idem")
-    produce(shared_broker.bootstrap_servers, topic, "i", 200, enable_idempotence=True)
-    check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(
-        consume_all(shared_broker.bootstrap_servers, topic, 200),
-        "i",
-        200,
-        contiguous_from_zero=True,
-    )
+    scenarios.idempotent_producer(client(shared_broker.bootstrap_servers), shared_broker)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 from typing import Any
 
 import pytest
@@ -21,10 +20,8 @@ from tests.integration.harness import (
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
     Proc,
+    ProcMember,
     Rec,
-    check_compressed,
-    check_idempotent,
-    check_records,
     explain,
     key,
     run,
@@ -132,6 +129,26 @@ def group_consume(kcat: str, bootstrap: str, topic: str, group: str, n: int) -> 
     return got
 
 
+def client(kcat: str, bootstrap: str) -> scenarios.Client:
+    """kcat cannot fetch a group's committed offsets: the resume scenarios check them only
+    through where the next consumer starts."""
+
+    def why_uncompressed(p: Proc) -> str:
+        why = sorted({ln.rsplit("]: ", 1)[-1] for ln in p.err_lines() if "not compressing" in ln})
+        return f"librdkafka said: {'; '.join(why) or 'nothing'}"
+
+    return scenarios.Client(
+        prefix="kcat",
+        produce=lambda topic, prefix, n, **opts: produce(kcat, bootstrap, topic, prefix, n, **opts),
+        consume_all=lambda topic, n: consume_all(kcat, bootstrap, topic, n),
+        group_consume=lambda topic, group, n: group_consume(kcat, bootstrap, topic, group, n),
+        # -d msg: librdkafka says so (only) in its debug log when it decides not to compress.
+        compression=lambda codec: {"extra": ["-z", codec, "-d", "msg"]},
+        idempotence={"extra": ["-X", "enable.idempotence=true"]},
+        why_uncompressed=why_uncompressed,
+    )
+
+
 @scenario("metadata")
 def test_metadata(kcat, shared_broker):
     topic = unique("kcat-meta")
@@ -167,106 +184,64 @@ def test_metadata(kcat, shared_broker):
 
 @scenario("keys-headers")
 def test_keys_and_headers(kcat, shared_broker):
-    topic = unique("kcat-keys")
-    produce(kcat, shared_broker.bootstrap_servers, topic, "kh", 200)
-    got = consume_all(kcat, shared_broker.bootstrap_servers, topic, 200)
-    check_records(got, "kh", 200, headers=HEADERS, contiguous_from_zero=True)
+    scenarios.keys_and_headers(client(kcat, shared_broker.bootstrap_servers))
 
 
 @pytest.mark.parametrize("codec", CODECS)
 @scenario("compression-{codec}")
 def test_compression(kcat, shared_broker, codec):
-    topic = unique(f"kcat-{codec}")
-    # -d msg: librdkafka says so (only) in its debug log when it decides not to compress.
-    p = produce(
-        kcat, shared_broker.bootstrap_servers, topic, codec, 200, extra=["-z", codec, "-d", "msg"]
-    )
-    try:
-        check_compressed(shared_broker.data_dir, topic, codec)
-    except AssertionError as e:
-        why = sorted({ln.rsplit("]: ", 1)[-1] for ln in p.err_lines() if "not compressing" in ln})
-        raise AssertionError(f"{e}; librdkafka said: {'; '.join(why) or 'nothing'}") from None
-    got = consume_all(kcat, shared_broker.bootstrap_servers, topic, 200)
-    check_records(got, codec, 200, headers=HEADERS, contiguous_from_zero=True)
+    scenarios.compression(client(kcat, shared_broker.bootstrap_servers), shared_broker, codec)
 
 
 # "% Group g rebalanced (memberid m): assigned: t [0], t [2]" (or "revoked: ...").
 _REBALANCED = re.compile(r"Group \S+ rebalanced \(memberid [^)]*\): (assigned|revoked): ?(.*)$")
 
 
-class Member:
+class Member(ProcMember):
     """One `kcat -G` process; its assignment comes from the rebalance lines on stderr."""
 
     def __init__(self, kcat: str, bootstrap: str, topic: str, group: str, name: str) -> None:
-        self.name = name
-        self.proc = Proc(
-            [*base(kcat, bootstrap), "-G", group, *GROUP_OPTS, "-J", "-u", topic],
-            f"kcat -G member {name}",
+        super().__init__(
+            name,
+            Proc(
+                [*base(kcat, bootstrap), "-G", group, *GROUP_OPTS, "-J", "-u", topic],
+                f"kcat -G member {name}",
+            ),
         )
 
-    def assignment(self) -> frozenset[int] | None:
+    def _assigned(self) -> frozenset[int] | None:
         current: frozenset[int] | None = None
         for line in self.proc.err_lines():
             m = _REBALANCED.search(line)
             if m:
                 parts = frozenset(int(x) for x in re.findall(r"\[(\d+)\]", m.group(2)))
                 current = parts if m.group(1) == "assigned" else frozenset()
-        if current is None and self.proc.popen.poll() is not None:
-            raise AssertionError(
-                f"member {self.name} exited: {self.proc.error_summary()}\n{self.proc.output()}"
-            )
         return current
 
     def records(self) -> list[Rec]:
         return records(self.proc)
 
-    def stop(self, timeout: float = 15) -> None:
-        if self.proc.popen.poll() is None:
-            self.proc.popen.send_signal(signal.SIGTERM)
-        self.proc.check(timeout)
-
-    def describe(self) -> str:
-        return self.proc.output()
-
 
 @scenario("group-rebalance", deadline=90)
 def test_group_rebalance(kcat, shared_broker):
-    topic, group = unique("kcat-group"), unique("kcat-group")
     bootstrap = shared_broker.bootstrap_servers
     scenarios.group_rebalance(
-        start_member=lambda name: Member(kcat, bootstrap, topic, group, name),
-        produce=lambda prefix, n: produce(kcat, bootstrap, topic, prefix, n),
+        client(kcat, bootstrap),
+        lambda topic, group, name: Member(kcat, bootstrap, topic, group, name),
     )
 
 
 @scenario("commit-resume")
 def test_commit_and_resume(kcat, shared_broker):
-    topic, group = unique("kcat-commit"), unique("kcat-commit")
-    bootstrap = shared_broker.bootstrap_servers
-    produce(kcat, bootstrap, topic, "c", 200)
-    first = group_consume(kcat, bootstrap, topic, group, 120)
-    rest = group_consume(kcat, bootstrap, topic, group, 80)
-    check_records(first + rest, "c", 200)
+    scenarios.commit_and_resume(client(kcat, shared_broker.bootstrap_servers))
 
 
 @scenario("restart-resume", deadline=90)
 def test_resume_after_broker_restart(kcat, fresh_broker):
     b = fresh_broker()
-    topic, group = unique("kcat-restart"), unique("kcat-restart")
-    bootstrap = b.bootstrap_servers
-    produce(kcat, bootstrap, topic, "r", 200)
-    first = group_consume(kcat, bootstrap, topic, group, 120)
-    b.restart()
-    produce(kcat, bootstrap, topic, "r", 260, start=200)
-    rest = group_consume(kcat, bootstrap, topic, group, 140)
-    check_records(first + rest, "r", 260)
-    check_records(consume_all(kcat, bootstrap, topic, 260), "r", 260, contiguous_from_zero=True)
+    scenarios.resume_after_restart(client(kcat, b.bootstrap_servers), b)
 
 
 @scenario("idempotent-producer")
 def test_idempotent_producer(kcat, shared_broker):
-    topic = unique("kcat-idem")
-    bootstrap = shared_broker.bootstrap_servers
-    produce(kcat, bootstrap, topic, "i", 200, extra=["-X", "enable.idempotence=true"])
-    check_idempotent(shared_broker.data_dir, topic, 200)
-    check_records(consume_all(kcat, bootstrap, topic, 200), "i", 200, contiguous_from_zero=True)
+    scenarios.idempotent_producer(client(kcat, shared_broker.bootstrap_servers), shared_broker)
