@@ -421,8 +421,8 @@ def bench_produce_consume(rep: Report) -> None:
 PERF-NOTES §5's harness (`bench/ck_client.py`), one fresh client process per trial, against
 (a) the librdkafka mock cluster (`test.mock.num.brokers=1`) held in a separate process
 (`bench/mock_holder.py`) and (b) `kmock serve` with a new temp data dir and default settings
-(log.flush.interval.ms=5: an acks=all produce is answered once an fsync covers it). As a
-diagnostic only, (c) the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock).
+(group commit: an acks=all produce is answered once an fsync covers it). As a diagnostic
+only, (c) the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock).
 A new server process per trial; {trials} trial(s), the order of the targets rotating.
 Producer: acks=all, linger.ms=5, batch.size=1000000, no compression, all messages to
 partition 0, poll(0) every 1,024, poll(0.5 ms) on BufferError, flush(); the high watermark
@@ -576,8 +576,9 @@ v{version_used.get("kmock", "?")} on kmock, v{version_used.get("mock", "?")} on 
 encoded with kmock's own codec and sent by `bench/kwire.py`'s closed-loop generator
 (one thread, epoll): N connections, each with its own group and exactly one request in
 flight (a Kafka broker serves one request per connection at a time, so concurrency =
-connections). kmock runs with its default durability: log.flush.interval.ms=5 group commit,
-a commit is answered once an fsync covers its record. Reference: the librdkafka mock (in
+connections). kmock runs with its default durability, group commit: a commit is answered
+once an fsync covers its record, and the next fsync starts at once or when the running one
+ends. Reference: the librdkafka mock (in
 memory, never fsyncs), same generator. {p("commit_warmup_s")} s warm-up, then
 {p("commit_duration_s")} s measured; {reps} repetition(s) interleaved, medians. Latency is
 client-side, send to response. Server CPU us/commit = server process CPU time in the

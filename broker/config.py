@@ -207,8 +207,9 @@ SETTINGS: dict[str, Setting] = {
             "log.flush.interval.ms",
             "long",
             5,
-            "Group commit: fsync every N ms; acks=all waits for the fsync covering its records. "
-            "-1 = never fsync (Kafka's default: the OS page cache decides).",
+            "Group commit: a write waited for (acks=all, OffsetCommit) is answered after the "
+            "next fsync, which starts at once or when the running one ends; other writes are "
+            "fsynced within N ms. -1 = never fsync (Kafka's default: the OS page cache decides).",
             topic_name="flush.ms",
             kafka_default="unset (never fsync)",
             read_only=False,

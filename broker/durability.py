@@ -3,12 +3,19 @@
 Three modes, from `log.flush.interval.messages` / `log.flush.interval.ms` (per topic
 `flush.messages` / `flush.ms`):
 
-  always    (flush.messages=1)  every acks=all write waits for an fsync that started after
-                                it was written; writes arriving during an fsync share the next.
-  interval  (flush.ms=N, N>=0)  fsyncs run at most every N ms while there is unflushed data;
-                                acks=all waits for the one covering its records (kmock's
-                                default, N=5: a few ms of latency, 50-100x the throughput of
-                                an fsync per write, PERF-NOTES §4).
+  always    (flush.messages=1)  every write is fsynced before it is acknowledged, on its
+                                own (in `Log.append`).
+  interval  (flush.ms=N, N>=0)  group commit (kmock's default, N=5). A write that somebody
+                                waits for (acks=all, an OffsetCommit) starts an fsync round
+                                at once, or as soon as the running round ends: every write
+                                made meanwhile shares that next round, so under load many
+                                writes share each fsync (PERF-NOTES §4: 50-100x the
+                                throughput of an fsync per write) and at low load a write
+                                waits for one fsync only. A write nobody waits for
+                                (acks=0/1) is fsynced within N ms. This is Kafka's meaning of
+                                log.flush.interval.ms, the longest a message stays in memory
+                                before it is flushed; flushing sooner when a client waits
+                                costs fsyncs, never data.
   none      (flush.ms=-1)       never fsync; Kafka's own default, which relies on replication.
 
 Whatever the mode, a write is in the OS page cache before it is acknowledged, so a crash of
@@ -44,19 +51,23 @@ class Durability:
         # waiting for a round waits on the same event.
         self._logs: set[Log] = set()
         self._round = trio.Event()
+        self._waited_for = False  # somebody waits for the next round: start it at once
         self._last_sync = -math.inf
         self._running = False
         self._sleep: trio.CancelScope | None = None  # the loop's wait for the next round
 
-    def _wait_for(self, plog: Log) -> trio.Event:
+    def _wait_for(self, plog: Log, waited_for: bool) -> trio.Event:
         self._logs.add(plog)
+        self._waited_for |= waited_for
         if not self._running:
             self._running = True
             self._nursery.start_soon(self._sync_loop)
         elif self._sleep is not None:
-            due = self._last_sync + plog.config.flush_interval_ms / 1000
+            due = (
+                -math.inf if waited_for else self._last_sync + plog.config.flush_interval_ms / 1000
+            )
             if due < self._sleep.deadline:
-                self._sleep.deadline = due  # a log with a shorter flush.ms
+                self._sleep.deadline = due  # a waiter, or a log with a shorter flush.ms
         return self._round
 
     async def wait_durable(self, plog: Log, end_offset: int) -> None:
@@ -67,7 +78,7 @@ class Durability:
         """
         if plog.config.flush_mode == "none" or plog.flushed_offset >= end_offset:
             return
-        await self._wait_for(plog).wait()
+        await self._wait_for(plog, True).wait()
         if plog.flushed_offset < end_offset:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"fsync of {plog.path} failed")
 
@@ -75,16 +86,20 @@ class Durability:
         """Schedule an fsync for a write nobody waits for (acks=0/1), bounding the loss window."""
         if plog.config.flush_mode == "none" or plog.flushed_offset >= end_offset:
             return
-        self._wait_for(plog)
+        self._wait_for(plog, False)
 
     async def _sync_loop(self) -> None:
         try:
             while self._logs:
-                interval_s = min(p.config.flush_interval_ms for p in self._logs) / 1000
-                with trio.CancelScope(deadline=self._last_sync + interval_s) as self._sleep:
-                    await trio.sleep_forever()
-                self._sleep = None
+                if self._waited_for:
+                    await trio.lowlevel.checkpoint()  # writes made meanwhile join this round
+                else:
+                    interval_s = min(p.config.flush_interval_ms for p in self._logs) / 1000
+                    with trio.CancelScope(deadline=self._last_sync + interval_s) as self._sleep:
+                        await trio.sleep_forever()
+                    self._sleep = None
                 self._last_sync = trio.current_time()
+                self._waited_for = False
                 logs, self._logs = self._logs, set()
                 done, self._round = self._round, trio.Event()
                 failed = await trio.to_thread.run_sync(flush_logs, list(logs))

@@ -4,7 +4,7 @@ The crash cycles cannot see this: a SIGKILL leaves the page cache intact, so dat
 acknowledged before its fsync survives a process crash anyway. Only an OS crash or power
 loss would lose it. So these tests check the promise itself, in process: when the answer to
 a Produce with acks=all, or to an OffsetCommit, reaches the client in the default
-durability mode (group commit, log.flush.interval.ms=5), the log's `flushed_offset` must
+durability mode (group commit), the log's `flushed_offset` must
 already cover what was acknowledged.
 
 Each case is checked for the first write to a log after it was opened (a new topic, or any
@@ -71,3 +71,44 @@ async def test_acks_all_and_commits_after_a_restart_are_fsynced_before_the_answe
             async with running(tmp_path / "data") as broker:
                 problems = await _check_writes(broker, "durable")
     assert not problems, "\n".join(problems)
+
+
+async def test_a_write_waited_for_is_fsynced_at_once_not_after_the_flush_interval(
+    tmp_path: Path,
+) -> None:
+    """log.flush.interval.ms bounds how long a write nobody waits for stays unflushed. A
+    write somebody waits for (acks=all, an OffsetCommit) starts an fsync at once, so a client
+    writing one record at a time waits one fsync per write, not the interval: here 60 s,
+    three times over, inside a 20 s limit."""
+    with trio.fail_after(20):
+        async with running(tmp_path / "data", **{"log.flush.interval.ms": 60_000}) as broker:
+            problems = await _check_writes(broker, "prompt")
+    assert not problems, "\n".join(problems)
+
+
+async def test_a_write_nobody_waits_for_is_fsynced_within_the_flush_interval(
+    tmp_path: Path,
+) -> None:
+    """acks=1 is answered after the write; the fsync follows within log.flush.interval.ms
+    (the loss window the README states), not at once and not never."""
+    interval_s = 0.5
+    with trio.fail_after(20):
+        async with running(
+            tmp_path / "data", **{"log.flush.interval.ms": int(interval_s * 1000)}
+        ) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "later")
+            plog = broker.topics.get("later").partitions[0].log
+            code, base = await produce(client, "later", b"first", acks=-1)  # a round just ran
+            assert code == ErrorCode.NONE
+            code, base = await produce(client, "later", b"second", acks=1)
+            written = trio.current_time()
+            assert code == ErrorCode.NONE
+            assert plog.flushed_offset <= base, "fsynced at once, though nobody waited"
+            for _ in range(1000):  # 10 s at most
+                if plog.flushed_offset > base:
+                    break
+                await trio.sleep(0.01)
+            assert plog.flushed_offset > base, "an acks=1 write was never fsynced"
+            assert trio.current_time() - written <= interval_s + 5  # the interval, plus slack
+            await client.aclose()

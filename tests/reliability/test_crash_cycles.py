@@ -19,7 +19,7 @@ After the last cycle the clients stop (flushing what they still hold) and everyt
 verified once more.
 
 Modes: "fsync" (log.flush.interval.messages=1: an fsync before every acknowledgement) and
-"default" (group commit every 5 ms). A process crash must lose nothing acknowledged in
+"default" (group commit, log.flush.interval.ms=5). A process crash must lose nothing acknowledged in
 either: acknowledged data is always in the page cache already.
 
 `--cycles N` (default 3; `make reliability` runs 100). The seed is printed on failure; set
