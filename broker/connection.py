@@ -63,6 +63,7 @@ from protocol.frames import (
     response_header_is_flexible,
 )
 from protocol.schema import DecodeError, decode, encode_chunks
+from storage.segment import IOV_MAX
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -71,7 +72,6 @@ log = logging.getLogger("broker.connection")
 
 RECEIVE_BYTES = 65536  # keep receives below glibc's mmap threshold (PERF-NOTES §3)
 MAX_DEFERRED = 256  # deferred responses per connection before it stops reading
-IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # chunks per writev
 IDLE_CHECKS = 10  # idle checks per connections.max.idle.ms
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "CLEANED_SUFFIX",
     "EMPTY_SLICE",
     "INDEX_SUFFIX",
+    "IOV_MAX",
     "LOG_SUFFIX",
     "SWAP_SUFFIX",
     "TIMEINDEX_SUFFIX",
@@ -74,7 +75,15 @@ SWAP_SUFFIX = LOG_SUFFIX + ".swap"
 
 _INT32_MAX = 2**31 - 1
 _TIME_ENTRY = struct.Struct(">qi")
-_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+
+
+def _iov_max() -> int:
+    """Buffers one writev may take (sysconf answers -1 where there is no fixed limit)."""
+    limit = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else -1
+    return limit if limit > 0 else 1024
+
+
+IOV_MAX = _iov_max()
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str = LOG_SUFFIX) -> Path:
@@ -195,7 +204,7 @@ def write_all(fd: int, parts: list[bytes | bytearray | memoryview]) -> None:
     """
     views = [memoryview(p) for p in parts if len(p)]
     while views:
-        written = os.writev(fd, views[:_IOV_MAX])
+        written = os.writev(fd, views[:IOV_MAX])
         if written == 0:
             raise OSError("writev wrote nothing")
         while written:

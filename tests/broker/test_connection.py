@@ -11,6 +11,7 @@ import struct
 
 import trio
 
+from broker.connection import _unsent
 from protocol.errors import ErrorCode
 from protocol.frames import parse_response_header
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -215,3 +216,12 @@ async def test_acks_zero_produce_gets_no_response(broker):
         response = await client.call(ApiVersionsRequest(), 3)
         assert response.error_code == 0
         assert broker.topics.get("a0").partitions[0].log.log_end_offset == 1
+
+
+def test_a_partial_writev_leaves_exactly_the_unsent_bytes() -> None:
+    chunks = [b"abc", b"", memoryview(b"defg"), bytearray(b"h"), b"ij"]
+    data = b"abcdefghij"
+    for sent in range(len(data) + 1):
+        rest = _unsent(list(chunks), sent)
+        assert b"".join(bytes(c) for c in rest) == data[sent:]
+        assert all(len(c) for c in rest[:1])  # never starts with an empty chunk
