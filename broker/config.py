@@ -214,6 +214,15 @@ SETTINGS: dict[str, Setting] = {
             kafka_default="unset (never fsync)",
             read_only=False,
         ),
+        _s(
+            "group.commit.delay.ms",
+            "long",
+            0,
+            "Group commit: wait until this long after the previous fsync began before the "
+            "next one for a waiting write, so that more writes share it (PostgreSQL's "
+            "commit_delay); 0 = start it at once. kmock only.",
+            min_value=0,
+        ),
         # Topic configs that clients and tools set routinely: accepted, validated and reported
         # under Kafka's names and defaults, but with no effect on a single broker without
         # replication, tiered storage or a log cleaner schedule of its own.

@@ -15,7 +15,10 @@ Three modes, from `log.flush.interval.messages` / `log.flush.interval.ms` (per t
                                 (acks=0/1) is fsynced within N ms. This is Kafka's meaning of
                                 log.flush.interval.ms, the longest a message stays in memory
                                 before it is flushed; flushing sooner when a client waits
-                                costs fsyncs, never data.
+                                costs fsyncs, never data. `group.commit.delay.ms` (kmock
+                                only, default 0) holds back a round for waiters until that
+                                long after the previous one began, trading latency for fewer
+                                fsyncs, as PostgreSQL's commit_delay does.
   none      (flush.ms=-1)       never fsync; Kafka's own default, which relies on replication.
 
 Whatever the mode, a write is in the OS page cache before it is acknowledged, so a crash of
@@ -45,8 +48,9 @@ log = logging.getLogger("broker.durability")
 
 
 class Durability:
-    def __init__(self, nursery: trio.Nursery) -> None:
+    def __init__(self, nursery: trio.Nursery, delay_s: float = 0.0) -> None:
         self._nursery = nursery
+        self._delay_s = delay_s  # group.commit.delay.ms
         # The logs to flush in the next round, and the event that round sets: everyone
         # waiting for a round waits on the same event.
         self._logs: set[Log] = set()
@@ -63,8 +67,8 @@ class Durability:
             self._running = True
             self._nursery.start_soon(self._sync_loop)
         elif self._sleep is not None:
-            due = (
-                -math.inf if waited_for else self._last_sync + plog.config.flush_interval_ms / 1000
+            due = self._last_sync + (
+                self._delay_s if waited_for else plog.config.flush_interval_ms / 1000
             )
             if due < self._sleep.deadline:
                 self._sleep.deadline = due  # a waiter, or a log with a shorter flush.ms
@@ -92,12 +96,15 @@ class Durability:
         try:
             while self._logs:
                 if self._waited_for:
-                    await trio.lowlevel.checkpoint()  # writes made meanwhile join this round
+                    wait_s = self._delay_s
                 else:
-                    interval_s = min(p.config.flush_interval_ms for p in self._logs) / 1000
-                    with trio.CancelScope(deadline=self._last_sync + interval_s) as self._sleep:
+                    wait_s = min(p.config.flush_interval_ms for p in self._logs) / 1000
+                if self._last_sync + wait_s > trio.current_time():
+                    with trio.CancelScope(deadline=self._last_sync + wait_s) as self._sleep:
                         await trio.sleep_forever()
                     self._sleep = None
+                else:
+                    await trio.lowlevel.checkpoint()  # writes made meanwhile join this round
                 self._last_sync = trio.current_time()
                 self._waited_for = False
                 logs, self._logs = self._logs, set()

@@ -185,7 +185,7 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
         with trio.CancelScope() as cancel:
             broker._cancel = cancel
             async with trio.open_nursery() as nursery:
-                broker.durability = Durability(nursery)
+                broker.durability = Durability(nursery, config["group.commit.delay.ms"] / 1000)
                 listeners = []
                 for _, host, port in parse_listeners(config["listeners"]):
                     listeners.extend(await trio.open_tcp_listeners(port, host=host or None))

@@ -336,7 +336,7 @@ class LogLines(logging.Handler):
 def test_confluent_idempotent_producer_exactly_once_across_restart(fresh_broker):
     # acks=all is answered after the group-commit fsync; 100 ms between fsyncs keeps written
     # but unanswered requests in flight whenever the restart comes.
-    b = fresh_broker(**BROKER, **{"log.flush.interval.ms": 100})
+    b = fresh_broker(**BROKER, **{"group.commit.delay.ms": 100})
     topic = unique("acc-ck-idem")
     ck_create_topic(b.bootstrap_servers, topic)
 

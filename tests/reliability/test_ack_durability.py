@@ -112,3 +112,26 @@ async def test_a_write_nobody_waits_for_is_fsynced_within_the_flush_interval(
             assert plog.flushed_offset > base, "an acks=1 write was never fsynced"
             assert trio.current_time() - written <= interval_s + 5  # the interval, plus slack
             await client.aclose()
+
+
+async def test_group_commit_delay_holds_back_the_next_fsync_for_waiting_writes(
+    tmp_path: Path,
+) -> None:
+    """group.commit.delay.ms: a round for waiting writes starts no sooner than that long
+    after the previous one began, so three acks=all writes in a row take two delays at least,
+    and each is still fsynced before its answer."""
+    delay_s = 0.3
+    with trio.fail_after(30):
+        async with running(
+            tmp_path / "data", **{"group.commit.delay.ms": int(delay_s * 1000)}
+        ) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "delayed")
+            plog = broker.topics.get("delayed").partitions[0].log
+            started = trio.current_time()
+            for i in range(3):
+                code, base = await produce(client, "delayed", b"v%d" % i)
+                assert code == ErrorCode.NONE
+                assert _unflushed(plog, base + 1) is None
+            assert trio.current_time() - started >= 2 * delay_s
+            await client.aclose()
