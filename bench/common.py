@@ -138,6 +138,14 @@ def proc_cpu_s(pid: int) -> float:
         return float("nan")
 
 
+def start_once(process: Any) -> None:
+    """Start a server process and stop it again, untimed: what its first start writes
+    (bytecode caches, meta.properties) is then in place for the timed ones."""
+    with process as started:
+        if not started.alive():
+            raise RuntimeError(f"{type(started).__name__} exited during its first start")
+
+
 def kmock_command() -> tuple[list[str], str]:
     """How to start kmock: the venv's `kmock` console script if installed, else -m."""
     script = Path(PY).parent / "kmock"
@@ -161,7 +169,21 @@ def _stop(proc: subprocess.Popen[Any], timeout: float = 15.0) -> int | None:
     return proc.returncode
 
 
-class KmockProcess:
+class _Child:
+    """A server process the benchmark started (`proc` is set by `__enter__`)."""
+
+    proc: subprocess.Popen[Any] | None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+class KmockProcess(_Child):
     """`kmock serve` on a fresh free port (and data dir unless given), log captured to a file.
 
     Use as a context manager; `.start_s` is spawn -> first successful TCP connect.
@@ -263,11 +285,6 @@ class KmockProcess:
         except OSError:
             return False
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
     def log_text(self) -> str:
         if self._log_cache is not None:
             return self._log_cache
@@ -275,9 +292,6 @@ class KmockProcess:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     def __exit__(self, *exc: Any) -> None:
         if self.proc is not None:
@@ -324,7 +338,7 @@ def _log_ts(ts: str) -> float:
     return t + (int(frac) / 1000 if frac else 0.0)
 
 
-class MockProcess:
+class MockProcess(_Child):
     """The librdkafka mock cluster (test.mock.num.brokers=1) held in its own process."""
 
     def __init__(self, timeout: float = 30.0) -> None:
@@ -353,14 +367,6 @@ class MockProcess:
         host, _, port = self.bootstrap.split(",")[0].rpartition(":")
         return (host, int(port))
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def __exit__(self, *exc: Any) -> None:
         if self.proc is not None:
             with contextlib.suppress(Exception):
@@ -369,7 +375,7 @@ class MockProcess:
             _stop(self.proc)
 
 
-class FloorProcess:
+class FloorProcess(_Child):
     """bench/trio_floor.py: python + trio + a listener, nothing else (start-time floor)."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
@@ -392,11 +398,6 @@ class FloorProcess:
             time.sleep(0.001)
         self.start_s = time.perf_counter() - t0
         return self
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
 
     def __exit__(self, *exc: Any) -> None:
         if self.proc is not None:

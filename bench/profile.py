@@ -29,7 +29,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 sys.path.insert(0, str(BENCH_DIR))
 
-from common import PY, TMP, KmockProcess, kmock_command  # noqa: E402
+from common import PY, TMP, KmockProcess, kmock_command, start_once  # noqa: E402
 
 PYSPY = str(Path(PY).parent / "py-spy")
 
@@ -165,8 +165,7 @@ def main() -> None:
 
         work = Path(tempfile.mkdtemp(dir=TMP))
         data = work / "data"
-        with KmockProcess(data_dir=data):
-            pass
+        start_once(KmockProcess(data_dir=data))
         print(replay_gen.generate(data, a.records))
         cmd, _ = kmock_command()
         spy = subprocess.Popen(

@@ -43,6 +43,7 @@ from common import (  # noqa: E402
     proc_status,
     ratio,
     run_json,
+    start_once,
 )
 
 RESULTS = BENCH_DIR / "RESULTS.md"
@@ -176,10 +177,8 @@ def bench_startup(rep: Report) -> None:
     k_conn, k_logged, k_serve, k_rss, f_conn, f_rss, cold = [], [], [], [], [], [], []
     k_first: list[float] = []
     # Untimed warm-up: writes the bytecode caches (bench/tmp/pycache) of kmock and trio.
-    with KmockProcess():
-        pass
-    with FloorProcess():
-        pass
+    start_once(KmockProcess())
+    start_once(FloorProcess())
     for r in range(reps):
         order = ["kmock", "floor", "cold"]
         random.Random(r).shuffle(order)
@@ -673,8 +672,7 @@ def bench_replay(rep: Report) -> None:
         # kmock writes meta.properties on its first start; replay_gen then creates
         # __consumer_offsets with kmock's registry (the broker makes it on first group use).
         log("replay: first start of kmock on the data dir")
-        with KmockProcess(data_dir=data):
-            pass
+        start_once(KmockProcess(data_dir=data))
         log(f"replay: writing {n:,} records")
         gen = replay_gen.generate(data, n)
         full, empty = [], []

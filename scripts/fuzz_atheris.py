@@ -50,12 +50,11 @@ def _request(data: bytes) -> None:
         route = ROUTES[api_key % len(ROUTES)]
         versions = list(route.request.VERSIONS)
         version = versions[version % len(versions)]
-    try:
+    message = None
+    with contextlib.suppress(DecodeError):
         _, pos = parse_request_header(data, route.request.is_flexible(version))
         message = decode(route.request, version, data, pos)
-    except DecodeError:
-        pass
-    else:
+    if message is not None:
         encode(message, version)  # what decoded must encode again
     with contextlib.suppress(DecodeError):
         decode(route.response, version, data, 8)
@@ -64,13 +63,11 @@ def _request(data: bytes) -> None:
 def _frames(data: bytes) -> None:
     buffer = FrameBuffer(1 << 16)
     half = len(data) // 2
-    try:
+    with contextlib.suppress(FrameTooLarge):
         for chunk in (data[:half], data[half:]):
             buffer.feed(chunk)
-            while buffer.next_frame() is not None:
-                pass
-    except FrameTooLarge:
-        pass
+            frames = list(iter(buffer.next_frame, None))  # every whole frame, in order
+            assert all(isinstance(f, bytes) for f in frames)
 
 
 def _records(data: bytes) -> None:
