@@ -43,6 +43,7 @@ HEARTBEAT_MS = 1000
 POLL_S = 0.05
 
 F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C")
 
 
 class ScenarioDeadline(Exception):
@@ -598,6 +599,17 @@ def consumed(p: Proc) -> list[Rec]:
         for e in p.events()
         if e.get("event") == "consumed"
     ]
+
+
+@contextlib.contextmanager
+def subscribed(consumer: C, topic: str) -> Iterator[C]:
+    """A group consumer (kafka-python's or confluent-kafka's) subscribed to `topic`, closed
+    (leaving its group) on exit."""
+    consumer.subscribe([topic])  # type: ignore[attr-defined]
+    try:
+        yield consumer
+    finally:
+        consumer.close()  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager

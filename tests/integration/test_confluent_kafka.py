@@ -7,8 +7,7 @@ so its own words appear in the captured log of a failed scenario.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ from tests.integration.harness import (
     GroupMember,
     Rec,
     confluent_send,
+    subscribed,
     unique,
     wait_until,
 )
@@ -142,14 +142,8 @@ def consume_all(bootstrap: str, topic: str, n: int) -> list[Rec]:
         c.close()
 
 
-@contextmanager
-def group_consumer(bootstrap: str, topic: str, group: str) -> Iterator[_Consumer]:
-    c = Consumer(bootstrap, group_id=group)
-    c.subscribe([topic])
-    try:
-        yield c
-    finally:
-        c.close()
+def group_consumer(bootstrap: str, topic: str, group: str) -> AbstractContextManager[_Consumer]:
+    return subscribed(Consumer(bootstrap, group_id=group), topic)
 
 
 def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:

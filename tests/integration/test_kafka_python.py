@@ -6,8 +6,7 @@ scenario says otherwise. Consumers commit by hand so that resume points are exac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import AbstractContextManager, closing
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from tests.integration.harness import (
     kafka_python_consumer_options,
     kafka_python_rec,
     key,
+    subscribed,
     unique,
     value,
     wait_until,
@@ -110,14 +110,8 @@ def consume_all(bootstrap: str, topic: str, n: int, timeout: float = 20) -> list
         return poll_until(c, n, timeout)
 
 
-@contextmanager
-def group_consumer(bootstrap: str, topic: str, group: str) -> Iterator[KafkaConsumer]:
-    c = consumer(bootstrap, group_id=group)
-    c.subscribe([topic])
-    try:
-        yield c
-    finally:
-        c.close()
+def group_consumer(bootstrap: str, topic: str, group: str) -> AbstractContextManager[KafkaConsumer]:
+    return subscribed(consumer(bootstrap, group_id=group), topic)
 
 
 def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:

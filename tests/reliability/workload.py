@@ -33,6 +33,15 @@ PRODUCERS = ("ck", "kp")  # value prefixes: confluent-kafka, kafka-python
 IDEMPOTENT = ("ck",)
 MAX_UNACKED = 500  # records a producer keeps in flight before it waits for reports
 WAIT_S = 0.05  # how long a client thread waits for a report or a grant before looking again
+# kafka-python clients (producer and consumer) find the broker again within ~200 ms of a
+# restart, and notice a lost one within 5 s.
+RECONNECT_QUICKLY = {
+    "request_timeout_ms": 5000,
+    "reconnect_backoff_ms": 20,
+    "reconnect_backoff_max_ms": 200,
+    "retry_backoff_ms": 20,
+    "metadata_max_age_ms": 1000,
+}
 
 
 class Budget:
@@ -255,14 +264,10 @@ class KafkaPythonProducer(_ProducerWorker):
             acks="all",
             retries=1_000_000,
             linger_ms=2,
-            request_timeout_ms=5000,
             delivery_timeout_ms=120000,
-            reconnect_backoff_ms=20,
-            reconnect_backoff_max_ms=200,
-            retry_backoff_ms=20,
             max_in_flight_requests_per_connection=5,
             enable_idempotence=False,
-            metadata_max_age_ms=1000,
+            **RECONNECT_QUICKLY,
         )
         tick = threading.Event()
         try:
@@ -389,11 +394,7 @@ class KafkaPythonConsumer(_ConsumerWorker):
             auto_offset_reset="earliest",
             session_timeout_ms=10000,
             heartbeat_interval_ms=500,
-            request_timeout_ms=5000,
-            reconnect_backoff_ms=20,
-            reconnect_backoff_max_ms=200,
-            retry_backoff_ms=20,
-            metadata_max_age_ms=1000,
+            **RECONNECT_QUICKLY,
         )
         try:
             while not self.stopping.is_set():
