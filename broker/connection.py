@@ -37,8 +37,9 @@ request/response connection that was a third of the broker's cost for a small re
 Idle connections are not timed per call either: `expire_idle_connections` looks at every
 connection a few times per `connections.max.idle.ms` and closes those blocked on their
 client for longer (receiving with nothing queued, or sending to a client that does not
-read), as Kafka's idle-connection check does, so a connection is closed between 1 and
-1.1 times the limit after its last progress.
+read), as Kafka's idle-connection check does: IDLE_CHECKS times per limit, so a
+connection is closed between 1 and 1 + 1/IDLE_CHECKS times the limit after its last
+progress.
 """
 
 from __future__ import annotations
@@ -137,7 +138,6 @@ class _Connection:
         "reason",
         "room",
         "sock",
-        "stream",
         "waited",
         "write_since",
         "writing",
@@ -147,7 +147,6 @@ class _Connection:
         self, broker: Broker, stream: trio.SocketStream, connection_id: int, client_host: str
     ) -> None:
         self.broker = broker
-        self.stream = stream
         self.sock = stream.socket  # for fileno(), close() and trio's waits only
         self.connection_id = connection_id
         self.client_host = client_host
