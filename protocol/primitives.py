@@ -136,6 +136,9 @@ def read_uuid(r: Reader) -> uuid.UUID:
 def read_uvarint(r: Reader) -> int:
     buf = r.buf
     pos = r.pos
+    if pos < len(buf) and buf[pos] < 0x80:  # one byte: nearly every length and count
+        r.pos = pos + 1
+        return buf[pos]
     result = 0
     shift = 0
     while True:
@@ -167,17 +170,31 @@ def read_nullable_string(r: Reader) -> str | None:
 
 
 def read_compact_string(r: Reader) -> str:
-    n = read_uvarint(r) - 1
-    if n < 0:
+    s = read_compact_nullable_string(r)
+    if s is None:
         raise DecodeError("null in a non-nullable compact string")
-    return str(_take(r, n), "utf-8")
+    return s
 
 
 def read_compact_nullable_string(r: Reader) -> str | None:
-    n = read_uvarint(r) - 1
+    # The hot path of every flexible request (group ids, member ids, topic names): the
+    # one-byte length and the bounds check inline, the rest as in read_uvarint and _take.
+    buf = r.buf
+    pos = r.pos
+    if pos < len(buf) and buf[pos] < 0x80:
+        n = buf[pos] - 1
+        start = pos + 1
+    else:
+        n = read_uvarint(r) - 1
+        start = r.pos
     if n < 0:
+        r.pos = start
         return None
-    return str(_take(r, n), "utf-8")
+    end = start + n
+    if end > len(buf):
+        raise DecodeError(f"need {end - start} bytes at {start}, frame has {len(buf) - start}")
+    r.pos = end
+    return str(buf[start:end], "utf-8")
 
 
 def read_bytes(r: Reader) -> bytes:
@@ -335,9 +352,7 @@ def write_nullable_string(w: list[Any], v: str | None) -> None:
 def write_compact_string(w: list[Any], v: str) -> None:
     if v is None:
         raise ValueError("None in a non-nullable compact string")
-    data = v.encode()
-    write_uvarint(w, len(data) + 1)
-    w.append(data)
+    write_compact_nullable_string(w, v)
 
 
 def write_compact_nullable_string(w: list[Any], v: str | None) -> None:
@@ -345,7 +360,8 @@ def write_compact_nullable_string(w: list[Any], v: str | None) -> None:
         w.append(b"\x00")
         return
     data = v.encode()
-    write_uvarint(w, len(data) + 1)
+    n = len(data) + 1
+    w.append(_SMALL_UVARINTS[n] if n < 128 else uvarint_bytes(n))
     w.append(data)
 
 
@@ -410,12 +426,31 @@ def _emit_import(code: Any, *names: str) -> None:
     code.append("from protocol.primitives import " + ", ".join(sorted(set(names))))
 
 
+# The struct formats of the fixed-width encodings. BOOLEAN as "?" reads any non-zero byte as
+# true and writes 0/1, as read_bool/write_bool do.
+FIXED_FORMATS = {
+    "int8": "b",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "float64": "d",
+    "bool": "?",
+}
+
+
 class Leaf(Construct):  # type: ignore[misc]
-    """One primitive encoding, named by its `read_<name>`/`write_<name>` pair above."""
+    """One primitive encoding, named by its `read_<name>`/`write_<name>` pair above.
+
+    `fixed_format` is its struct format when it is fixed-width (None otherwise): generated
+    code reads and writes a run of those fields with one struct call.
+    """
 
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
+        self.fixed_format = FIXED_FORMATS.get(name)
         self._reader = globals()["read_" + name]
         self._writer = globals()["write_" + name]
 

@@ -388,6 +388,26 @@ class KStruct(Construct):  # type: ignore[misc]
             p.write_tagged(stream, tags)
         return obj
 
+    def _runs(self) -> list[tuple[int, int, struct.Struct | None]]:
+        """The fields in order as (first index, count, codec): each run of consecutive
+        fixed-width fields is one struct.Struct, so that the generated code reads or writes
+        it with one unpack_from/pack instead of a call per field; any other field is alone,
+        with codec None."""
+        runs: list[tuple[int, int, struct.Struct | None]] = []
+        fmt = ""
+        for i, (_, c) in enumerate(self.fields):
+            code = c.fixed_format if isinstance(c, p.Leaf) else None
+            if code is not None:
+                fmt += code
+                continue
+            if fmt:
+                runs.append((i - len(fmt), len(fmt), struct.Struct(">" + fmt)))
+                fmt = ""
+            runs.append((i, 1, None))
+        if fmt:
+            runs.append((len(self.fields) - len(fmt), len(fmt), struct.Struct(">" + fmt)))
+        return runs
+
     def _emitparse(self, code: Any) -> str:
         n = code.allocateId()
         code.append(f"""
@@ -396,8 +416,15 @@ class KStruct(Construct):  # type: ignore[misc]
             C_{self.cls_key} = _REGISTRY[{self.cls_key}]
         """)
         lines = [f"def parse_struct_{n}(io, this):"]
-        for i, (_, c) in enumerate(self.fields):
-            lines.append(f"    v{i} = {c._compileparse(code)}")
+        for first, count, codec in self._runs():
+            if codec is None:
+                lines.append(f"    v{first} = {self.fields[first][1]._compileparse(code)}")
+                continue
+            key = _register(codec)
+            code.append(f"S_{key} = _REGISTRY[{key}]")
+            names = "".join(f"v{i}, " for i in range(first, first + count))
+            lines.append(f"    {names}= S_{key}.unpack_from(io.buf, io.pos)")
+            lines.append(f"    io.pos += {codec.size}")
         args = ", ".join(f"{name}=v{i}" for i, (name, _) in enumerate(self.fields))
         if self.flexible and self.tagged:
             lines.append("    raw = read_tagged(io)")
@@ -416,7 +443,11 @@ class KStruct(Construct):  # type: ignore[misc]
             lines.append(f"    return C_{self.cls_key}({args}{', ' if args else ''}**kw)")
         else:
             if self.flexible:
-                lines.append("    read_tagged(io)")
+                # No tagged field known here: an empty section (one zero byte) is the rule.
+                lines.append("    if io.buf[io.pos]:")
+                lines.append("        read_tagged(io)")
+                lines.append("    else:")
+                lines.append("        io.pos += 1")
             lines.append(f"    return C_{self.cls_key}({args})")
         code.append("\n".join(lines))
         return f"parse_struct_{n}(io, this)"
@@ -428,9 +459,16 @@ class KStruct(Construct):  # type: ignore[misc]
             from protocol.primitives import write_tagged
         """)
         lines = [f"def build_struct_{n}(obj, io, this):", "    msg = obj"]
-        for name, c in self.fields:
-            lines.append(f"    obj = msg.{name}")
-            lines.append(f"    {c._compilebuild(code)}")
+        for first, count, codec in self._runs():
+            if codec is None:
+                name, c = self.fields[first]
+                lines.append(f"    obj = msg.{name}")
+                lines.append(f"    {c._compilebuild(code)}")
+                continue
+            key = _register(codec)
+            code.append(f"S_{key} = _REGISTRY[{key}]")
+            values = ", ".join(f"msg.{name}" for name, _ in self.fields[first : first + count])
+            lines.append(f"    io.append(S_{key}.pack({values}))")
         if self.flexible:
             if self.tagged:
                 lines.append("    tags = []")
