@@ -376,9 +376,12 @@ class MockProcess(_Child):
 
 
 class FloorProcess(_Child):
-    """bench/trio_floor.py: python + trio + a listener, nothing else (start-time floor)."""
+    """A reference server in bench/ on a free port: `trio_floor.py` (python + trio + a
+    listener, nothing else: the start-time floor) or `request_floor.py` (fixed answers: the
+    request-rate floor)."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, script: str = "trio_floor.py") -> None:
+        self.script = script
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.start_s = float("nan")
@@ -387,17 +390,21 @@ class FloorProcess(_Child):
     def __enter__(self) -> FloorProcess:
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
-            [PY, str(BENCH / "trio_floor.py"), str(self.port)],
+            [PY, str(BENCH / self.script), str(self.port)],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             env={**os.environ, **self.env} if self.env else None,
         )
         while not try_connect(self.port):
             if self.proc.poll() is not None or time.perf_counter() - t0 > 30:
-                raise RuntimeError("trio_floor did not start")
+                raise RuntimeError(f"{self.script} did not start")
             time.sleep(0.001)
         self.start_s = time.perf_counter() - t0
         return self
+
+    @property
+    def addr(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
 
     def __exit__(self, *exc: Any) -> None:
         if self.proc is not None:

@@ -1,0 +1,106 @@
+"""Request-rate floor: python + trio answering every request with a fixed response.
+
+`python bench/request_floor.py PORT` listens on 127.0.0.1:PORT. ApiVersions gets kmock's own
+ApiVersions answer; OffsetCommit gets one fixed answer (no error for the one partition
+bench/run.py §3 commits), encoded once per version, with the request's correlation id patched
+in; any other API closes the connection. Nothing is decoded beyond the request header and
+nothing is written to disk. The connection
+I/O is kmock's (broker/connection.py): non-blocking os.read/os.writev on the socket's
+descriptor, waiting in trio only when a call would block.
+
+Used as the side-by-side reference for §3: the most requests per second any broker written
+in Python on trio, one task per connection, can answer on this machine with this generator;
+kmock's commit rate divided by it is the share of that ceiling the broker's work leaves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import sys
+
+import trio
+
+from broker.handlers.api_versions import supported_versions
+from protocol.frames import (
+    FrameBuffer,
+    frame_response,
+    response_header_is_flexible,
+)
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from protocol.schema import encode_chunks
+
+_KEY_VERSION_CORR = struct.Struct(">hhi")
+
+# What each API is answered with: ApiVersions with kmock's own list, OffsetCommit with no
+# error for the one partition §3 commits. Encoded once per version, on first use.
+_ANSWERS = {
+    ApiVersionsRequest.API_KEY: ApiVersionsResponse(api_keys=supported_versions()),
+    OffsetCommitRequest.API_KEY: OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponseTopic(
+                name="bench-commits",
+                partitions=[OffsetCommitResponsePartition(partition_index=0, error_code=0)],
+            )
+        ]
+    ),
+}
+_ENCODED: dict[tuple[int, int], bytearray] = {}
+
+
+def _answer(api_key: int, version: int) -> bytearray:
+    answer = _ENCODED.get((api_key, version))
+    if answer is None:
+        response = _ANSWERS[api_key]
+        flexible = response_header_is_flexible(api_key, type(response).is_flexible(version))
+        chunks = frame_response(0, encode_chunks(response, version), flexible)
+        answer = _ENCODED[(api_key, version)] = bytearray(b"".join(bytes(c) for c in chunks))
+    return answer
+
+
+async def _serve(stream: trio.SocketStream) -> None:
+    sock = stream.socket
+    fd = sock.fileno()
+    frames = FrameBuffer(100 * 1024 * 1024)
+    with contextlib.suppress(OSError, trio.ClosedResourceError):
+        while True:
+            frame = frames.next_frame()
+            if frame is None:
+                try:
+                    data = os.read(fd, 65536)
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(sock)
+                    continue
+                if not data:
+                    break
+                frames.feed(data)
+                continue
+            api_key, version, corr = _KEY_VERSION_CORR.unpack_from(frame, 0)
+            if api_key not in _ANSWERS:
+                break
+            answer = _answer(api_key, version)
+            struct.pack_into(">i", answer, 4, corr)
+            view = memoryview(answer)
+            while view:
+                try:
+                    view = view[os.writev(fd, [view]) :]
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(sock)
+    await stream.aclose()
+
+
+async def main(port: int) -> None:
+    listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
+    await trio.serve_listeners(_serve, listeners)
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        trio.run(main, int(sys.argv[1]))
