@@ -450,14 +450,19 @@ class Segment:
             os.ftruncate(self.fd, self.size)
 
     def release_preallocation(self) -> None:
-        """Give back the blocks reserved past the end of the data, if there are any."""
+        """Give back the blocks reserved past the end of the data, if there are any.
+
+        Best effort: blocks that cannot be given back (a failing disk) only cost space, so
+        this never fails the roll, close or open that calls it.
+        """
+        self._reserved_to = 0
         if self.handle is None:
             return
-        st = os.fstat(self.fd)
-        # st_blocks counts 512-byte units; a file's last block may be partly used.
-        if st.st_blocks * 512 > st.st_size + 4096:
-            os.ftruncate(self.fd, st.st_size)
-        self._reserved_to = 0
+        with contextlib.suppress(OSError):
+            st = os.fstat(self.fd)
+            # st_blocks counts 512-byte units; the last block may be partly used.
+            if st.st_blocks * 512 > st.st_size + 4096:
+                os.ftruncate(self.fd, st.st_size)
 
     def _add_batch(self, pos: int, header: BatchHeader) -> None:
         # Kafka's LogSegment.append, one batch at a time (see the module docstring).
