@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from storage import Log
 from storage.segment import PREALLOCATE_MIN_WRITE
 from tests.storage.helpers import T0, make_batch
 
@@ -45,22 +46,19 @@ def test_small_appends_reserve_nothing(open_log):
     assert allocated(path) <= os.stat(path).st_size + 4096
 
 
-def test_roll_gives_back_the_blocks_of_the_closed_segment(open_log):
-    log = open_log()
-    log.append(make_batch(1, values=[BIG_VALUE]), wall_ms=T0)
-    first = active_file(log)
-    assert allocated(first) > os.stat(first).st_size + 4096
-    log.roll(wall_ms=T0)
-    assert active_file(log) != first
-    assert allocated(first) <= os.stat(first).st_size + 4096
-
-
-def test_close_gives_back_the_blocks(open_log):
+@pytest.mark.parametrize(
+    "finish",
+    [
+        pytest.param(lambda log: log.roll(wall_ms=T0), id="roll"),
+        pytest.param(Log.close, id="close"),
+    ],
+)
+def test_a_segment_left_behind_gives_back_its_blocks(open_log, finish):
     log = open_log()
     log.append(make_batch(1, values=[BIG_VALUE]), wall_ms=T0)
     path = active_file(log)
     assert allocated(path) > os.stat(path).st_size + 4096
-    log.close()
+    finish(log)
     assert allocated(path) <= os.stat(path).st_size + 4096
 
 
