@@ -256,7 +256,6 @@ class Log:
                 )
             )
         self._bases = [s.base_offset for s in self._segments]
-        self._segments[-1].release_preallocation()  # left reserved by a crash
         self._log_start_offset = max(checkpoint, self._segments[0].base_offset)
         self.producer_state.evict_below(self._log_start_offset)
         # What survived recovery is what the disk holds: treat it as flushed.
@@ -491,7 +490,6 @@ class Log:
     def _roll(self, wall_ms: int) -> None:
         """Close the active segment (fsync it, write its indexes) and start a new one."""
         old = self._segments[-1]
-        old.release_preallocation()
         old.flush()
         old.sync_index_files()
         self._flushed_offset = max(self._flushed_offset, old.next_offset)
@@ -815,7 +813,6 @@ class Log:
             return
         try:
             if self._failure is None:
-                self._segments[-1].release_preallocation()
                 self.flush()
                 self._segments[-1].sync_index_files()
         except OSError as e:

@@ -28,7 +28,6 @@ asynchronously, file.delete.delay.ms later).
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
 import struct
@@ -153,44 +152,18 @@ def _pread_exact(fd: int, size: int, position: int) -> bytes:
     return b"".join(parts)
 
 
-def _libc_function(name: str, argtypes: list[type] | None = None) -> Callable[..., int] | None:
-    """A Linux libc function Python's os module lacks, or None where there is none."""
+def _load_syncfs() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
         import ctypes
 
-        function = getattr(ctypes.CDLL(None, use_errno=True), name)
+        return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
     except (OSError, AttributeError):
         return None
-    if argtypes is not None:
-        function.argtypes = argtypes
-    return function  # type: ignore[no-any-return]
 
 
-def _load_fallocate() -> Callable[..., int] | None:
-    import ctypes
-
-    return _libc_function("fallocate", [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64])
-
-
-_SYNCFS = _libc_function("syncfs")
-_FALLOCATE = _load_fallocate()
-_FALLOC_FL_KEEP_SIZE = 1  # linux/falloc.h: allocate blocks, leave the file size alone
-
-# Large appends reserve the blocks ahead of them: on ext4, a write into blocks allocated
-# beforehand costs about a third less CPU than one that allocates as it goes (appends of
-# 1 MB batches through Log.append on the bench machine: 0.18 ms against 0.27 ms each, and
-# 0.27 against 0.35 ms with an fdatasync every five), and one fallocate covers several.
-# Only appends of PREALLOCATE_MIN_WRITE bytes or more reserve, so the many quiet
-# partitions (__consumer_offsets' 50) never hold anything; each reservation is
-# PREALLOCATE_AHEAD times the append, at most PREALLOCATE_MAX. The file size stays that of
-# the data (FALLOC_FL_KEEP_SIZE): readers, recovery and retention see nothing of it. The
-# blocks past the end are given back when the segment rolls, when the log closes, and,
-# after a crash, when the log is opened again (`release_preallocation`).
-PREALLOCATE_MIN_WRITE = 64 * 1024
-PREALLOCATE_AHEAD = 8
-PREALLOCATE_MAX = 16 * 1024 * 1024
+_SYNCFS = _load_syncfs()
 
 
 def syncfs(fd: int) -> bool:
@@ -285,9 +258,6 @@ class Segment:
         self.roll_base_ms = -1
         self.broken = False
         self._reset()
-        # The file's blocks are reserved up to here (see PREALLOCATE_MIN_WRITE); None: a
-        # reservation failed (no fallocate there, or the disk is full), do not try again.
-        self._reserved_to: int | None = 0
 
     @property
     def fd(self) -> int:
@@ -412,7 +382,6 @@ class Segment:
         in a partial batch, and nothing more may be appended to it.
         """
         start = self.size
-        self._reserve(sum(h.size for h in headers))
         try:
             write_all(self.fd, parts)
         except OSError:
@@ -427,42 +396,6 @@ class Segment:
         for header in headers:
             self._add_batch(pos, header)
             pos += header.size
-
-    def _reserve(self, size: int) -> None:
-        """Reserve the blocks for a large append and those after it (PREALLOCATE_MIN_WRITE)."""
-        reserved = self._reserved_to
-        if (
-            size < PREALLOCATE_MIN_WRITE
-            or reserved is None
-            or _FALLOCATE is None
-            or self.size + size <= reserved
-        ):
-            return
-        length = min(size * PREALLOCATE_AHEAD, max(PREALLOCATE_MAX, size))
-        if _FALLOCATE(self.fd, _FALLOC_FL_KEEP_SIZE, self.size, length) == 0:
-            self._reserved_to = self.size + length
-            return
-        # The write itself decides whether there is room: a full disk fails it with the
-        # error every append reports; a filesystem without fallocate just writes. What a
-        # failed fallocate did reserve is given back at once.
-        self._reserved_to = None
-        with contextlib.suppress(OSError):
-            os.ftruncate(self.fd, self.size)
-
-    def release_preallocation(self) -> None:
-        """Give back the blocks reserved past the end of the data, if there are any.
-
-        Best effort: blocks that cannot be given back (a failing disk) only cost space, so
-        this never fails the roll, close or open that calls it.
-        """
-        self._reserved_to = 0
-        if self.handle is None:
-            return
-        with contextlib.suppress(OSError):
-            st = os.fstat(self.fd)
-            # st_blocks counts 512-byte units; the last block may be partly used.
-            if st.st_blocks * 512 > st.st_size + 4096:
-                os.ftruncate(self.fd, st.st_size)
 
     def _add_batch(self, pos: int, header: BatchHeader) -> None:
         # Kafka's LogSegment.append, one batch at a time (see the module docstring).
@@ -490,8 +423,7 @@ class Segment:
 
     def truncate(self, position: int) -> None:
         """Cut the file at a batch boundary and recompute the indexes."""
-        os.ftruncate(self.fd, position)  # which also gives back any reserved blocks
-        self._reserved_to = 0
+        os.ftruncate(self.fd, position)
         self.recover(verify_crc=False, min_offset=self.base_offset)
 
     def flush(self) -> None:
