@@ -23,8 +23,9 @@ This is the one dispatch site of the broker:
     client can pick a version it shares with us (KIP-511);
   * `KafkaError` raised by a handler becomes the API's `error_response(request, code,
     version)`;
-  * any other exception is a bug: it is logged with its traceback, answered with
-    UNKNOWN_SERVER_ERROR, and the connection is closed.
+  * any other exception is a bug: it is logged with its traceback, counted as
+    UNKNOWN_SERVER_ERROR in the request metrics, and the connection is closed without an
+    answer (Kafka answers UNKNOWN_SERVER_ERROR first; the client retries either way).
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
 

@@ -96,9 +96,8 @@ class _Histogram:
 class Metrics:
     def __init__(self) -> None:
         now = time.time()
-        # Keyed by (api, error name); a request's first count also records its creation.
-        self.requests: dict[tuple[str, str], int] = {}
-        self.requests_created: dict[tuple[str, str], float] = {}
+        # Keyed by (api, error name).
+        self.requests: dict[tuple[str, str], _CounterChild] = {}
         self.latency: dict[str, _Histogram] = {}
         self.bytes_received = 0
         self.bytes_sent = 0
@@ -139,11 +138,10 @@ class Metrics:
 
     def request_done(self, api: str, error: object, seconds: float) -> None:
         key = (api, getattr(error, "name", str(error)))
-        try:
-            self.requests[key] += 1
-        except KeyError:
-            self.requests[key] = 1
-            self.requests_created[key] = time.time()
+        child = self.requests.get(key)
+        if child is None:
+            child = self.requests[key] = _CounterChild()
+        child.value += 1
         histogram = self.latency.get(api)
         if histogram is None:
             histogram = self.latency[api] = _Histogram()
@@ -182,8 +180,8 @@ class Metrics:
 
         families: list[Metric] = []
         m = family("kmock_requests", "Requests handled, by API and error code.", "counter")
-        for (api, error), count in self.requests.items():
-            counter(m, {"api": api, "error": error}, count, self.requests_created[(api, error)])
+        for (api, error), requests in self.requests.items():
+            counter(m, {"api": api, "error": error}, requests.value, requests.created)
         m = family(
             "kmock_request_latency_seconds",
             "Time from decoded request to response, by API.",

@@ -20,7 +20,8 @@ Settings, by Kafka name, in increasing precedence:
 machine.
 
 One default differs from `kmock serve`'s: offsets.topic.num.partitions is 1 (FIXTURE_DEFAULTS),
-so that a fresh broker per test does not create 50 __consumer_offsets partitions first.
+so that a fresh broker per test does not create 50 __consumer_offsets partitions when its
+test first uses a group.
 Clients cannot tell: they ask FindCoordinator, and the answer is this broker either way.
 """
 

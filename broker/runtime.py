@@ -33,11 +33,11 @@ from collections.abc import Callable
 from typing import Any
 
 import trio
-import trio.lowlevel
 
 from broker.topics import OFFSETS_TOPIC
 from coordinator import (
     CoordinatorConfig,
+    CoordinatorRecord,
     GroupCoordinator,
     Outcome,
 )
@@ -196,7 +196,7 @@ class CoordinatorRuntime:
         where = (
             f"offset {offset}"
             if offset is not None
-            else (f"batch {header.base_offset}-{header.last_offset}")
+            else f"batch {header.base_offset}-{header.last_offset}"
         )
         self.replay_errors += 1
         log.error("skipped unreadable %s of %s during replay: %s", where, plog.path.name, error)
@@ -251,14 +251,16 @@ class CoordinatorRuntime:
             self._deliver(outcome)
             return
         durable = any(r.is_offset_commit for r in outcome.records)
-        entry = _Appended(
-            outcome, {self.coordinator.partition_for(r.group_id) for r in outcome.records}
-        )
+        by_partition: dict[int, list[CoordinatorRecord]] = {}
+        for record in outcome.records:
+            pid = self.coordinator.partition_for(record.group_id)
+            by_partition.setdefault(pid, []).append(record)
+        entry = _Appended(outcome, set(by_partition))
         if durable:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
         try:
-            await self._append(outcome, durable)
+            await self._append(by_partition, durable)
         except (KafkaError, OSError) as e:
             code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
             log.error("__consumer_offsets write failed: %s", e)
@@ -327,19 +329,17 @@ class CoordinatorRuntime:
                 slot.response = reply.response
                 slot.event.set()
 
-    async def _append(self, outcome: Outcome, durable: bool) -> None:
+    async def _append(
+        self, by_partition: dict[int, list[CoordinatorRecord]], durable: bool
+    ) -> None:
+        """Append each partition's records as one batch; wait for the fsync if `durable`."""
         topic = self.offsets_topic()
         wall_ms = self.broker.wall_ms()
-        by_partition: dict[int, list[tuple[bytes, bytes | None, tuple[()], int]]] = {}
-        for record in outcome.records:
-            pid = self.coordinator.partition_for(record.group_id)
-            by_partition.setdefault(pid, []).append(
-                (record.key_bytes(), record.value_bytes(), (), wall_ms)
-            )
         waits = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
-            partition.log.append(build_batch(records), wall_ms=wall_ms)
+            batch = build_batch((r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records)
+            partition.log.append(batch, wall_ms=wall_ms)
             partition.notify()
             waits.append((partition.log, partition.log.log_end_offset))
         for plog, end in waits:

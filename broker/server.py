@@ -2,10 +2,11 @@
 
     serve nursery
     ├── listeners (trio.serve_listeners) ── connection nursery ── one task per connection
+    │                                        (and its writer while responses are queued)
     ├── coordinator runtime: replay of __consumer_offsets, then its timer task
     ├── retention / compaction task
     ├── idle connection check (broker.connection.expire_idle_connections)
-    ├── group-commit fsync tasks (broker.durability)
+    ├── group-commit fsync loop, shared by all logs (broker.durability)
     └── admin HTTP endpoint (only with admin.port)
 
 `serve` reports the bound addresses through `task_status.started(broker)` (port 0 works),
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import trio
-import trio.lowlevel
 
 from broker.config import Config
 from broker.connection import expire_idle_connections, serve_connection

@@ -40,6 +40,7 @@ import trio
 from broker.config import TOPIC_CONFIGS, Config
 from protocol.errors import ErrorCode, KafkaError
 from storage import Log, LogConfig, RecoveryEvent
+from storage.segment import fsync_directory
 
 log = logging.getLogger("broker.topics")
 
@@ -206,7 +207,7 @@ class TopicRegistry:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._table_path())
-        _fsync_dir(self.data_dir)
+        fsync_directory(self.data_dir)
 
     def load(self, now_wall_ms: int) -> None:
         """Open every topic in topics.json, recovering each log; remove orphan directories."""
@@ -555,11 +556,3 @@ def recovery_log_lines(partition: str, events: list[RecoveryEvent]) -> list[tupl
     if rebuilt:
         lines.append((logging.DEBUG, f"recovered {partition}: index rebuilt: {'; '.join(rebuilt)}"))
     return lines
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

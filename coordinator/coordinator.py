@@ -252,7 +252,8 @@ class _Out:
 @functools.lru_cache(maxsize=65536)
 def _partition_for(group_id: str, num_partitions: int) -> int:
     # Java's String.hashCode runs over UTF-16 code units in int32 arithmetic; Utils.abs maps
-    # Integer.MIN_VALUE to 0 and is Math.abs otherwise. Cached: every commit asks twice.
+    # Integer.MIN_VALUE to 0 and is Math.abs otherwise. Cached: asked for every record the
+    # coordinator writes, and the hash is a Python loop over the name.
     units = group_id.encode("utf-16-be")
     h = 0
     for i in range(0, len(units), 2):

@@ -17,8 +17,10 @@ class Deferred:
     batches are appended and that waits only for the fsync covering them (acks=all).
 
     The connection goes on to read and handle the next requests meanwhile, and sends the
-    responses in request order (see broker.connection). `finish()` returns the response,
-    or raises KafkaError like a handler.
+    responses in request order (see broker.connection). `finish()` returns the response
+    and puts failures in it, per partition: the request is not kept, so there is nothing to
+    build the API's `error_response` from. Anything `finish()` raises is a bug, handled as
+    a handler's unexpected exception is (logged, and the connection closed).
     """
 
     __slots__ = ("finish",)

@@ -22,8 +22,9 @@ them: DYNAMIC_TOPIC_CONFIG for the request's configs, STATIC_BROKER_CONFIG when 
 setting behind the config was configured, DEFAULT_CONFIG otherwise); v7 adds the topic id
 (the zero id on a refused topic; a fresh random one under validate_only, as from Kafka).
 
-__consumer_offsets always exists here (the group coordinator creates it at start), so
-asking for it is TOPIC_ALREADY_EXISTS, as from a Kafka cluster once any group was used.
+__consumer_offsets belongs to the group coordinator, which creates it on the first group
+lookup, so asking for it is TOPIC_ALREADY_EXISTS even before that, as from a Kafka cluster
+once any group was used.
 
 The partitions' logs are opened in a worker thread (TopicRegistry.create_in_thread); the
 topics of one request are created one after the other, as Kafka's controller does. A
