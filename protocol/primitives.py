@@ -428,7 +428,7 @@ def _emit_import(code: Any, *names: str) -> None:
 
 # The struct formats of the fixed-width encodings. BOOLEAN as "?" reads any non-zero byte as
 # true and writes 0/1, as read_bool/write_bool do.
-FIXED_FORMATS = {
+_FIXED_FORMATS = {
     "int8": "b",
     "int16": "h",
     "uint16": "H",
@@ -450,7 +450,7 @@ class Leaf(Construct):  # type: ignore[misc]
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
-        self.fixed_format = FIXED_FORMATS.get(name)
+        self.fixed_format = _FIXED_FORMATS.get(name)
         self._reader = globals()["read_" + name]
         self._writer = globals()["write_" + name]
 

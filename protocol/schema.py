@@ -73,6 +73,7 @@ class WireType:
         raise NotImplementedError  # pragma: no cover - every subclass overrides
 
     def default(self, nullable: bool) -> Any:
+        """Kafka's zero value; a class (`list`, a `Struct`) stands for a new one per instance."""
         raise NotImplementedError  # pragma: no cover
 
 
@@ -171,7 +172,7 @@ class _StructType(WireType):
         return build_struct(self.cls, version, flexible)
 
     def default(self, nullable: bool) -> Any:
-        return self.cls()
+        return self.cls  # a factory, as Array's `list`: a new struct per instance
 
     def __repr__(self) -> str:
         return self.cls.__name__
@@ -222,11 +223,9 @@ def wire(
     meta = {"wire": WireField(type, since, until, nullable, tag)}
     if default is _MISSING:
         default = type.default(nullable is not None)
-    if default is list:
-        return dataclasses.field(default_factory=list, metadata=meta)
-    if isinstance(type, _StructType) and isinstance(default, type.cls):
-        # A struct default is built per instance, as the lists are.
-        return dataclasses.field(default_factory=type.cls, metadata=meta)
+    if default is list or (isinstance(type, _StructType) and default is type.cls):
+        # Lists and nested structs are built per instance.
+        return dataclasses.field(default_factory=default, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 

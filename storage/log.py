@@ -219,10 +219,13 @@ class Log:
             self._segments.append(segment)
             last_offset = segment.next_offset - 1
             if cut is not None:
-                self.recovery_report.append(
-                    RecoveryEvent(
-                        segment_file, "truncated", cut[0], cut[1], segment.size, segment.next_offset
-                    )
+                self._report(
+                    segment_file,
+                    "truncated",
+                    cut[0],
+                    cut[1],
+                    position=segment.size,
+                    offset=segment.next_offset,
                 )
                 if not is_last:
                     self._delete_segment_files(
@@ -300,8 +303,17 @@ class Log:
             for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX):
                 segment_path(self.path, base, suffix).unlink(missing_ok=True)
 
-    def _report(self, path: Path, action: str, size: int, reason: str) -> None:
-        self.recovery_report.append(RecoveryEvent(path, action, size, reason))
+    def _report(
+        self,
+        path: Path,
+        action: str,
+        size: int,
+        reason: str,
+        *,
+        position: int = -1,
+        offset: int = -1,
+    ) -> None:
+        self.recovery_report.append(RecoveryEvent(path, action, size, reason, position, offset))
 
     def _read_checkpoint(self) -> int:
         try:
@@ -549,16 +561,17 @@ class Log:
         try:
             os.fdatasync(handle.fd)
         except OSError as e:
-            raise self._fail_flush(e, "fdatasync") from e
+            raise self._go_offline(f"fdatasync failed: {e}") from e
         if offset > self._flushed_offset:
             self._flushed_offset = offset
         return offset
 
     sync = flush  # the broker's name for it
 
-    def _fail_flush(self, error: OSError, call: str) -> KafkaError:
-        self._failure = f"{call} failed: {error}"
-        return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {self._failure}")
+    def _go_offline(self, failure: str) -> KafkaError:
+        """Take the log offline (appends fail until it is reopened); returns the error to raise."""
+        self._failure = failure
+        return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {failure}")
 
     # --- read --------------------------------------------------------------------------
 
@@ -740,10 +753,7 @@ class Log:
             try:
                 self._write_checkpoint()  # before acknowledging, and before deleting
             except OSError as e:
-                self._failure = f"cannot write {LOG_START_OFFSET_CHECKPOINT}: {e}"
-                raise KafkaError(
-                    ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {self._failure}"
-                ) from e
+                raise self._go_offline(f"cannot write {LOG_START_OFFSET_CHECKPOINT}: {e}") from e
             self._delete_below_start()
             self.producer_state.evict_below(offset)
         return self._log_start_offset
@@ -787,10 +797,7 @@ class Log:
                     self.producer_state.replay(header)
             self.producer_state.evict_below(self._log_start_offset)
         except OSError as e:
-            self._failure = f"truncation failed: {e}"
-            raise KafkaError(
-                ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: {self._failure}"
-            ) from e
+            raise self._go_offline(f"truncation failed: {e}") from e
         self._flushed_offset = min(self._flushed_offset, self.log_end_offset)
 
     # --- compaction support (storage.compaction) -----------------------------------------
@@ -868,14 +875,14 @@ def flush_logs(logs: Iterable[Log]) -> dict[Log, KafkaError]:
             synced = syncfs(pending[0][2].fd)
         except OSError as e:
             for plog, _, _ in pending:
-                failed[plog] = plog._fail_flush(e, "syncfs")
+                failed[plog] = plog._go_offline(f"syncfs failed: {e}")
             continue
         for plog, offset, handle in pending:
             if not synced:
                 try:
                     os.fdatasync(handle.fd)
                 except OSError as e:
-                    failed[plog] = plog._fail_flush(e, "fdatasync")
+                    failed[plog] = plog._go_offline(f"fdatasync failed: {e}")
                     continue
             if offset > plog._flushed_offset:
                 plog._flushed_offset = offset
