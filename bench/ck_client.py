@@ -32,6 +32,7 @@ import time
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 CONSUME_BATCH = 10_000
+QUEUE_BACKOFF_MS = 10  # fetch.queue.backoff.ms of the first, reported consume pass
 STALL_S = 30.0
 PRODUCE_LIMIT_S = float(os.environ.get("BENCH_PRODUCE_LIMIT_S", "120"))
 
@@ -148,7 +149,7 @@ def main() -> None:
         out["low"], out["high"] = low, high
         if high != count and not consume_only:
             raise RuntimeError(f"high watermark {high} after producing {count}")
-        out.update(consume(bootstrap, topic, count, 10))
+        out.update(consume(bootstrap, topic, count, QUEUE_BACKOFF_MS))
         default = consume(bootstrap, topic, count, None)
         out["consume_default_s"] = default["consume_s"]
         out["consumed_default"] = default["consumed"]

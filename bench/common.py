@@ -2,7 +2,8 @@
 
 Everything here runs in the orchestrating process (`bench/run.py`). The processes under
 test are always separate: `kmock serve` (KmockProcess), the librdkafka mock cluster held by
-`bench/mock_holder.py` (MockProcess), and the plain-trio listener `bench/trio_floor.py`.
+`bench/mock_holder.py` (MockProcess), and the plain-trio references `bench/trio_floor.py` and
+`bench/request_floor.py` (FloorProcess).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -486,33 +487,14 @@ def versions() -> dict[str, str]:
 
 
 def git_revision() -> str:
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=5)
+
     try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
+        rev = git("rev-parse", "--short", "HEAD")
         if rev.returncode != 0:
             return "no commit yet"
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
+        dirty = git("status", "--porcelain", "--untracked-files=no")
         return rev.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "?"
-
-
-@contextlib.contextmanager
-def timed() -> Iterator[list[float]]:
-    box = [0.0]
-    t0 = time.perf_counter()
-    try:
-        yield box
-    finally:
-        box[0] = time.perf_counter() - t0

@@ -26,7 +26,7 @@ import struct
 from typing import Any
 
 import trio
-from kwire import CLIENT_ID, decode_response
+from kwire import common_version, decode_response, request_bytes
 
 from protocol.consumer_protocol import (
     ConsumerProtocolAssignment,
@@ -36,12 +36,11 @@ from protocol.consumer_protocol import (
     encode_subscription,
 )
 from protocol.errors import ErrorCode
-from protocol.frames import frame_request
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
-from protocol.schema import Message, encode_chunks
+from protocol.schema import Message
 
 HEARTBEAT_MS = 20
 SESSION_TIMEOUT_MS = 30_000
@@ -57,15 +56,7 @@ class _Client:
 
     async def call(self, request: Message, version: int) -> Any:
         corr = next(self.corr)
-        chunks = frame_request(
-            type(request).API_KEY,
-            version,
-            corr,
-            CLIENT_ID,
-            encode_chunks(request, version),
-            type(request).is_flexible(version),
-        )
-        await self.stream.send_all(b"".join(bytes(c) for c in chunks))
+        await self.stream.send_all(request_bytes(request, version, corr))
         while True:
             if len(self.buf) >= 4:
                 (size,) = struct.unpack_from(">i", self.buf)
@@ -203,6 +194,17 @@ async def _leave(addr: tuple[str, int], group: str, ids: list[str | None], versi
         )
     finally:
         await stream.aclose()
+
+
+def request_versions(advertised: dict[int, tuple[int, int]]) -> dict[str, int]:
+    """The version of each request `form_group` sends: the highest one that our codec and the
+    broker (`advertised`: its ApiVersions answer) share."""
+    return {
+        "join": common_version(JoinGroupRequest, advertised),
+        "sync": common_version(SyncGroupRequest, advertised),
+        "heartbeat": common_version(HeartbeatRequest, advertised),
+        "leave": common_version(LeaveGroupRequest, advertised),
+    }
 
 
 async def form_group(

@@ -261,7 +261,7 @@ def usable_version(
             for addr, _ in targets:
                 with connect(addr) as s:
                     call(s, request, version)
-        except Exception:
+        except Exception:  # a decode failure means: try the next version down
             continue
         return version
     raise RuntimeError(f"no version of {cls.__name__} works with every target")

@@ -180,7 +180,7 @@ def _process_times() -> tuple[dict[int, int], dict[int, float]]:
     return parents, times
 
 
-def _descendants_cpu(root: int, *, include_root: bool = True) -> dict[int, float]:
+def _descendants_cpu(root: int) -> dict[int, float]:
     """CPU seconds of `root` and every process below it, by pid."""
     parents, times = _process_times()
     out = {}
@@ -188,7 +188,7 @@ def _descendants_cpu(root: int, *, include_root: bool = True) -> dict[int, float
         p = pid
         while p > 1 and p != root:
             p = parents.get(p, 0)
-        if p == root and (include_root or pid != root):
+        if p == root:
             out[pid] = t
     return out
 

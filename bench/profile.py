@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
@@ -128,34 +129,9 @@ def main() -> None:
     if sc == "startup":
         # py-spy launches kmock itself so that imports are sampled too.
         work = Path(tempfile.mkdtemp(dir=TMP))
-        cmd, _ = kmock_command()
-        port = 0
-        spy = subprocess.Popen(
-            [
-                PYSPY,
-                "record",
-                "--format",
-                "raw",
-                "--rate",
-                "1000",
-                "--function",
-                "-o",
-                str(out),
-                "--",
-                *cmd,
-                "serve",
-                "--listeners",
-                f"PLAINTEXT://127.0.0.1:{port}",
-                "--log-dirs",
-                str(work / "data"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        spy = _serve_under_spy(out, 1000, work / "data", stderr=subprocess.DEVNULL)
         time.sleep(a.seconds)
-        for child in _children(spy.pid):
-            os.kill(child, 15)
-        spy.wait(30)
+        _stop_served(spy, 30)
         shutil.rmtree(work, ignore_errors=True)
         report(out, a.top)
         return
@@ -167,32 +143,8 @@ def main() -> None:
         data = work / "data"
         start_once(KmockProcess(data_dir=data))
         print(replay_gen.generate(data, a.records))
-        cmd, _ = kmock_command()
-        spy = subprocess.Popen(
-            [
-                PYSPY,
-                "record",
-                "--format",
-                "raw",
-                "--rate",
-                "250",
-                "--function",
-                "-o",
-                str(out),
-                "--",
-                *cmd,
-                "serve",
-                "--listeners",
-                "PLAINTEXT://127.0.0.1:0",
-                "--log-dirs",
-                str(data),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        spy = _serve_under_spy(out, 250, data, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 600
-        logf = data.parent
         # wait for the replay line in kmock's stderr (py-spy passes it through)
         assert spy.stderr is not None
         for line in spy.stderr:
@@ -201,11 +153,8 @@ def main() -> None:
                 break
             if time.time() > deadline:
                 break
-        for child in _children(spy.pid):
-            os.kill(child, 15)
-        spy.wait(60)
+        _stop_served(spy, 60)
         shutil.rmtree(work, ignore_errors=True)
-        del logf
         report(out, a.top)
         return
 
@@ -235,52 +184,27 @@ def main() -> None:
             import join_bench
             import trio
 
-            from protocol.messages.heartbeat import HeartbeatRequest
-            from protocol.messages.join_group import JoinGroupRequest
-            from protocol.messages.leave_group import LeaveGroupRequest
-            from protocol.messages.sync_group import SyncGroupRequest
-
-            vs = {
-                "join": kwire.common_version(JoinGroupRequest, adv),
-                "sync": kwire.common_version(SyncGroupRequest, adv),
-                "heartbeat": kwire.common_version(HeartbeatRequest, adv),
-                "leave": kwire.common_version(LeaveGroupRequest, adv),
-            }
+            vs = join_bench.request_versions(adv)
 
             def load() -> None:
                 for r in range(int(a.seconds)):
                     print(trio.run(join_bench.form_group, k.addr, 100, f"prof-{r}", vs))
         elif sc in ("produce100", "produce10k", "consume100", "consume10k"):
             size, count = (100, 300_000) if sc.endswith("100") else (10240, 30_000)
-            extra = []
+            client = [
+                PY,
+                str(BENCH_DIR / "ck_client.py"),
+                k.bootstrap,
+                f"prof-{size}",
+                str(size),
+                str(count),
+            ]
             if sc.startswith("consume"):  # fill the topic first, unprofiled
-                subprocess.run(
-                    [
-                        PY,
-                        str(BENCH_DIR / "ck_client.py"),
-                        k.bootstrap,
-                        f"prof-{size}",
-                        str(size),
-                        str(count),
-                    ],
-                    capture_output=True,
-                )
-                extra = ["consume-only"]
+                subprocess.run(client, capture_output=True)
+                client.append("consume-only")
 
             def load() -> None:
-                r = subprocess.run(
-                    [
-                        PY,
-                        str(BENCH_DIR / "ck_client.py"),
-                        k.bootstrap,
-                        f"prof-{size}",
-                        str(size),
-                        str(count),
-                        *extra,
-                    ],
-                    capture_output=True,
-                    text=True,
-                )
+                r = subprocess.run(client, capture_output=True, text=True)
                 print(r.stdout.strip()[-500:])
         else:
             raise SystemExit(f"unknown scenario {sc}")
@@ -292,13 +216,47 @@ def main() -> None:
         t.join()
         spy.stop()
         if result and hasattr(result[0], "rate"):
-            r = result[0]
-            lat = sorted(r.latencies_s)  # type: ignore[attr-defined]
+            r: Any = result[0]
+            lat = sorted(r.latencies_s)
             print(
-                f"rate {r.rate:.0f}/s p50 {lat[len(lat) // 2] * 1000:.1f} ms "  # type: ignore[attr-defined]
+                f"rate {r.rate:.0f}/s p50 {lat[len(lat) // 2] * 1000:.1f} ms "
                 f"p99 {lat[int(len(lat) * 0.99)] * 1000:.1f} ms errors {r.errors}"
-            )  # type: ignore[attr-defined]
+            )
     report(out, a.top)
+
+
+def _serve_under_spy(out: Path, rate: int, data_dir: Path, **popen: Any) -> subprocess.Popen[Any]:
+    """`kmock serve` on a free port, launched by py-spy so that its start is sampled too."""
+    cmd, _ = kmock_command()
+    return subprocess.Popen(
+        [
+            PYSPY,
+            "record",
+            "--format",
+            "raw",
+            "--rate",
+            str(rate),
+            "--function",
+            "-o",
+            str(out),
+            "--",
+            *cmd,
+            "serve",
+            "--listeners",
+            "PLAINTEXT://127.0.0.1:0",
+            "--log-dirs",
+            str(data_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        **popen,
+    )
+
+
+def _stop_served(spy: subprocess.Popen[Any], timeout: float) -> None:
+    """SIGTERM the kmock that py-spy launched; py-spy then writes its output and exits."""
+    for child in _children(spy.pid):
+        os.kill(child, 15)
+    spy.wait(timeout)
 
 
 def _children(pid: int) -> list[int]:

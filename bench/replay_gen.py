@@ -1,11 +1,12 @@
 """Write N offset-commit records into a kmock data dir's __consumer_offsets, with kmock's code.
 
-The data dir must already have kmock's layout (start kmock once on an empty dir and stop
-it: that writes topics.json and the __consumer_offsets-<n> partition directories). The
-records are what kmock's coordinator itself writes for OffsetCommit: key OffsetCommitKey v1
-and value OffsetCommitValue v3 (`protocol.consumer_offsets.encode_key/encode_value`), one
-batch per commit request (`protocol.records.build_batch`), appended with `storage.Log` to the
-group's partition (`GroupCoordinator.partition_for`, Kafka's hash).
+kmock creates __consumer_offsets only on first group use, so `generate` creates it when the
+data dir does not have it yet, with kmock's own TopicRegistry and offsets.topic.* settings
+(topics.json and the __consumer_offsets-<n> partition directories). The records are what
+kmock's coordinator itself writes for OffsetCommit: key OffsetCommitKey v1 and value
+OffsetCommitValue v3 (`protocol.consumer_offsets.encode_key/encode_value`), one batch per
+commit request (`protocol.records.build_batch`), appended with `storage.Log` to the group's
+partition (`GroupCoordinator.partition_for`, Kafka's hash).
 
 Shape: GROUPS groups, each with one consumer committing PARTITIONS partitions of one topic
 per commit; commits go round-robin over the groups until N records are written. So the
@@ -114,8 +115,10 @@ def generate(data_dir: Path, records: int, groups: int = 1000, partitions: int =
         "records": written,
         "batches": batches,
         "groups": groups,
+        "partitions": partitions,
         "keys": groups * partitions,
         "partitions_used": used,
+        "offsets_partitions": n_partitions,
         "bytes": size,
         "seconds": time.perf_counter() - t0,
     }

@@ -4,9 +4,9 @@
 ApiVersions answer; OffsetCommit gets one fixed answer (no error for the one partition
 bench/run.py §3 commits), encoded once per version, with the request's correlation id patched
 in; any other API closes the connection. Nothing is decoded beyond the request header and
-nothing is written to disk. The connection
-I/O is kmock's (broker/connection.py): non-blocking os.read/os.writev on the socket's
-descriptor, waiting in trio only when a call would block.
+nothing is written to disk. The connection I/O is kmock's (broker/connection.py):
+non-blocking os.read/os.writev on the socket's descriptor, waiting in trio only when a call
+would block.
 
 Used as the side-by-side reference for §3: the most requests per second any broker written
 in Python on trio, one task per connection, can answer on this machine with this generator;
@@ -22,10 +22,13 @@ import sys
 
 import trio
 
+from broker.config import SETTINGS
+from broker.connection import RECEIVE_BYTES
 from broker.handlers.api_versions import supported_versions
 from protocol.frames import (
     FrameBuffer,
     frame_response,
+    peek_request_key,
     response_header_is_flexible,
 )
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -36,8 +39,6 @@ from protocol.messages.offset_commit import (
     OffsetCommitResponseTopic,
 )
 from protocol.schema import encode_chunks
-
-_KEY_VERSION_CORR = struct.Struct(">hhi")
 
 # What each API is answered with: ApiVersions with kmock's own list, OffsetCommit with no
 # error for the one partition §3 commits. Encoded once per version, on first use.
@@ -68,13 +69,13 @@ def _answer(api_key: int, version: int) -> bytearray:
 async def _serve(stream: trio.SocketStream) -> None:
     sock = stream.socket
     fd = sock.fileno()
-    frames = FrameBuffer(100 * 1024 * 1024)
+    frames = FrameBuffer(SETTINGS["socket.request.max.bytes"].default)
     with contextlib.suppress(OSError, trio.ClosedResourceError):
         while True:
             frame = frames.next_frame()
             if frame is None:
                 try:
-                    data = os.read(fd, 65536)
+                    data = os.read(fd, RECEIVE_BYTES)
                 except BlockingIOError:
                     await trio.lowlevel.wait_readable(sock)
                     continue
@@ -82,7 +83,7 @@ async def _serve(stream: trio.SocketStream) -> None:
                     break
                 frames.feed(data)
                 continue
-            api_key, version, corr = _KEY_VERSION_CORR.unpack_from(frame, 0)
+            api_key, version, corr = peek_request_key(frame)
             if api_key not in _ANSWERS:
                 break
             answer = _answer(api_key, version)
