@@ -80,3 +80,12 @@ class WireClient:
 
     async def aclose(self) -> None:
         await self.stream.aclose()
+
+
+async def wire_call(broker: Any, request: Message, version: int) -> Any:
+    """The response to `request`, sent on a connection of its own (closed afterwards)."""
+    client = await WireClient.connect(broker)
+    try:
+        return await client.call(request, version)
+    finally:
+        await client.aclose()

@@ -17,8 +17,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import OffsetOutOfRangeError
 
-from broker.config import TOPIC_CONFIGS, load_config
-from broker.server import serve
+from broker.config import TOPIC_CONFIGS
 from protocol.errors import ErrorCode
 from protocol.messages.alter_configs import (
     AlterableConfig,
@@ -41,24 +40,19 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderTopic,
 )
 from protocol.records import build_batch
-from tests.wire import WireClient
+from tests.reliability.inproc import running
+from tests.wire import wire_call
 
 TOPIC, BROKER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER
 
 
 @asynccontextmanager
 async def running_broker(tmp_path: Any, **settings: Any) -> AsyncIterator[Any]:
-    config = load_config(
-        overrides={"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path), **settings}
-    )
-    async with trio.open_nursery() as nursery:
-        broker = await nursery.start(serve, config)
-        await broker.ready.wait()
+    async with running(tmp_path, **settings) as broker:
         # __consumer_offsets is created by the first group lookup, as in Kafka; these tests
         # include it among the existing topics.
         broker.coordinator.offsets_topic()
         yield broker
-        nursery.cancel_scope.cancel()
 
 
 async def admin(broker: Any, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -83,14 +77,6 @@ def append_records(broker: Any, topic: str, n: int) -> None:
     admin APIs, and must not depend on Produce."""
     batch = build_batch([(None, b"v%d" % i, [], broker.wall_ms()) for i in range(n)])
     broker.topics.partition(topic, 0).log.append(batch, wall_ms=broker.wall_ms())
-
-
-async def wire_call(broker: Any, request: Any, version: int) -> Any:
-    client = await WireClient.connect(broker)
-    try:
-        return await client.call(request, version)
-    finally:
-        await client.aclose()
 
 
 def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

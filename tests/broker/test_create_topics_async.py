@@ -33,7 +33,7 @@ from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicStat
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from storage import Log
 from tests.reliability.inproc import produce, running
-from tests.wire import WireClient, read_frame, request_bytes
+from tests.wire import WireClient, read_frame, request_bytes, wire_call
 
 TOPIC = "big"
 
@@ -97,20 +97,12 @@ def grow_request(name: str, count: int) -> CreatePartitionsRequest:
 
 
 async def create(broker: Any, name: str, num_partitions: int) -> tuple[int, str | None]:
-    client = await WireClient.connect(broker)
-    try:
-        (result,) = (await client.call(create_request(name, num_partitions), 5)).topics
-    finally:
-        await client.aclose()
+    (result,) = (await wire_call(broker, create_request(name, num_partitions), 5)).topics
     return result.error_code, result.error_message
 
 
 async def grow(broker: Any, name: str, count: int) -> tuple[int, str | None]:
-    client = await WireClient.connect(broker)
-    try:
-        (result,) = (await client.call(grow_request(name, count), 2)).results
-    finally:
-        await client.aclose()
+    (result,) = (await wire_call(broker, grow_request(name, count), 2)).results
     return result.error_code, result.error_message
 
 

@@ -8,9 +8,11 @@ what it checks is the broker's own memory and the kernel's view of its sockets.
 
 from __future__ import annotations
 
+import gc
 import socket
 import struct
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +24,11 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.metadata import MetadataRequest
 from protocol.records import build_batch
-from tests.reliability.inproc import running
+from tests.reliability.inproc import create, produce, running
 from tests.reliability.process import BrokerProcess, poll_until
 from tests.wire import WireClient, read_frame, request_bytes
 
@@ -352,12 +355,6 @@ async def test_deleted_topics_do_not_stay_in_memory(tmp_path: Path) -> None:
     """Test suites pointed at a dev broker create and delete topics all day: whatever the
     broker kept for a deleted topic's logs must go with it (here, its group-commit state
     held every Log it had ever fsynced)."""
-    import gc
-    import weakref
-
-    from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
-    from tests.reliability.inproc import create, produce
-
     with trio.fail_after(30):
         async with running(tmp_path / "data") as broker:
             client = await WireClient.connect(broker)

@@ -29,6 +29,7 @@ from protocol.messages.produce import (
 )
 from protocol.records import build_batch
 from protocol.schema import decode
+from tests.reliability.inproc import create
 from tests.wire import WireClient, read_frame, request_bytes
 
 TOPIC = "piped"
@@ -53,11 +54,7 @@ def _produce(value: bytes, acks: int = -1) -> ProduceRequest:
 async def gate(broker: Any, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
     """Make a topic, then hold every acks=all Produce before its fsync until the event."""
     client = await WireClient.connect(broker)
-    meta = await client.call(
-        MetadataRequest(topics=[MetadataRequestTopic(name=TOPIC)], allow_auto_topic_creation=True),
-        9,
-    )
-    assert meta.topics[0].error_code == 0
+    await create(client, TOPIC)
     await client.aclose()
     gate = trio.Event()
     wait_durable = broker.durability.wait_durable

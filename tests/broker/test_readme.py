@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.config import INT_MAX, LONG_MAX, SETTINGS, Setting
+from broker.connection import MAX_DEFERRED
 from broker.routes import all_routes
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -110,8 +111,6 @@ def test_readme_configuration_defaults_are_the_config_defaults():
 
 
 def test_readme_states_the_deferred_produce_bound_of_the_code():
-    from broker.connection import MAX_DEFERRED
-
     text = " ".join(README.read_text(encoding="utf-8").split())
     stated = re.findall(r"up to (\d+) waiting Produce responses per connection", text)
     assert stated == [str(MAX_DEFERRED)]

@@ -38,6 +38,7 @@ import storage.segment
 from protocol.errors import ErrorCode
 from tests.reliability import inproc
 from tests.reliability.inproc import contents, create, produce, produce_values
+from tests.reliability.process import ROOT, BrokerProcess
 from tests.wire import WireClient
 
 GROUP = "storage-errors"
@@ -362,8 +363,6 @@ def test_starting_on_a_read_only_data_dir_fails_fast_with_one_clear_line(tmp_pat
     """A data directory that cannot be written (a file system remounted read-only after an
     error, a wrong mount) cannot be recovered into: `kmock serve` must say so and exit,
     not serve half the logs or print a traceback."""
-    from tests.reliability.process import BrokerProcess
-
     with tmpfs(tmp_path / "fs", 8 * 1024 * 1024) as fs:
         broker = BrokerProcess(
             fs / "data", tmp_path / "logs", overrides={"offsets.topic.num.partitions": 2}
@@ -381,7 +380,7 @@ def test_starting_on_a_read_only_data_dir_fails_fast_with_one_clear_line(tmp_pat
             text=True,
             timeout=60,
             check=False,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
     assert done.returncode != 0
     output = done.stdout + done.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import logging
 import os
 import signal
 import struct
@@ -41,6 +42,9 @@ HEADERS = [("trace", "t-1"), ("origin", "kmock-über")]
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_MS = 1000
 POLL_S = 0.05
+# librdkafka's own log: confluent-kafka clients log through it, so that its words appear in
+# the captured log of a failed scenario.
+RDKAFKA_LOG = logging.getLogger("confluent_kafka.librdkafka")
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C")
@@ -358,6 +362,30 @@ class Rec:
     key: str | None
     value: str | None
     headers: tuple[tuple[str, str], ...] = ()
+
+
+def confluent_rec(m: Any) -> Rec:
+    """A confluent-kafka Message as a Rec."""
+    k, v = m.key(), m.value()
+    return Rec(
+        m.partition(),
+        m.offset(),
+        k.decode() if k is not None else None,
+        v.decode() if v is not None else None,
+        tuple((hk, hv.decode()) for hk, hv in m.headers() or ()),
+    )
+
+
+def confluent_conf(bootstrap: str, client_id: str, **kw: Any) -> dict[str, Any]:
+    """A confluent-kafka client's configuration: it logs through RDKAFKA_LOG and waits at
+    most 10 s for an answer; `kw` (under librdkafka's names) adds or overrides."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "logger": RDKAFKA_LOG,
+        "socket.timeout.ms": 10000,
+        **kw,
+    }
 
 
 def confluent_send(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.integration import harness
 from tests.integration.harness import CODECS, JS_DIR, ROOT
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,8 +50,7 @@ def scenario(name: str, *, deadline: float = DEFAULT_DEADLINE_S) -> Callable[[F]
 
     def tag(fn: F) -> F:
         fn.kmock_scenario = name  # type: ignore[attr-defined]
-        fn.kmock_deadline = deadline  # type: ignore[attr-defined]
-        return fn
+        return harness.deadline(deadline)(fn)
 
     return tag
 

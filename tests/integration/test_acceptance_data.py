@@ -43,8 +43,11 @@ from tests.integration.harness import (
     batches_on_disk,
     check_compressed,
     check_records,
+    confluent_conf,
+    confluent_rec,
     confluent_send,
     deadline,
+    kafka_python_rec,
     key,
     unique,
     value,
@@ -74,10 +77,7 @@ def check_identical(got: list[Rec], prefix: str, placed: dict[int, tuple[int, in
     reordered records), then record for record against where the producer was told each
     record went."""
     n = max(placed) + 1
-    twice = [v for v, count in Counter(r.value for r in got).items() if count > 1]
-    assert not twice, f"{len(twice)} records read twice, e.g. {twice[:5]}"
-    # exactly_once=False: its duplicate check is quadratic, the one above is not.
-    check_records(got, prefix, n, exactly_once=False, headers=HEADERS, contiguous_from_zero=True)
+    check_records(got, prefix, n, headers=HEADERS, contiguous_from_zero=True)
     want = expected(prefix, placed)
     have = sorted(got, key=lambda r: (r.partition, r.offset))
     if have != want:
@@ -152,16 +152,7 @@ def kp_read(bootstrap: str, topic: str, n: int, timeout: float = 60) -> list[Rec
 
         def more() -> bool:
             for records in c.poll(timeout_ms=500, max_records=n - len(got)).values():
-                got.extend(
-                    Rec(
-                        r.partition,
-                        r.offset,
-                        r.key.decode(),
-                        r.value.decode(),
-                        tuple((k, v.decode()) for k, v in r.headers),
-                    )
-                    for r in records
-                )
+                got.extend(kafka_python_rec(r) for r in records)
             return len(got) >= n
 
         wait_until(more, timeout, f"{n} records of {topic} (got {len(got)})")
@@ -175,21 +166,10 @@ def kp_read(bootstrap: str, topic: str, n: int, timeout: float = 60) -> list[Rec
 # --- confluent-kafka -------------------------------------------------------------------------
 
 CK_ID = "kmock-acceptance-confluent-kafka"
-rdkafka_log = logging.getLogger("confluent_kafka.librdkafka")
-
-
-def ck_conf(bootstrap: str, **kw: Any) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "client.id": CK_ID,
-        "logger": rdkafka_log,
-        "socket.timeout.ms": 10000,
-        **kw,
-    }
 
 
 def ck_create_topic(bootstrap: str, topic: str) -> None:
-    a = AdminClient(ck_conf(bootstrap))
+    a = AdminClient(confluent_conf(bootstrap, CK_ID))
     futures = a.create_topics(
         [CkNewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)], request_timeout=10
     )
@@ -228,7 +208,7 @@ def ck_produce(
     bootstrap: str, topic: str, prefix: str, start: int, n: int, codec: str
 ) -> dict[int, tuple[int, int]]:
     done = Deliveries()
-    p = CkProducer(ck_conf(bootstrap, **{"linger.ms": 5, "compression.type": codec}))
+    p = CkProducer(confluent_conf(bootstrap, CK_ID, **{"linger.ms": 5, "compression.type": codec}))
     confluent_send(p, topic, prefix, range(start, n), done)
     left = p.flush(60)
     assert left == 0, f"{left} records not delivered in 60 s"
@@ -236,14 +216,13 @@ def ck_produce(
     return done.placed
 
 
-def ck_read(
-    bootstrap: str, topic: str, n: int, *, headers: bool = True, timeout: float = 60
-) -> list[Rec]:
+def ck_read(bootstrap: str, topic: str, n: int, timeout: float = 60) -> list[Rec]:
     """Every record of the topic from offset 0 of each partition (assign, no subscription);
     fails unless the partitions end right after the n-th."""
     c = CkConsumer(
-        ck_conf(
+        confluent_conf(
             bootstrap,
+            CK_ID,
             **{
                 "group.id": unique("acc-ck-reader"),  # required by the client; never joined
                 "enable.auto.commit": False,
@@ -259,15 +238,7 @@ def ck_read(
             for m in c.consume(num_messages=min(n - len(got), 10000), timeout=0.5):
                 if m.error():
                     raise KafkaException(m.error())
-                got.append(
-                    Rec(
-                        m.partition(),
-                        m.offset(),
-                        m.key().decode(),
-                        m.value().decode(),
-                        tuple((k, v.decode()) for k, v in m.headers() or ()) if headers else (),
-                    )
-                )
+                got.append(confluent_rec(m))
             return len(got) >= n
 
         wait_until(more, timeout, f"{n} records of {topic} (got {len(got)})")
@@ -359,8 +330,9 @@ def test_confluent_idempotent_producer_exactly_once_across_restart(fresh_broker)
 
     done = Deliveries()
     p = CkProducer(
-        ck_conf(
+        confluent_conf(
             b.bootstrap_servers,
+            CK_ID,
             **{
                 "enable.idempotence": True,
                 "linger.ms": 5,
@@ -404,7 +376,7 @@ def test_confluent_idempotent_producer_exactly_once_across_restart(fresh_broker)
         "the scenario did not exercise duplicate detection"
     )
 
-    got = ck_read(b.bootstrap_servers, topic, IDEMPOTENT_N, headers=False)
+    got = ck_read(b.bootstrap_servers, topic, IDEMPOTENT_N)
     twice = [v for v, count in Counter(r.value for r in got).items() if count > 1]
     assert not twice, f"{len(twice)} records stored twice, e.g. {twice[:5]}"
     assert {r.value for r in got} == {f"v-{i}" for i in range(IDEMPOTENT_N)}

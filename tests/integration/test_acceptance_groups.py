@@ -23,7 +23,6 @@ and 300 ms heartbeats. Records are produced with confluent-kafka whatever the co
 from __future__ import annotations
 
 import asyncio
-import logging
 import queue
 import time
 from abc import ABC, abstractmethod
@@ -48,17 +47,22 @@ from confluent_kafka import Producer as CkProducer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from protocol.errors import ErrorCode
 from tests.integration.harness import (
     GroupMember,
     Rec,
     check_records,
+    confluent_conf,
+    confluent_rec,
     confluent_send,
     deadline,
     kafka_python_consumer_options,
+    kafka_python_rec,
     unique,
     value,
     wait_until,
 )
+from tests.integration.scenarios import ends_of
 
 pytestmark = pytest.mark.integration
 
@@ -71,27 +75,14 @@ HEARTBEAT_MS = 300
 SESSION_S = SESSION_TIMEOUT_MS / 1000
 BROKER = {"group.min.session.timeout.ms": 1000}
 WAIT_S = 45  # for anything but the timings under test
-
-NON_EMPTY_GROUP = 68
-
-rdkafka_log = logging.getLogger("confluent_kafka.librdkafka")
+CK_ID = "kmock-acceptance"
 
 
 # --- topics and records (confluent-kafka) -----------------------------------------------------
 
 
-def ck_conf(bootstrap: str, **kw: Any) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "client.id": "kmock-acceptance",
-        "logger": rdkafka_log,
-        "socket.timeout.ms": 10000,
-        **kw,
-    }
-
-
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    a = AdminClient(ck_conf(bootstrap))
+    a = AdminClient(confluent_conf(bootstrap, CK_ID))
     a.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=1)], request_timeout=10
     )[topic].result(timeout=15)
@@ -114,7 +105,7 @@ class Topic:
             else:
                 self.ends[msg.partition()] = max(self.ends[msg.partition()], msg.offset() + 1)
 
-        p = CkProducer(ck_conf(self.bootstrap, **{"linger.ms": 5}))
+        p = CkProducer(confluent_conf(self.bootstrap, CK_ID, **{"linger.ms": 5}))
         confluent_send(p, self.name, prefix, range(n), delivered, headers=None)
         left = p.flush(20)
         assert left == 0, f"{left} records undelivered in 20 s"
@@ -292,10 +283,6 @@ class Member(GroupMember):
             )
 
 
-def _rec(partition: int, offset: int, k: bytes | None, v: bytes | None) -> Rec:
-    return Rec(partition, offset, k.decode() if k else None, v.decode() if v else None)
-
-
 class KafkaPythonMember(Member):
     CLIENT = "kafka-python"
     COMMIT_RACES = (
@@ -314,7 +301,7 @@ class KafkaPythonMember(Member):
 
     def _poll(self) -> list[Rec]:
         batch = self.c.poll(timeout_ms=self.POLL_MS)
-        return [_rec(r.partition, r.offset, r.key, r.value) for rs in batch.values() for r in rs]
+        return [kafka_python_rec(r) for rs in batch.values() for r in rs]
 
     def _commit_sync(self) -> None:
         self.c.commit()
@@ -341,10 +328,10 @@ class ConfluentMember(Member):
     )
 
     def _open(self) -> None:
-        conf = ck_conf(
+        conf = confluent_conf(
             self.bootstrap,
+            self.client_id,
             **{
-                "client.id": self.client_id,
                 "group.id": self.group,
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": self.commit == "auto",
@@ -384,7 +371,7 @@ class ConfluentMember(Member):
         for m in self.c.consume(num_messages=100, timeout=0.1):
             if m.error():
                 raise KafkaException(m.error())
-            out.append(_rec(m.partition(), m.offset(), m.key(), m.value()))
+            out.append(confluent_rec(m))
         return out
 
     def _commit_sync(self) -> None:
@@ -441,7 +428,7 @@ class AiokafkaMember(Member):
 
     def _poll(self) -> list[Rec]:
         batch = self._run(self.c.getmany(timeout_ms=100))
-        return [_rec(r.partition, r.offset, r.key, r.value) for rs in batch.values() for r in rs]
+        return [kafka_python_rec(r) for rs in batch.values() for r in rs]
 
     def _commit_sync(self) -> None:
         self._run(self.c.commit())
@@ -539,18 +526,19 @@ class KafkaPythonAdmin(Admin):
         self.a.close()
 
 
+# confluent_kafka.ConsumerGroupState names -> Kafka's.
 _CK_STATES = {
     "STABLE": "Stable",
     "EMPTY": "Empty",
-    "PREPARING_REBALANCE": "PreparingRebalance",
-    "COMPLETING_REBALANCE": "CompletingRebalance",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
     "DEAD": "Dead",
 }
 
 
 class ConfluentAdmin(Admin):
     def __init__(self, bootstrap: str) -> None:
-        self.a = AdminClient(ck_conf(bootstrap))
+        self.a = AdminClient(confluent_conf(bootstrap, CK_ID))
 
     def groups(self) -> dict[str, str]:
         listed = self.a.list_consumer_groups(request_timeout=10).result(timeout=15)
@@ -755,7 +743,7 @@ def group_lifecycle(
         }, view
         want = {(topic.name, p): end for p, end in ends.items()}
         assert admin.offsets(group) == want
-        assert admin.delete(group) == NON_EMPTY_GROUP, "a group with members was deleted"
+        assert admin.delete(group) == ErrorCode.NON_EMPTY_GROUP, "a group with members was deleted"
 
         before = {
             "a": a.assignment(),
@@ -862,13 +850,6 @@ def test_aiokafka_group_assignment_commits_admin_and_rebalance(fresh_broker):
 Session = Callable[[str, str, str, int], tuple[dict[int, int | None], list[Rec], dict[int, int]]]
 
 
-def next_offsets(records: list[Rec]) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for r in records:
-        out[r.partition] = max(out.get(r.partition, 0), r.offset + 1)
-    return out
-
-
 def kafka_python_session(bootstrap, topic, group, n):
     c = kafka.KafkaConsumer(
         **kafka_python_options(bootstrap, "kmock-acceptance-kafka-python", group)
@@ -880,13 +861,11 @@ def kafka_python_session(bootstrap, topic, group, n):
 
         def more() -> bool:
             batch = c.poll(timeout_ms=KafkaPythonMember.POLL_MS, max_records=n - len(got))
-            got.extend(
-                _rec(r.partition, r.offset, r.key, r.value) for rs in batch.values() for r in rs
-            )
+            got.extend(kafka_python_rec(r) for rs in batch.values() for r in rs)
             return len(got) >= n
 
         wait_until(more, WAIT_S, f"{n} records (got {len(got)})")
-        acked = next_offsets(got)
+        acked = ends_of(got)
         c.commit(
             {
                 kafka.TopicPartition(topic, p): kafka.OffsetAndMetadata(o, "", -1)
@@ -898,8 +877,9 @@ def kafka_python_session(bootstrap, topic, group, n):
 
 def confluent_session(bootstrap, topic, group, n):
     c = CkConsumer(
-        ck_conf(
+        confluent_conf(
             bootstrap,
+            CK_ID,
             **{
                 "group.id": group,
                 "auto.offset.reset": "earliest",
@@ -920,11 +900,11 @@ def confluent_session(bootstrap, topic, group, n):
             for m in c.consume(num_messages=n - len(got), timeout=0.1):
                 if m.error():
                     raise KafkaException(m.error())
-                got.append(_rec(m.partition(), m.offset(), m.key(), m.value()))
+                got.append(confluent_rec(m))
             return len(got) >= n
 
         wait_until(more, WAIT_S, f"{n} records (got {len(got)})")
-        acked = next_offsets(got)
+        acked = ends_of(got)
         c.commit(
             offsets=[CkTopicPartition(topic, p, o) for p, o in acked.items()], asynchronous=False
         )
@@ -944,10 +924,8 @@ def aiokafka_session(bootstrap, topic, group, n):
             got: list[Rec] = []
             while len(got) < n:
                 batch = await c.getmany(timeout_ms=100, max_records=n - len(got))
-                got.extend(
-                    _rec(r.partition, r.offset, r.key, r.value) for rs in batch.values() for r in rs
-                )
-            acked = next_offsets(got)
+                got.extend(kafka_python_rec(r) for rs in batch.values() for r in rs)
+            acked = ends_of(got)
             await c.commit({aiokafka.TopicPartition(topic, p): o for p, o in acked.items()})
         finally:
             await c.stop()

@@ -1,12 +1,11 @@
 """confluent-kafka (librdkafka) against kmock: every scenario of the matrix.
 
-librdkafka logs through a Python logger, and its `error_cb` errors are logged as warnings,
-so its own words appear in the captured log of a failed scenario.
+librdkafka logs through a Python logger (harness.RDKAFKA_LOG), and its `error_cb` errors are
+logged there as warnings, so its own words appear in the captured log of a failed scenario.
 """
 
 from __future__ import annotations
 
-import logging
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -25,9 +24,12 @@ from tests.integration import scenarios
 from tests.integration.harness import (
     CODECS,
     HEARTBEAT_MS,
+    RDKAFKA_LOG,
     SESSION_TIMEOUT_MS,
     GroupMember,
     Rec,
+    confluent_conf,
+    confluent_rec,
     confluent_send,
     subscribed,
     unique,
@@ -42,25 +44,22 @@ NOT_EXPRESSIBLE: dict[str, str] = {}
 KNOWN_FAILURES: dict[str, str] = {}
 
 CLIENT_ID = "kmock-confluent-kafka"
-log = logging.getLogger("confluent_kafka.librdkafka")
 errors: list[str] = []
 
 
 def _on_error(err: KafkaError) -> None:
     errors.append(str(err))
-    log.warning("error_cb: %s", err)
+    RDKAFKA_LOG.warning("error_cb: %s", err)
 
 
 def common(bootstrap: str, **kw: Any) -> dict[str, Any]:
-    conf = {
-        "bootstrap.servers": bootstrap,
-        "client.id": CLIENT_ID,
-        "logger": log,
-        "error_cb": _on_error,
-        "socket.timeout.ms": 10000,
-    }
-    conf.update({k.replace("_", "."): v for k, v in kw.items()})
-    return conf
+    """The configuration of this module's clients; `kw` under kafka-python's names."""
+    return confluent_conf(
+        bootstrap,
+        CLIENT_ID,
+        error_cb=_on_error,
+        **{k.replace("_", "."): v for k, v in kw.items()},
+    )
 
 
 def Producer(bootstrap: str, **kw: Any) -> _Producer:
@@ -102,17 +101,6 @@ def produce(bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0, 
     assert not failed, f"delivery failed: {failed[:3]}"
 
 
-def rec(m: Any) -> Rec:
-    k, v = m.key(), m.value()
-    return Rec(
-        m.partition(),
-        m.offset(),
-        k.decode() if k is not None else None,
-        v.decode() if v is not None else None,
-        tuple((hk, hv.decode()) for hk, hv in m.headers() or ()),
-    )
-
-
 def take(c: _Consumer, n: int, timeout: float = 30, *, commit: bool = False) -> list[Rec]:
     got: list[Rec] = []
 
@@ -122,7 +110,7 @@ def take(c: _Consumer, n: int, timeout: float = 30, *, commit: bool = False) -> 
                 if m.error().code() == KafkaError._PARTITION_EOF:
                     continue
                 raise KafkaException(m.error())
-            got.append(rec(m))
+            got.append(confluent_rec(m))
             if commit:
                 c.commit(message=m, asynchronous=False)
         return len(got) >= n
@@ -232,7 +220,7 @@ class Member(GroupMember):
         for m in self.c.consume(num_messages=100, timeout=0.1):
             if m.error():
                 raise KafkaException(m.error())
-            out.append(rec(m))
+            out.append(confluent_rec(m))
         return out
 
 

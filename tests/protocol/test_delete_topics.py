@@ -83,7 +83,7 @@ def test_golden_kafka_python_v6():
     )
 
 
-@pytest.mark.parametrize("version", range(1, 6))
+@pytest.mark.parametrize("version", range(DeleteTopicsRequest.VERSIONS.start, 6))
 def test_error_response_below_v6_answers_each_topic_name(version):
     code = ErrorCode.NOT_CONTROLLER
     response = error_response(for_version(REQUEST, version), code, version)

@@ -246,7 +246,7 @@ def test_golden_kafka_python_v16():
     )
 
 
-@pytest.mark.parametrize("version", range(4, 13))
+@pytest.mark.parametrize("version", range(FetchRequest.VERSIONS.start, 13))
 def test_error_response_below_v13_also_puts_the_code_on_every_partition(version):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
     response = error_response(for_version(REQUEST, version), code, version)
@@ -266,7 +266,7 @@ def test_error_response_below_v13_also_puts_the_code_on_every_partition(version)
     )
 
 
-@pytest.mark.parametrize("version", range(13, 17))
+@pytest.mark.parametrize("version", range(13, FetchRequest.VERSIONS.stop))
 def test_error_response_from_v13_has_the_top_level_code_and_no_partitions(version):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
     response = error_response(for_version(REQUEST, version), code, version)

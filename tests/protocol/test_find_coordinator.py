@@ -68,7 +68,7 @@ def test_kafka_python_request_frame(version):
     assert encode(expected, version) == frame[pos:]
 
 
-@pytest.mark.parametrize("version", range(0, 4))
+@pytest.mark.parametrize("version", range(VERSIONS.start, 4))
 def test_error_response_below_v4_puts_the_code_at_the_top_level(version):
     request = for_version(REQUEST, version)
     response = error_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE, version)
@@ -82,7 +82,7 @@ def test_error_response_below_v4_puts_the_code_at_the_top_level(version):
     )
 
 
-@pytest.mark.parametrize("version", range(4, 7))
+@pytest.mark.parametrize("version", range(4, VERSIONS.stop))
 def test_error_response_from_v4_answers_each_key(version):
     request = for_version(REQUEST, version)
     response = error_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE, version)

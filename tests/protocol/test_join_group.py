@@ -155,7 +155,7 @@ def test_kafka_python_metadata_is_a_consumer_subscription():
     assert decode_subscription(request.protocols[0].metadata) == SUBSCRIPTION_V3
 
 
-@pytest.mark.parametrize("version", range(0, 7))
+@pytest.mark.parametrize("version", range(VERSIONS.start, 7))
 def test_error_response_below_v7_has_an_empty_protocol_name(version):
     response = error_response(REQUEST, ErrorCode.UNKNOWN_MEMBER_ID, version)
     decoded = decode(JoinGroupResponse, version, assert_roundtrip(response, version))
@@ -168,7 +168,7 @@ def test_error_response_below_v7_has_an_empty_protocol_name(version):
     )
 
 
-@pytest.mark.parametrize("version", range(7, 10))
+@pytest.mark.parametrize("version", range(7, VERSIONS.stop))
 def test_error_response_from_v7_has_a_null_protocol_name(version):
     response = error_response(REQUEST, ErrorCode.UNKNOWN_MEMBER_ID, version)
     data = assert_roundtrip(response, version)

@@ -3,9 +3,9 @@
 `--cycles N` sets how many kill/restart cycles each crash-cycle test runs: 3 by default (the
 short version that runs with the rest of the suite), 100 under `make reliability`.
 
-`long_run` is true when the run selects `-m reliability` (what `make reliability` does):
-the long live fuzz then sends its 120,000 frames; in the full suite it is skipped, because
-tests/fuzz/test_live_server.py runs the short version there.
+A module that sets LONG_RUN_ONLY (the long live fuzz, 120,000 frames) is collected only
+when the run selects `-m reliability` (what `make reliability` does); in the full suite it
+is deselected, because tests/fuzz/test_live_server.py runs the short version there.
 
 Each crash-cycle and fuzz test adds a line to the terminal summary with what it found, so
 a run reports cycles, frames and losses even when it passes.
@@ -40,18 +40,9 @@ def cycles(request: pytest.FixtureRequest) -> int:
     return int(value) if value is not None else DEFAULT_CYCLES
 
 
-def _is_long_run(config: pytest.Config) -> bool:
-    return "reliability" in (config.getoption("-m", default="") or "")
-
-
-@pytest.fixture
-def long_run(request: pytest.FixtureRequest) -> bool:
-    return _is_long_run(request.config)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules with LONG_RUN_ONLY are deselected (not skipped) outside `-m reliability`."""
-    if _is_long_run(config):
+    if "reliability" in (config.getoption("-m", default="") or ""):
         return
     long_only = [i for i in items if getattr(getattr(i, "module", None), "LONG_RUN_ONLY", False)]
     if long_only:

@@ -18,9 +18,10 @@ One cycle:
 After the last cycle the clients stop (flushing what they still hold) and everything is
 verified once more.
 
-Modes: "fsync" (log.flush.interval.messages=1: an fsync before every acknowledgement) and
-"default" (group commit, log.flush.interval.ms=5). A process crash must lose nothing acknowledged in
-either: acknowledged data is always in the page cache already.
+Modes: "fsync" (log.flush.interval.messages=1: an fsync before every acknowledgement),
+"default" (group commit, with broker/config.py's log.flush.interval.ms) and "small-segments"
+(rolls and compaction under the kills). A process crash must lose nothing acknowledged in
+any: acknowledged data is always in the page cache already.
 
 `--cycles N` (default 3; `make reliability` runs 100). The seed is printed on failure; set
 KMOCK_RELIABILITY_SEED to replay a run's choices.

@@ -25,7 +25,7 @@ LONG_RUN_ONLY = True
 
 @pytest.mark.reliability
 async def test_long_live_fuzz_never_crashes_and_never_hurts_other_clients(
-    tmp_path: Path, long_run: bool, reliability_report: Any
+    tmp_path: Path, reliability_report: Any
 ) -> None:
     seed = int(os.environ.get("KMOCK_FUZZ_SEED", random.randrange(1 << 32)))
     report = await run_live_fuzz(

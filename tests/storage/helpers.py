@@ -9,6 +9,7 @@ from protocol.records import build_batch, decode_records
 from storage import Log
 
 T0 = 1_700_000_000_000  # a wall-clock time in ms, for record timestamps and wall_ms
+SEGMENT_0 = "00000000000000000000"  # the first segment's file name, without its suffix
 
 
 def make_batch(

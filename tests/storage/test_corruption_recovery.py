@@ -43,10 +43,10 @@ from tests.reliability.inproc import (
     produce_values,
     running,
 )
+from tests.storage.helpers import SEGMENT_0
 from tests.wire import WireClient
 
 TOPIC = "damaged"
-SEGMENT = "00000000000000000000"
 GROUP = "damaged-group"
 SETTINGS = {"offsets.topic.num.partitions": 1, "log.index.interval.bytes": 100}
 
@@ -298,8 +298,8 @@ def test_a_crash_that_lost_nothing_logs_no_warning(
         "the DEBUG log names them"
     )
     assert recovery_notes(caplog, f"{TOPIC}-0", logging.DEBUG) == [
-        f"recovered {TOPIC}-0: index rebuilt: {SEGMENT}.index: missing; "
-        f"{SEGMENT}.timeindex: missing"
+        f"recovered {TOPIC}-0: index rebuilt: {SEGMENT_0}.index: missing; "
+        f"{SEGMENT_0}.timeindex: missing"
     ]
     reopened.close()
 

@@ -7,9 +7,7 @@ import pytest
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import iter_batches, validate_batch
-from tests.storage.helpers import T0, log_records, make_batch
-
-SEGMENT_0 = "00000000000000000000"
+from tests.storage.helpers import SEGMENT_0, T0, log_records, make_batch
 
 
 @pytest.fixture
