@@ -23,9 +23,12 @@ This is the one dispatch site of the broker:
     client can pick a version it shares with us (KIP-511);
   * `KafkaError` raised by a handler becomes the API's `error_response(request, code,
     version)`;
-  * any other exception is a bug: it is logged with its traceback, counted as
-    UNKNOWN_SERVER_ERROR in the request metrics, and the connection is closed without an
-    answer (Kafka answers UNKNOWN_SERVER_ERROR first; the client retries either way).
+  * any other exception is a bug: it is logged with its traceback and answered as Kafka
+    answers it (KafkaApis' handleError): the API's error response with UNKNOWN_SERVER_ERROR,
+    the connection staying open. A Produce with acks=0 has no response to carry the error,
+    and Kafka closes the connection instead: so does kmock, and so it does when even the
+    error response cannot be built or encoded, or when the failure comes after the handler
+    returned (a deferred acks=all Produce, whose request is no longer kept).
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
 
@@ -48,7 +51,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
 
@@ -105,6 +108,10 @@ class _Call(NamedTuple):
     correlation_id: int
     client_id: str | None
     started: float
+    # The decoded request, for the UNKNOWN_SERVER_ERROR answer; None once the response is
+    # deferred, so that a Produce waiting for its fsync does not keep its frame (the records
+    # are views of it) in memory: 256 waiting 1 MB Produce requests would hold 256 MB.
+    request: Any
 
 
 class _Pending:
@@ -120,7 +127,7 @@ class _Pending:
         try:
             response = await self.deferred.finish()
         except Exception:
-            _failed(self.call)
+            return _failed(self.call)
         return _answer(self.call, ErrorCode.NONE, response)
 
 
@@ -412,7 +419,7 @@ async def _handle_frame(
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
     client_id = header.client_id
     ctx = RequestContext(broker, version, client_id or "", client_host, connection_id)
-    call = _Call(broker, route, version, correlation_id, client_id, trio.current_time())
+    call = _Call(broker, route, version, correlation_id, client_id, trio.current_time(), request)
     code = ErrorCode.NONE
     try:
         try:
@@ -422,17 +429,30 @@ async def _handle_frame(
             log.debug("%s v%d from %s: %s", route.name, version, client_id, e)
             response = route.error_response(request, e.code, version)
     except Exception:
-        _failed(call)
+        return _failed(call)
     if isinstance(response, Deferred):
-        return _Pending(call, response)
+        return _Pending(call._replace(request=None), response)
     return _answer(call, code, response)
 
 
-def _failed(call: _Call) -> NoReturn:
-    """A handler (or encoding its response) raised what it must not: a bug."""
-    log.exception("%s v%d from %s failed", call.route.name, call.version, call.client_id)
-    call.broker.metrics.request_done(call.route.name, ErrorCode.UNKNOWN_SERVER_ERROR, 0.0)
-    raise CloseConnection(f"internal error handling {call.route.name}") from None
+def _failed(call: _Call) -> list[Any]:
+    """A handler (or encoding its response) raised what it must not: a bug. Called in the
+    `except` clause: logs the exception, returns the UNKNOWN_SERVER_ERROR answer, or raises
+    CloseConnection where there can be none (see the module docstring)."""
+    route = call.route
+    log.exception("%s v%d from %s failed", route.name, call.version, call.client_id)
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+    out = None
+    if call.request is not None and getattr(call.request, "acks", None) != 0:
+        try:
+            response = route.error_response(call.request, code, call.version)
+            out = _respond(route, call.version, call.correlation_id, response)
+        except Exception:
+            log.exception("%s v%d: the error response failed too", route.name, call.version)
+    call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
+    if out is None:
+        raise CloseConnection(f"internal error handling {route.name}") from None
+    return out
 
 
 def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
@@ -447,7 +467,7 @@ def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
             else _respond(route, call.version, call.correlation_id, response)
         )
     except Exception:
-        _failed(call)
+        return _failed(call)
     call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(

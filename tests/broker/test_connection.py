@@ -8,13 +8,18 @@ working throughout.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 import trio
 
+from broker import routes
 from broker.connection import _unsent
 from protocol.errors import ErrorCode
 from protocol.frames import parse_response_header
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.records import build_batch
@@ -27,6 +32,19 @@ async def _still_serving(broker):
     response = await client.call(ApiVersionsRequest(), 3)
     await client.aclose()
     assert response.error_code == ErrorCode.NONE
+
+
+def _produce(acks: int) -> ProduceRequest:
+    batch = build_batch([(None, b"x", (), 1)])
+    return ProduceRequest(
+        acks=acks,
+        timeout_ms=1000,
+        topic_data=[
+            TopicProduceData(
+                name="a0", partition_data=[PartitionProduceData(index=0, records=batch)]
+            )
+        ],
+    )
 
 
 async def test_api_versions_lists_every_routed_api(broker):
@@ -199,19 +217,7 @@ async def test_acks_zero_produce_gets_no_response(broker):
             ),
             9,
         )
-        request = ProduceRequest(
-            acks=0,
-            timeout_ms=1000,
-            topic_data=[
-                TopicProduceData(
-                    name="a0",
-                    partition_data=[
-                        PartitionProduceData(index=0, records=build_batch([(None, b"x", (), 1)]))
-                    ],
-                )
-            ],
-        )
-        await client.send_raw(request_bytes(request, 9, correlation_id=5))
+        await client.send_raw(request_bytes(_produce(acks=0), 9, correlation_id=5))
         # The next response on the connection is for the next request, not the produce.
         response = await client.call(ApiVersionsRequest(), 3)
         assert response.error_code == 0
@@ -225,3 +231,44 @@ def test_a_partial_writev_leaves_exactly_the_unsent_bytes() -> None:
         rest = _unsent(list(chunks), sent)
         assert b"".join(bytes(c) for c in rest) == data[sent:]
         assert all(len(c) for c in rest[:1])  # never starts with an empty chunk
+
+
+@pytest.fixture
+def failing_handlers() -> Iterator[None]:
+    """DescribeCluster and Produce handlers that raise what no handler may: a bug."""
+
+    async def bug(ctx: Any, request: Any) -> Any:
+        raise RuntimeError("a bug in a handler")
+
+    routes.install({**routes.ROUTES, DescribeClusterRequest: bug, ProduceRequest: bug})
+    try:
+        yield
+    finally:
+        routes.install(routes.ROUTES)
+
+
+@pytest.mark.expect_errors  # the bug's traceback
+async def test_a_failing_handler_is_answered_unknown_server_error_as_kafka_does(
+    broker, failing_handlers
+):
+    with trio.fail_after(10):
+        client = await WireClient.connect(broker)
+        response = await client.call(DescribeClusterRequest(), 1)
+        assert response.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+        produced = await client.call(_produce(acks=1), 9)
+        [partition] = produced.responses[0].partition_responses
+        assert (partition.index, partition.error_code) == (0, ErrorCode.UNKNOWN_SERVER_ERROR)
+        # The connection stays open, as Kafka keeps it.
+        assert (await client.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
+
+
+@pytest.mark.expect_errors  # the bug's traceback
+async def test_a_failing_acks_zero_produce_closes_the_connection_as_kafka_does(
+    broker, failing_handlers
+):
+    # acks=0 has no response to carry the error: closing is how the producer learns of it.
+    with trio.fail_after(10):
+        client = await WireClient.connect(broker)
+        await client.send_raw(request_bytes(_produce(acks=0), 9, correlation_id=5))
+        assert await client.is_closed_by_peer()
+        await _still_serving(broker)
