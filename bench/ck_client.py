@@ -1,6 +1,6 @@
 """Produce and consume throughput with confluent-kafka: PERF-NOTES §5's harness.
 
-    python bench/ck_client.py BOOTSTRAP TOPIC SIZE COUNT [consume-only]
+    python bench/ck_client.py BOOTSTRAP TOPIC SIZE COUNT [consume-only | produce-only]
 
 Runs in a fresh process per trial and prints one JSON object. The same code and settings
 are used against the librdkafka mock cluster and against kmock:
@@ -139,6 +139,7 @@ def consume(
 def main() -> None:
     bootstrap, topic, size, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     consume_only = sys.argv[5:] == ["consume-only"]  # for bench/profile.py
+    produce_only = sys.argv[5:] == ["produce-only"]  # for a server that stores nothing
     out: dict[str, object] = {"size": size, "count": count}
     try:
         if not consume_only:
@@ -149,10 +150,11 @@ def main() -> None:
         out["low"], out["high"] = low, high
         if high != count and not consume_only:
             raise RuntimeError(f"high watermark {high} after producing {count}")
-        out.update(consume(bootstrap, topic, count, QUEUE_BACKOFF_MS))
-        default = consume(bootstrap, topic, count, None)
-        out["consume_default_s"] = default["consume_s"]
-        out["consumed_default"] = default["consumed"]
+        if not produce_only:
+            out.update(consume(bootstrap, topic, count, QUEUE_BACKOFF_MS))
+            default = consume(bootstrap, topic, count, None)
+            out["consume_default_s"] = default["consume_s"]
+            out["consumed_default"] = default["consumed"]
     except (KafkaException, RuntimeError) as e:
         out["error"] = str(e)
     print(json.dumps(out), flush=True)

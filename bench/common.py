@@ -199,8 +199,10 @@ class KmockProcess(_Child):
         ready: str = "connect",
         timeout: float = 60.0,
         env: dict[str, str] | None = None,
+        command: list[str] | None = None,
     ) -> None:
         self.env = env
+        self.command = command  # instead of kmock_command(): e.g. bench/kmock_nowrite.py
         self.owns_dir = data_dir is None
         TMP.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="kmock-", dir=TMP)) / "data"
@@ -227,7 +229,7 @@ class KmockProcess(_Child):
         return ("127.0.0.1", self.port)
 
     def __enter__(self) -> KmockProcess:
-        cmd, _ = kmock_command()
+        cmd = self.command or kmock_command()[0]
         cmd = [
             *cmd,
             "serve",

@@ -70,9 +70,12 @@ PC_HEADER = [
     "met",
     "kmock no fsync msg/s",
     "ratio no fsync",
+    "kmock no storage msg/s",
+    "ratio no storage",
     "raw mock",
     "raw kmock",
     "raw no fsync",
+    "raw no storage",
 ]
 COMMIT_HEADER = [
     "target",
@@ -115,7 +118,8 @@ P = {  # parameters: (full, quick)
     "idle_s": (1.0, 0.5),
     "pc_sizes": ([(100, 1_000_000), (10240, 30_000)], [(100, 100_000), (10240, 3_000)]),
     "pc_trials": (3, 1),
-    "pc_nofsync": (True, False),
+    "pc_diagnostics": (True, False),  # the "no fsync" and "no storage" kmock of §2
+    "pc_settle_s": (3.0, 0.0),
     "pc_timeout_s": (240, 90),
     "commit_conns": ([32, 256], [256]),
     "commit_duration_s": (5.0, 1.5),
@@ -330,19 +334,55 @@ def _msgs_per_s(o: dict[str, Any], phase: str, count: int) -> float:
     return float("nan")
 
 
+def _storing_text(
+    sizes: list[tuple[int, int]],
+    res: dict[tuple[int, str], list[dict[str, Any]]],
+    targets: list[str],
+) -> str:
+    """What storing costs, from the diagnostics: empty when they were not run."""
+    if "nowrite" not in targets:
+        return ""
+    size, count = max(sizes)
+    med = {
+        w: median([_msgs_per_s(o, "produce", count) for o in res.get((size, w), [])])
+        for w in targets
+    }
+    no_storage, page_cache, durable = (
+        ratio(med[w], med["mock"]) for w in ("nowrite", "nofsync", "kmock")
+    )
+    return f"""**Storing.** Producing {size} B messages, kmock / mock: {no_storage} with no
+storage, {page_cache} writing to the page cache (no fsync), {durable} with the default group
+commit. The mock keeps about 5 MiB per partition in memory; a broker that keeps what it
+acknowledges writes every byte ({count * size / 1e6:,.0f} MB per trial) to a file, and the
+steps between the three ratios are what that costs here: copying into fresh page cache
+(slow at each page's first touch on a VM whose host takes back freed guest memory, as
+bench/README.md shows for this one) and writing it back to the disk, while the client and
+the broker share the CPUs. The pause before each trial lets every trial start from the same
+state of memory.
+"""
+
+
 def bench_produce_consume(rep: Report) -> None:
     sizes = p("pc_sizes")
     trials = p("pc_trials")
-    # "nofsync": kmock with log.flush.interval.ms=-1, a diagnostic (the mock never fsyncs);
-    # the summary and the targets use kmock's defaults.
-    targets = ["mock", "kmock", "nofsync"] if p("pc_nofsync") else ["mock", "kmock"]
+    # Diagnostics, shown beside the scored rows (the summary and the targets use kmock's
+    # defaults): "nofsync", kmock with log.flush.interval.ms=-1 (the mock never fsyncs);
+    # "nowrite", kmock with its segment writes skipped (the mock keeps nothing), produce only.
+    targets = ["mock", "kmock"] + (["nofsync", "nowrite"] if p("pc_diagnostics") else [])
     res: dict[tuple[int, str], list[dict[str, Any]]] = {}
     errors: list[str] = []
     for t in range(trials):
         for i, (size, count) in enumerate(sizes):
             for who in _rotated(targets, t + i):
+                # Every trial starts from the same state of the machine's memory: a VM whose
+                # host takes back the guest's freed memory (free page reporting, a few seconds
+                # after it is freed) makes the first touch of a page slow, so without a pause
+                # a trial that follows one which freed a lot (a kmock data dir) runs faster.
+                time.sleep(p("pc_settle_s"))
                 topic = f"bench-{size}-{t}"
                 cmd = [PY, str(BENCH_DIR / "ck_client.py"), "", topic, str(size), str(count)]
+                if who == "nowrite":
+                    cmd.append("produce-only")
                 env = {"BENCH_PRODUCE_LIMIT_S": str(p("pc_timeout_s") * 0.6)}
                 log(f"produce/consume {who} {size} B x {count} (trial {t + 1}/{trials})")
                 if who == "mock":
@@ -353,7 +393,10 @@ def bench_produce_consume(rep: Report) -> None:
                         out["server_cpu_s"] = proc_cpu_s(m.pid) - cpu0
                 else:
                     ov = {"log.flush.interval.ms": -1} if who == "nofsync" else {}
-                    with KmockProcess(overrides=ov) as k:
+                    nowrite = [PY, str(BENCH_DIR / "kmock_nowrite.py")]
+                    with KmockProcess(
+                        overrides=ov, command=nowrite if who == "nowrite" else None
+                    ) as k:
                         cmd[2] = k.bootstrap
                         cpu0 = proc_cpu_s(k.pid)
                         out = run_json(cmd, p("pc_timeout_s"), env)
@@ -379,6 +422,7 @@ def bench_produce_consume(rep: Report) -> None:
             med = {who: median(v) for who, v in per.items()}
             mm, mk = med["mock"], med["kmock"]
             mn = med.get("nofsync", float("nan"))
+            mw = med.get("nowrite", float("nan"))
             scored = phase != "consume_default"
             label = (
                 f"{phase} {size} B x {count:,}"
@@ -399,9 +443,12 @@ def bench_produce_consume(rep: Report) -> None:
                     met(verdict),
                     fmt(mn),
                     ratio(mn, mm),
+                    fmt(mw),
+                    ratio(mw, mm),
                     raw(per["mock"]),
                     raw(per["kmock"]),
                     raw(per.get("nofsync", [])),
+                    raw(per.get("nowrite", [])),
                 ]
             )
             if scored:
@@ -409,7 +456,9 @@ def bench_produce_consume(rep: Report) -> None:
                     "2",
                     f"{phase} msg/s, {size} B messages (confluent-kafka)",
                     fmt(mk) + " msg/s",
-                    fmt(mm) + " msg/s (librdkafka mock)",
+                    fmt(mm)
+                    + " msg/s (librdkafka mock)"
+                    + (f"; kmock with no storage: {ratio(mw, mm)}" if not _nan(mw) else ""),
                     ratio(mk, mm),
                     f">= {PC_TARGET_RATIO:.2f}x mock",
                     verdict,
@@ -428,15 +477,24 @@ def bench_produce_consume(rep: Report) -> None:
             ]
         )
     err_text = ("\n**Errors:**\n\n" + "\n".join(f"* {e}" for e in errors) + "\n") if errors else ""
-    names = {"mock": "mock process", "kmock": "kmock process", "nofsync": "kmock, no fsync"}
+    names = {
+        "mock": "mock process",
+        "kmock": "kmock process",
+        "nofsync": "kmock, no fsync",
+        "nowrite": "kmock, no storage (produce only)",
+    }
+    settle = p("pc_settle_s")
+    pause = f", each after a {settle:g} s pause (bench/README.md says why)" if settle else ""
     rep.section(f"""## 2. Produce and consume throughput (confluent-kafka)
 
 PERF-NOTES §5's harness (`bench/ck_client.py`), one fresh client process per trial, against
 (a) the librdkafka mock cluster (`test.mock.num.brokers=1`) held in a separate process
 (`bench/mock_holder.py`) and (b) `kmock serve` with a new temp data dir and default settings
-(group commit: an acks=all produce is answered once an fsync covers it). As a diagnostic
-only, (c) the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock).
-A new server process per trial; {trials} trial(s), the order of the targets rotating.
+(group commit: an acks=all produce is answered once an fsync covers it). As diagnostics
+only: (c) the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock), and (d) kmock
+with its segment writes skipped (`bench/kmock_nowrite.py`: everything else a Produce costs,
+but no byte reaches the page cache, as the mock keeps nothing; produce phase only).
+A new server process per trial; {trials} trial(s), the order of the targets rotating{pause}.
 Producer: acks=all, linger.ms=5, batch.size=1000000, no compression, all messages to
 partition 0, poll(0) every 1,024, poll(0.5 ms) on BufferError, flush(); the high watermark
 must equal the count. Consumer: assign + consume(batch of up to 10,000),
@@ -453,6 +511,8 @@ does, and the default then mostly measures librdkafka's 1 s pause. Ratio = kmock
 (medians).
 
 {table(PC_HEADER, rows)}
+{_storing_text(sizes, res, targets)}
+
 Server CPU time over a whole trial (produce + consume), median:
 
 {table(["messages"] + [names[w] for w in targets], cpu_rows)}{err_text}""")
