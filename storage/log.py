@@ -26,16 +26,17 @@ Everything dropped is listed in `recovery_report` for the broker to log.
 
 Durability (`LogConfig.flush_mode`): "none" leaves flushing to the OS (Kafka's default;
 a crash of the machine loses what the page cache had not written back, typically up to 30
-s); "interval" is group commit: the broker runs `flush()` in a worker thread as soon as
+s); "interval" is group commit: the broker runs `flush_logs` in a worker thread as soon as
 a client waits for a write (and no flush is running), and within `flush_interval_ms` of any
-other write, and completes acks=all produces whose offsets are below the offset it
-returns, so acknowledged data is never lost, and only unacknowledged appends of the last
+other write, and completes acks=all produces whose offsets are below `flushed_offset`
+afterwards, so acknowledged data is never lost, and only unacknowledged appends of the last
 interval may be; "always" fsyncs inside `append`. In
 every mode a segment is fsynced when it rolls (as Kafka does), so only the active segment
 can hold unflushed data, and a crash of the process alone (not the machine) loses nothing.
 
-Threads: a Log belongs to one thread (the broker's trio thread). The only method another
-thread may call is `flush()` (alias `sync()`), concurrently with that thread's appends.
+Threads: a Log belongs to one thread (the broker's trio thread). The only calls another
+thread may make are `flush()` (alias `sync()`) and `flush_logs`, concurrently with that
+thread's appends.
 """
 
 from __future__ import annotations

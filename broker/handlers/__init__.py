@@ -19,8 +19,8 @@ class Deferred:
     The connection goes on to read and handle the next requests meanwhile, and sends the
     responses in request order (see broker.connection). `finish()` returns the response
     and puts failures in it, per partition: the request is not kept, so there is nothing to
-    build the API's `error_response` from. Anything `finish()` raises is a bug, handled as
-    a handler's unexpected exception is (logged, and the connection closed).
+    build the API's `error_response` from. Anything `finish()` raises is a bug: it is logged
+    and, with no request left to answer from, the connection is closed (broker.connection).
     """
 
     __slots__ = ("finish",)
