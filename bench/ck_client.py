@@ -136,21 +136,28 @@ def consume(
     return {"consume_s": t1 - t0, "consumed": got, "seeks": seeks, "window": high - low}
 
 
+# "": produce, then consume; "consume-only": for bench/profile.py (the topic is filled);
+# "produce-only": for a server that stores nothing (bench/kmock_nowrite.py).
+MODES = ("", "consume-only", "produce-only")
+USAGE = "usage: ck_client.py BOOTSTRAP TOPIC SIZE COUNT [consume-only | produce-only]"
+
+
 def main() -> None:
+    mode = sys.argv[5] if len(sys.argv) == 6 else ""
+    if len(sys.argv) not in (5, 6) or mode not in MODES:
+        raise SystemExit(USAGE)
     bootstrap, topic, size, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    consume_only = sys.argv[5:] == ["consume-only"]  # for bench/profile.py
-    produce_only = sys.argv[5:] == ["produce-only"]  # for a server that stores nothing
     out: dict[str, object] = {"size": size, "count": count}
     try:
-        if not consume_only:
+        if mode != "consume-only":
             out.update(produce(bootstrap, topic, size, count))
         probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe"})
         low, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         probe.close()
         out["low"], out["high"] = low, high
-        if high != count and not consume_only:
+        if high != count and mode != "consume-only":
             raise RuntimeError(f"high watermark {high} after producing {count}")
-        if not produce_only:
+        if mode != "produce-only":
             out.update(consume(bootstrap, topic, count, QUEUE_BACKOFF_MS))
             default = consume(bootstrap, topic, count, None)
             out["consume_default_s"] = default["consume_s"]

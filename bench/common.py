@@ -157,6 +157,12 @@ def kmock_command() -> tuple[list[str], str]:
     return [PY, "-m", "broker.cli"], f"{PY} -m broker.cli"
 
 
+def serve_args(port: int, data_dir: Path) -> list[str]:
+    """The arguments after kmock's command: `serve` on 127.0.0.1:port (0: any free port)
+    with its data in data_dir."""
+    return ["serve", "--listeners", f"PLAINTEXT://127.0.0.1:{port}", "--log-dirs", str(data_dir)]
+
+
 def _stop(proc: subprocess.Popen[Any], timeout: float = 15.0) -> int | None:
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
@@ -202,7 +208,8 @@ class KmockProcess(_Child):
         command: list[str] | None = None,
     ) -> None:
         self.env = env
-        self.command = command  # instead of kmock_command(): e.g. bench/kmock_nowrite.py
+        # kmock_command() unless given (e.g. bench/kmock_nowrite.py)
+        self.command = command or kmock_command()[0]
         self.owns_dir = data_dir is None
         TMP.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="kmock-", dir=TMP)) / "data"
@@ -229,15 +236,7 @@ class KmockProcess(_Child):
         return ("127.0.0.1", self.port)
 
     def __enter__(self) -> KmockProcess:
-        cmd = self.command or kmock_command()[0]
-        cmd = [
-            *cmd,
-            "serve",
-            "--listeners",
-            f"PLAINTEXT://127.0.0.1:{self.port}",
-            "--log-dirs",
-            str(self.data_dir),
-        ]
+        cmd = [*self.command, *serve_args(self.port, self.data_dir)]
         if self.admin_port is not None:
             cmd += ["--admin-port", str(self.admin_port)]
         for k, v in self.overrides.items():

@@ -30,7 +30,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 sys.path.insert(0, str(BENCH_DIR))
 
-from common import PY, TMP, KmockProcess, kmock_command, start_once  # noqa: E402
+from common import PY, TMP, KmockProcess, kmock_command, serve_args, start_once  # noqa: E402
 
 PYSPY = str(Path(PY).parent / "py-spy")
 
@@ -241,11 +241,7 @@ def _serve_under_spy(out: Path, rate: int, data_dir: Path, **popen: Any) -> subp
             str(out),
             "--",
             *cmd,
-            "serve",
-            "--listeners",
-            "PLAINTEXT://127.0.0.1:0",
-            "--log-dirs",
-            str(data_dir),
+            *serve_args(0, data_dir),
         ],
         stdout=subprocess.DEVNULL,
         **popen,

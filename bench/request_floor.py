@@ -23,14 +23,10 @@ import sys
 import trio
 
 from broker.config import SETTINGS
-from broker.connection import RECEIVE_BYTES
+from broker.connection import RECEIVE_BYTES, _respond
 from broker.handlers.api_versions import supported_versions
-from protocol.frames import (
-    FrameBuffer,
-    frame_response,
-    peek_request_key,
-    response_header_is_flexible,
-)
+from broker.routes import route_for
+from protocol.frames import FrameBuffer, peek_request_key
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -38,7 +34,6 @@ from protocol.messages.offset_commit import (
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
-from protocol.schema import encode_chunks
 
 # What each API is answered with: ApiVersions with kmock's own list, OffsetCommit with no
 # error for the one partition §3 commits. Encoded once per version, on first use.
@@ -59,10 +54,10 @@ _ENCODED: dict[tuple[int, int], bytearray] = {}
 def _answer(api_key: int, version: int) -> bytearray:
     answer = _ENCODED.get((api_key, version))
     if answer is None:
-        response = _ANSWERS[api_key]
-        flexible = response_header_is_flexible(api_key, type(response).is_flexible(version))
-        chunks = frame_response(0, encode_chunks(response, version), flexible)
-        answer = _ENCODED[(api_key, version)] = bytearray(b"".join(bytes(c) for c in chunks))
+        route = route_for(api_key)
+        assert route is not None
+        chunks = _respond(route, version, 0, _ANSWERS[api_key])  # as kmock frames an answer
+        answer = _ENCODED[(api_key, version)] = bytearray(b"".join(chunks))
     return answer
 
 

@@ -20,8 +20,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
@@ -68,15 +69,9 @@ PC_HEADER = [
     "ratio",
     "target",
     "met",
-    "kmock no fsync msg/s",
-    "ratio no fsync",
-    "kmock no storage msg/s",
-    "ratio no storage",
     "raw mock",
     "raw kmock",
-    "raw no fsync",
-    "raw no storage",
-]
+]  # with two columns per diagnostic run before "raw mock", and its raw column at the end
 COMMIT_HEADER = [
     "target",
     "commits/s",
@@ -185,8 +180,17 @@ def raw(xs: list[float], digits: int = 0, scale: float = 1.0) -> str:
     return ", ".join(fmt(x * scale if not _nan(x) else x, digits) for x in xs)
 
 
-def _vs_row(label: str, kmock: list[float], ref: list[float], digits: int, unit: str) -> list[str]:
-    """A table row: kmock's median, the reference's, their ratio, then the raw values."""
+def _vs_row(
+    label: str,
+    kmock: list[float],
+    ref: list[float],
+    digits: int,
+    unit: str,
+    *,
+    ref_raw: bool = True,
+) -> list[str]:
+    """A table row: kmock's median, the reference's, their ratio, then the raw values (the
+    reference's as "-" if not ref_raw: another row of the table shows them)."""
     mk, mr = median(kmock), median(ref)
     return [
         label,
@@ -194,7 +198,7 @@ def _vs_row(label: str, kmock: list[float], ref: list[float], digits: int, unit:
         fmt(mr, digits, unit),
         ratio(mk, mr),
         raw(kmock, digits),
-        raw(ref, digits),
+        raw(ref, digits) if ref_raw else "-",
     ]
 
 
@@ -300,14 +304,9 @@ repetitions, the three kinds of start shuffled in each; medians.
                 _kmock_row(
                     "inside serve(), as logged ('listening ... in N ms')", k_serve, 0, " ms"
                 ),
-                [
-                    "spawn -> TCP connect, no bytecode cache",
-                    fmt(median(cold), 3, " s"),
-                    fmt(mf, 3, " s"),
-                    ratio(median(cold), mf),
-                    raw(cold, 3),
-                    "-",
-                ],
+                _vs_row(
+                    "spawn -> TCP connect, no bytecode cache", cold, f_conn, 3, " s", ref_raw=False
+                ),
                 _vs_row("idle RSS (VmRSS)", k_rss, f_rss, 1, " MB"),
             ],
         )
@@ -334,19 +333,71 @@ def _msgs_per_s(o: dict[str, Any], phase: str, count: int) -> float:
     return float("nan")
 
 
-def _storing_text(
-    sizes: list[tuple[int, int]],
-    res: dict[tuple[int, str], list[dict[str, Any]]],
-    targets: list[str],
-) -> str:
-    """What storing costs, from the diagnostics: empty when they were not run."""
-    if "nowrite" not in targets:
+class _PcVariant(NamedTuple):
+    """A kmock server of §2: how it is started and how it is shown."""
+
+    overrides: dict[str, Any]  # --override settings
+    command: list[str] | None  # instead of kmock's own command (None: kmock's)
+    client_args: list[str]  # after bench/ck_client.py's BOOTSTRAP TOPIC SIZE COUNT
+    label: str  # in the CPU table
+    short: str  # in the diagnostic columns ("" for the scored kmock)
+    about: str  # its "(c) ..." in the section text ("" for the scored kmock)
+
+
+# The kmock servers of §2. Beside the scored "kmock" (kmock's defaults: the summary and the
+# targets use it), two diagnostics (pc_diagnostics): "nofsync", kmock with
+# log.flush.interval.ms=-1 (the mock never fsyncs); "nowrite", kmock with its segment writes
+# skipped (the mock keeps nothing), produce only.
+_PC_VARIANTS = {
+    "kmock": _PcVariant({}, None, [], "kmock process", "", ""),
+    "nofsync": _PcVariant(
+        {"log.flush.interval.ms": -1},
+        None,
+        [],
+        "kmock, no fsync",
+        "no fsync",
+        "the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock)",
+    ),
+    "nowrite": _PcVariant(
+        {},
+        [PY, str(BENCH_DIR / "kmock_nowrite.py")],
+        ["produce-only"],
+        "kmock, no storage (produce only)",
+        "no storage",
+        "kmock with its segment writes skipped (`bench/kmock_nowrite.py`: everything else a"
+        " Produce costs, but no byte reaches the page cache, as the mock keeps nothing; produce"
+        " phase only)",
+    ),
+}
+_PC_DIAGNOSTICS = [w for w in _PC_VARIANTS if w != "kmock"]
+
+
+def _pc_header(diagnostics: list[str]) -> list[str]:
+    """PC_HEADER with the columns of the diagnostics that were run."""
+    at = PC_HEADER.index("raw mock")
+    shorts = [_PC_VARIANTS[w].short for w in diagnostics]
+    return (
+        PC_HEADER[:at]
+        + [c for s in shorts for c in (f"kmock {s} msg/s", f"ratio {s}")]
+        + PC_HEADER[at:]
+        + [f"raw {s}" for s in shorts]
+    )
+
+
+def _diagnostics_text(diagnostics: list[str]) -> str:
+    """The section's sentence on the diagnostics that were run, lettered on from (c)."""
+    items = [f"({chr(ord('c') + i)}) {_PC_VARIANTS[w].about}" for i, w in enumerate(diagnostics)]
+    if not items:
         return ""
-    size, count = max(sizes)
-    med = {
-        w: median([_msgs_per_s(o, "produce", count) for o in res.get((size, w), [])])
-        for w in targets
-    }
+    listed = items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", and " + items[-1]
+    return f" As diagnostics only: {listed}."
+
+
+def _storing_text(size: int, count: int, med: dict[str, float]) -> str:
+    """What storing costs, from the produce medians (msg/s by target) of `size` B messages:
+    empty when the diagnostics were not run."""
+    if not {"nowrite", "nofsync"} <= med.keys():
+        return ""
     no_storage, page_cache, durable = (
         ratio(med[w], med["mock"]) for w in ("nowrite", "nofsync", "kmock")
     )
@@ -357,46 +408,36 @@ acknowledges writes every byte ({count * size / 1e6:,.0f} MB per trial) to a fil
 steps between the three ratios are what that costs here: copying into fresh page cache
 (slow at each page's first touch on a VM whose host takes back freed guest memory, as
 bench/README.md shows for this one) and writing it back to the disk, while the client and
-the broker share the CPUs. The pause before each trial lets every trial start from the same
-state of memory.
+the broker share the CPUs.
 """
 
 
 def bench_produce_consume(rep: Report) -> None:
     sizes = p("pc_sizes")
     trials = p("pc_trials")
-    # Diagnostics, shown beside the scored rows (the summary and the targets use kmock's
-    # defaults): "nofsync", kmock with log.flush.interval.ms=-1 (the mock never fsyncs);
-    # "nowrite", kmock with its segment writes skipped (the mock keeps nothing), produce only.
-    targets = ["mock", "kmock"] + (["nofsync", "nowrite"] if p("pc_diagnostics") else [])
+    diagnostics = _PC_DIAGNOSTICS if p("pc_diagnostics") else []
+    targets = ["mock", "kmock", *diagnostics]
     res: dict[tuple[int, str], list[dict[str, Any]]] = {}
     errors: list[str] = []
     for t in range(trials):
         for i, (size, count) in enumerate(sizes):
             for who in _rotated(targets, t + i):
-                # Every trial starts from the same state of the machine's memory: a VM whose
-                # host takes back the guest's freed memory (free page reporting, a few seconds
-                # after it is freed) makes the first touch of a page slow, so without a pause
-                # a trial that follows one which freed a lot (a kmock data dir) runs faster.
-                time.sleep(p("pc_settle_s"))
+                time.sleep(p("pc_settle_s"))  # why: bench/README.md, "Memory on this machine"
                 topic = f"bench-{size}-{t}"
+                variant = _PC_VARIANTS.get(who)
                 cmd = [PY, str(BENCH_DIR / "ck_client.py"), "", topic, str(size), str(count)]
-                if who == "nowrite":
-                    cmd.append("produce-only")
+                if variant is not None:
+                    cmd += variant.client_args
                 env = {"BENCH_PRODUCE_LIMIT_S": str(p("pc_timeout_s") * 0.6)}
                 log(f"produce/consume {who} {size} B x {count} (trial {t + 1}/{trials})")
-                if who == "mock":
+                if variant is None:
                     with MockProcess() as m:
                         cmd[2] = m.bootstrap
                         cpu0 = proc_cpu_s(m.pid)
                         out = run_json(cmd, p("pc_timeout_s"), env)
                         out["server_cpu_s"] = proc_cpu_s(m.pid) - cpu0
                 else:
-                    ov = {"log.flush.interval.ms": -1} if who == "nofsync" else {}
-                    nowrite = [PY, str(BENCH_DIR / "kmock_nowrite.py")]
-                    with KmockProcess(
-                        overrides=ov, command=nowrite if who == "nowrite" else None
-                    ) as k:
+                    with KmockProcess(overrides=variant.overrides, command=variant.command) as k:
                         cmd[2] = k.bootstrap
                         cpu0 = proc_cpu_s(k.pid)
                         out = run_json(cmd, p("pc_timeout_s"), env)
@@ -413,6 +454,7 @@ def bench_produce_consume(rep: Report) -> None:
                     )
                 res.setdefault((size, who), []).append(out)
     rows = []
+    produce_med: dict[int, dict[str, float]] = {}  # size -> the produce medians by target
     for size, count in sizes:
         for phase in ("produce", "consume", "consume_default"):
             per = {
@@ -420,8 +462,9 @@ def bench_produce_consume(rep: Report) -> None:
                 for who in targets
             }
             med = {who: median(v) for who, v in per.items()}
+            if phase == "produce":
+                produce_med[size] = med
             mm, mk = med["mock"], med["kmock"]
-            mn = med.get("nofsync", float("nan"))
             mw = med.get("nowrite", float("nan"))
             scored = phase != "consume_default"
             label = (
@@ -441,14 +484,10 @@ def bench_produce_consume(rep: Report) -> None:
                     ratio(mk, mm),
                     f">= {PC_TARGET_RATIO:.2f}x" if scored else "(diagnostic)",
                     met(verdict),
-                    fmt(mn),
-                    ratio(mn, mm),
-                    fmt(mw),
-                    ratio(mw, mm),
+                    *(c for w in diagnostics for c in (fmt(med[w]), ratio(med[w], mm))),
                     raw(per["mock"]),
                     raw(per["kmock"]),
-                    raw(per.get("nofsync", [])),
-                    raw(per.get("nowrite", [])),
+                    *(raw(per[w]) for w in diagnostics),
                 ]
             )
             if scored:
@@ -477,12 +516,9 @@ def bench_produce_consume(rep: Report) -> None:
             ]
         )
     err_text = ("\n**Errors:**\n\n" + "\n".join(f"* {e}" for e in errors) + "\n") if errors else ""
-    names = {
-        "mock": "mock process",
-        "kmock": "kmock process",
-        "nofsync": "kmock, no fsync",
-        "nowrite": "kmock, no storage (produce only)",
-    }
+    cpu_header = ["messages", "mock process", *(_PC_VARIANTS[w].label for w in targets[1:])]
+    diagnostics_text = _diagnostics_text(diagnostics)
+    largest, largest_count = max(sizes, key=lambda sc: sc[0])
     settle = p("pc_settle_s")
     pause = f", each after a {settle:g} s pause (bench/README.md says why)" if settle else ""
     rep.section(f"""## 2. Produce and consume throughput (confluent-kafka)
@@ -490,10 +526,7 @@ def bench_produce_consume(rep: Report) -> None:
 PERF-NOTES §5's harness (`bench/ck_client.py`), one fresh client process per trial, against
 (a) the librdkafka mock cluster (`test.mock.num.brokers=1`) held in a separate process
 (`bench/mock_holder.py`) and (b) `kmock serve` with a new temp data dir and default settings
-(group commit: an acks=all produce is answered once an fsync covers it). As diagnostics
-only: (c) the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock), and (d) kmock
-with its segment writes skipped (`bench/kmock_nowrite.py`: everything else a Produce costs,
-but no byte reaches the page cache, as the mock keeps nothing; produce phase only).
+(group commit: an acks=all produce is answered once an fsync covers it).{diagnostics_text}
 A new server process per trial; {trials} trial(s), the order of the targets rotating{pause}.
 Producer: acks=all, linger.ms=5, batch.size=1000000, no compression, all messages to
 partition 0, poll(0) every 1,024, poll(0.5 ms) on BufferError, flush(); the high watermark
@@ -510,12 +543,12 @@ at every seek, so the pause never happens against the mock; reading kmock's whol
 does, and the default then mostly measures librdkafka's 1 s pause. Ratio = kmock / mock
 (medians).
 
-{table(PC_HEADER, rows)}
-{_storing_text(sizes, res, targets)}
+{table(_pc_header(diagnostics), rows)}
+{_storing_text(largest, largest_count, produce_med[largest])}
 
 Server CPU time over a whole trial (produce + consume), median:
 
-{table(["messages"] + [names[w] for w in targets], cpu_rows)}{err_text}""")
+{table(cpu_header, cpu_rows)}{err_text}""")
 
 
 # --- 3. durable OffsetCommit throughput ---------------------------------------------------
@@ -604,22 +637,24 @@ def bench_commits(rep: Report) -> None:
     reps = p("commit_reps")
     out: dict[tuple[int, str], list[kwire.LoopResult]] = {}
     version_used: dict[str, int] = {}
-    targets = ["kmock", "mock", "floor"]
+    # who -> (the server process, what to ask it before the load: the floor serves only
+    # ApiVersions and OffsetCommit, so no Metadata to create the topics).
+    servers: dict[str, tuple[Callable[[], Any], Callable[[Any], dict[int, tuple[int, int]]]]] = {
+        "kmock": (KmockProcess, _prepare_wire),
+        "mock": (MockProcess, _prepare_wire),
+        "floor": (
+            lambda: FloorProcess(script="request_floor.py"),
+            lambda target: kwire.api_versions(target.addr),
+        ),
+    }
+    targets = list(servers)
     for r in range(reps):
         for n in conns_list:
             for who in _rotated(targets, r):
                 log(f"commits {who} {n} connections (rep {r + 1}/{reps})")
-                ctx: Any
-                if who == "kmock":
-                    ctx = KmockProcess()
-                elif who == "mock":
-                    ctx = MockProcess()
-                else:
-                    ctx = FloorProcess(script="request_floor.py")
-                with ctx as target:
-                    adv = (
-                        kwire.api_versions(target.addr) if who == "floor" else _prepare_wire(target)
-                    )
+                server, prepare = servers[who]
+                with server() as target:
+                    adv = prepare(target)
                     probe = _commit_requests(1, 999, 0)[0][0]
                     version = kwire.usable_version(probe, (target.addr, adv))
                     version_used[who] = version
@@ -667,7 +702,6 @@ def bench_commits(rep: Report) -> None:
             f">= {COMMIT_TARGET_PER_S:,}/s and p99 <= {COMMIT_TARGET_P99_MS} ms",
             ok,
         )
-    rate_goal = COMMIT_TARGET_PER_S
     rep.section(f"""## 3. Durable OffsetCommit throughput and latency
 
 Standalone commits (generation -1, empty member id, one partition each, OffsetCommit
@@ -677,14 +711,14 @@ encoded with kmock's own codec and sent by `bench/kwire.py`'s closed-loop genera
 flight (a Kafka broker serves one request per connection at a time, so concurrency =
 connections). kmock runs with its default durability, group commit: a commit is answered
 once an fsync covers its record, and the next fsync starts at once or when the running one
-ends. Reference: the librdkafka mock (in
-memory, never fsyncs), same generator. Second reference, "floor": `bench/request_floor.py`,
-python + trio with kmock's connection I/O answering every commit with one fixed, pre-encoded
-response (nothing decoded past the header, nothing stored): the most requests per second a
-broker in Python on trio, one task per connection, answers on this machine with this
-generator, before doing any work. kmock / floor is the share of that ceiling left once the
-commit is decoded, checked, written, fsynced and answered: {rate_goal:,} commits/s leave kmock's
-one event-loop thread {1e6 / rate_goal:.0f} us per commit, the floor's own cost included.
+ends. Reference: the librdkafka mock (in memory, never fsyncs), same generator. Second
+reference, "floor": `bench/request_floor.py`, python + trio with kmock's connection I/O
+answering every commit with one fixed, pre-encoded response (nothing decoded past the header,
+nothing stored): the most requests per second a broker in Python on trio, one task per
+connection, answers on this machine with this generator, before doing any work. kmock / floor
+is the share of that ceiling left once the commit is decoded, checked, written, fsynced and
+answered: {COMMIT_TARGET_PER_S:,} commits/s leave kmock's one event-loop thread
+{1e6 / COMMIT_TARGET_PER_S:.0f} us per commit, the floor's own cost included.
 {p("commit_warmup_s")} s warm-up, then {p("commit_duration_s")} s measured; {reps}
 repetition(s) interleaved, medians. Latency is client-side, send to response. Server CPU
 us/commit = server process CPU time in the window / commits answered in it.
