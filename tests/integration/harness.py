@@ -42,6 +42,13 @@ HEADERS = [("trace", "t-1"), ("origin", "kmock-über")]
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_MS = 1000
 POLL_S = 0.05
+# Every client's request timeout (ms), under kafka-python's and aiokafka's name.
+REQUEST_TIMEOUT_MS = 10_000
+# Group members commit automatically, every half second (kafka-python's names; confluent-kafka
+# modules turn `_` into `.`).
+MEMBER_AUTO_COMMIT: dict[str, Any] = {"enable_auto_commit": True, "auto_commit_interval_ms": 500}
+# How long stopping a group member waits for it to close or exit.
+MEMBER_STOP_S = 15.0
 # librdkafka's own log: confluent-kafka clients log through it, so that its words appear in
 # the captured log of a failed scenario.
 RDKAFKA_LOG = logging.getLogger("confluent_kafka.librdkafka")
@@ -77,6 +84,13 @@ def value(prefix: str, i: int) -> str:
     return f"{prefix}-{i}"
 
 
+def encoded_headers(
+    headers: Sequence[tuple[str, str]] = HEADERS,
+) -> list[tuple[str, bytes]]:
+    """`headers` (by default HEADERS) with their values encoded, as producers send them."""
+    return [(k, v.encode()) for k, v in headers]
+
+
 def kafka_python_consumer_options(bootstrap: str, client_id: str, **kw: Any) -> dict[str, Any]:
     """A consumer's options under kafka-python's names (aiokafka takes the same): it reads
     from the start, commits by hand, waits at most 100 ms for a fetch, and has the session
@@ -89,7 +103,7 @@ def kafka_python_consumer_options(bootstrap: str, client_id: str, **kw: Any) -> 
         "fetch_max_wait_ms": 100,
         "session_timeout_ms": SESSION_TIMEOUT_MS,
         "heartbeat_interval_ms": HEARTBEAT_MS,
-        "request_timeout_ms": 10000,
+        "request_timeout_ms": REQUEST_TIMEOUT_MS,
         **kw,
     }
 
@@ -163,7 +177,7 @@ class GroupMember(ABC):
     its own sets them before calling `GroupMember.__init__`, which starts the thread.
     """
 
-    STOP_S = 15.0  # how long stop() waits for the consumer to close
+    STOP_S = MEMBER_STOP_S  # how long stop() waits for the consumer to close
 
     def __init__(self, bootstrap: str, topic: str, group: str, name: str) -> None:
         self.bootstrap, self.topic, self.group, self.name = bootstrap, topic, group, name
@@ -274,7 +288,7 @@ class ProcMember(ABC):
             )
         return current
 
-    def stop(self, timeout: float = 15) -> None:
+    def stop(self, timeout: float = MEMBER_STOP_S) -> None:
         self._leave()
         self.proc.check(timeout)
 
@@ -376,6 +390,19 @@ def confluent_rec(m: Any) -> Rec:
     )
 
 
+def confluent_consume(c: Any, n: int, timeout: float = 0.1) -> list[Rec]:
+    """At most `n` records from one `consume()` of a confluent-kafka Consumer `c` waiting at
+    most `timeout` s; an error event raises KafkaException."""
+    from confluent_kafka import KafkaException
+
+    out = []
+    for m in c.consume(num_messages=n, timeout=timeout):
+        if m.error():
+            raise KafkaException(m.error())
+        out.append(confluent_rec(m))
+    return out
+
+
 def confluent_conf(bootstrap: str, client_id: str, **kw: Any) -> dict[str, Any]:
     """A confluent-kafka client's configuration: it logs through RDKAFKA_LOG and waits at
     most 10 s for an answer; `kw` (under librdkafka's names) adds or overrides."""
@@ -399,7 +426,7 @@ def confluent_send(
 ) -> None:
     """Hand records `indexes` of `prefix` (keyed, with `headers`) to a confluent-kafka
     Producer `p`, serving its delivery reports as it goes; the caller flushes."""
-    hdrs = None if headers is None else [(k, v.encode()) for k, v in headers]
+    hdrs = None if headers is None else encoded_headers(headers)
     for i in indexes:
         p.produce(
             topic,

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer as CkConsumer
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 from confluent_kafka import Producer as CkProducer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient
@@ -39,14 +39,16 @@ from kafka.admin import NewTopic
 from tests.integration.harness import (
     CODECS,
     HEADERS,
+    REQUEST_TIMEOUT_MS,
     Rec,
     batches_on_disk,
     check_compressed,
     check_records,
     confluent_conf,
-    confluent_rec,
+    confluent_consume,
     confluent_send,
     deadline,
+    encoded_headers,
     kafka_python_rec,
     key,
     unique,
@@ -99,7 +101,9 @@ KP_ID = "kmock-acceptance-kafka-python"
 
 def kp_create_topic(bootstrap: str, topic: str) -> None:
     with closing(
-        KafkaAdminClient(bootstrap_servers=bootstrap, client_id=KP_ID, request_timeout_ms=10000)
+        KafkaAdminClient(
+            bootstrap_servers=bootstrap, client_id=KP_ID, request_timeout_ms=REQUEST_TIMEOUT_MS
+        )
     ) as a:
         a.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
         (t,) = a.describe_topics([topic])
@@ -111,14 +115,14 @@ def kp_produce(
     bootstrap: str, topic: str, prefix: str, start: int, n: int, codec: str
 ) -> dict[int, tuple[int, int]]:
     """Records start..n-1, keyed, with headers; returns i -> (partition, offset) as acked."""
-    hdrs = [(k, v.encode()) for k, v in HEADERS]
+    hdrs = encoded_headers()
     p = KafkaProducer(
         bootstrap_servers=bootstrap,
         client_id=KP_ID,
         compression_type=codec,
         linger_ms=5,
         max_block_ms=15000,
-        request_timeout_ms=10000,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
     )
     try:
         futures = {
@@ -141,7 +145,7 @@ def kp_read(bootstrap: str, topic: str, n: int, timeout: float = 60) -> list[Rec
         group_id=None,
         enable_auto_commit=False,
         fetch_max_wait_ms=100,
-        request_timeout_ms=10000,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
     )
     got: list[Rec] = []
     try:
@@ -235,10 +239,7 @@ def ck_read(bootstrap: str, topic: str, n: int, timeout: float = 60) -> list[Rec
         c.assign([CkTopicPartition(topic, p, 0) for p in range(PARTITIONS)])
 
         def more() -> bool:
-            for m in c.consume(num_messages=min(n - len(got), 10000), timeout=0.5):
-                if m.error():
-                    raise KafkaException(m.error())
-                got.append(confluent_rec(m))
+            got.extend(confluent_consume(c, min(n - len(got), 10000), 0.5))
             return len(got) >= n
 
         wait_until(more, timeout, f"{n} records of {topic} (got {len(got)})")

@@ -49,11 +49,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.errors import ErrorCode
 from tests.integration.harness import (
+    REQUEST_TIMEOUT_MS,
     GroupMember,
     Rec,
     check_records,
     confluent_conf,
-    confluent_rec,
+    confluent_consume,
     confluent_send,
     deadline,
     kafka_python_consumer_options,
@@ -367,12 +368,7 @@ class ConfluentMember(Member):
             done(KafkaException(err))
 
     def _poll(self) -> list[Rec]:
-        out = []
-        for m in self.c.consume(num_messages=100, timeout=0.1):
-            if m.error():
-                raise KafkaException(m.error())
-            out.append(confluent_rec(m))
-        return out
+        return confluent_consume(self.c, 100, 0.1)
 
     def _commit_sync(self) -> None:
         try:
@@ -498,7 +494,7 @@ class KafkaPythonAdmin(Admin):
         self.a = kafka.KafkaAdminClient(
             bootstrap_servers=bootstrap,
             client_id="kmock-acceptance-admin",
-            request_timeout_ms=10000,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
         )
 
     def groups(self) -> dict[str, str]:
@@ -583,7 +579,7 @@ class AiokafkaAdmin(Admin):
             a = AIOKafkaAdminClient(
                 bootstrap_servers=bootstrap,
                 client_id="kmock-acceptance-admin",
-                request_timeout_ms=10000,
+                request_timeout_ms=REQUEST_TIMEOUT_MS,
             )
             await a.start()
             return a
@@ -897,10 +893,7 @@ def confluent_session(bootstrap, topic, group, n):
         got: list[Rec] = []
 
         def more() -> bool:
-            for m in c.consume(num_messages=n - len(got), timeout=0.1):
-                if m.error():
-                    raise KafkaException(m.error())
-                got.append(confluent_rec(m))
+            got.extend(confluent_consume(c, n - len(got), 0.1))
             return len(got) >= n
 
         wait_until(more, WAIT_S, f"{n} records (got {len(got)})")

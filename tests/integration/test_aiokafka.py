@@ -19,9 +19,11 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from tests.integration import scenarios
 from tests.integration.harness import (
     CODECS,
-    HEADERS,
+    MEMBER_AUTO_COMMIT,
+    REQUEST_TIMEOUT_MS,
     GroupMember,
     Rec,
+    encoded_headers,
     kafka_python_consumer_options,
     kafka_python_rec,
     key,
@@ -52,7 +54,7 @@ async def producer(bootstrap: str, **kw: Any) -> AsyncIterator[AIOKafkaProducer]
         client_id=CLIENT_ID,
         acks="all",
         linger_ms=5,
-        request_timeout_ms=10000,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
         **kw,
     )
     await p.start()
@@ -71,7 +73,7 @@ def consumer(
 @asynccontextmanager
 async def admin(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
     a = AIOKafkaAdminClient(
-        bootstrap_servers=bootstrap, client_id=CLIENT_ID, request_timeout_ms=10000
+        bootstrap_servers=bootstrap, client_id=CLIENT_ID, request_timeout_ms=REQUEST_TIMEOUT_MS
     )
     await a.start()
     try:
@@ -83,7 +85,7 @@ async def admin(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
 async def produce(
     bootstrap: str, topic: str, prefix: str, n: int, *, start: int = 0, **kw: Any
 ) -> None:
-    hdrs = [(k, v.encode()) for k, v in HEADERS]
+    hdrs = encoded_headers()
     async with producer(bootstrap, **kw) as p:
         futures = [
             await p.send(topic, key=key(i).encode(), value=value(prefix, i).encode(), headers=hdrs)
@@ -216,8 +218,7 @@ class Member(GroupMember):
             self.topic,
             group_id=self.group,
             client_id=f"{CLIENT_ID}-{self.name}",
-            enable_auto_commit=True,
-            auto_commit_interval_ms=500,
+            **MEMBER_AUTO_COMMIT,
         )
         await c.start()
         return c

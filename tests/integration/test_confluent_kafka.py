@@ -24,11 +24,13 @@ from tests.integration import scenarios
 from tests.integration.harness import (
     CODECS,
     HEARTBEAT_MS,
+    MEMBER_AUTO_COMMIT,
     RDKAFKA_LOG,
     SESSION_TIMEOUT_MS,
     GroupMember,
     Rec,
     confluent_conf,
+    confluent_consume,
     confluent_rec,
     confluent_send,
     subscribed,
@@ -210,18 +212,12 @@ class Member(GroupMember):
             self.bootstrap,
             group_id=self.group,
             client_id=f"{CLIENT_ID}-{self.name}",
-            enable_auto_commit=True,
-            auto_commit_interval_ms=500,
+            **MEMBER_AUTO_COMMIT,
         )
         self.c.subscribe([self.topic])
 
     def _poll(self) -> list[Rec]:
-        out = []
-        for m in self.c.consume(num_messages=100, timeout=0.1):
-            if m.error():
-                raise KafkaException(m.error())
-            out.append(confluent_rec(m))
-        return out
+        return confluent_consume(self.c, 100, 0.1)
 
 
 @scenario("group-rebalance", deadline=90)

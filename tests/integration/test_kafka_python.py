@@ -15,9 +15,11 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from tests.integration import scenarios
 from tests.integration.harness import (
     CODECS,
-    HEADERS,
+    MEMBER_AUTO_COMMIT,
+    REQUEST_TIMEOUT_MS,
     GroupMember,
     Rec,
+    encoded_headers,
     kafka_python_consumer_options,
     kafka_python_rec,
     key,
@@ -42,7 +44,7 @@ def producer(bootstrap: str, **kw: Any) -> KafkaProducer:
         client_id=CLIENT_ID,
         linger_ms=5,
         max_block_ms=15000,
-        request_timeout_ms=10000,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
         **kw,
     )
 
@@ -53,7 +55,7 @@ def consumer(bootstrap: str, *, client_id: str = CLIENT_ID, **kw: Any) -> KafkaC
 
 def admin(bootstrap: str) -> KafkaAdminClient:
     return KafkaAdminClient(
-        bootstrap_servers=bootstrap, client_id=CLIENT_ID, request_timeout_ms=10000
+        bootstrap_servers=bootstrap, client_id=CLIENT_ID, request_timeout_ms=REQUEST_TIMEOUT_MS
     )
 
 
@@ -64,10 +66,9 @@ def produce(
     n: int,
     *,
     start: int = 0,
-    headers: bool = True,
     **kw: Any,
 ) -> list[Any]:
-    hdrs = [(k, v.encode()) for k, v in HEADERS] if headers else None
+    hdrs = encoded_headers()
     p = producer(bootstrap, **kw)
     try:
         futures = [
@@ -186,8 +187,7 @@ class Member(GroupMember):
             self.bootstrap,
             group_id=self.group,
             client_id=f"{CLIENT_ID}-{self.name}",
-            enable_auto_commit=True,
-            auto_commit_interval_ms=500,
+            **MEMBER_AUTO_COMMIT,
         )
         self.c.subscribe([self.topic])
 
