@@ -11,14 +11,12 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import signal
 import socket
 import subprocess
 import sys
 import time
 from functools import partial
-from pathlib import Path
 
 import pytest
 import trio
@@ -27,8 +25,8 @@ from broker.cli import build_parser, main, serve_config
 from broker.client import KafkaClient, default_partition
 from broker.config import SETTINGS, ConfigError
 from broker.logging_setup import JsonFormatter, TextFormatter
+from tests.reliability.process import child_env
 
-ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_S = 30
 
 
@@ -603,7 +601,7 @@ def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
         " & set(sys.modules)))"
     )
     run = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), check=True
     )
     assert run.stdout == "[]\n"
 
@@ -679,12 +677,6 @@ def test_bad_settings_are_config_errors(argv, env, message):
 # --- serve: the process ----------------------------------------------------------------------
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
-
-
 async def _read_until(stream, text: str, seen: bytearray) -> str:
     while text.encode() not in seen:
         data = await stream.receive_some()
@@ -712,7 +704,7 @@ async def test_serve_process_stops_gracefully_on_sigterm(tmp_path):
     ]
     with trio.fail_after(SCENARIO_S):
         proc = await trio.lowlevel.open_process(
-            argv, stderr=subprocess.PIPE, env=_env(), cwd=str(tmp_path)
+            argv, stderr=subprocess.PIPE, env=child_env(), cwd=str(tmp_path)
         )
         seen = bytearray()
         try:
@@ -747,7 +739,7 @@ def test_serve_exit_codes_for_bad_config_and_port_in_use(tmp_path):
         [sys.executable, "-m", "broker.cli", "serve", "--listeners", "nope"],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=child_env(),
         cwd=tmp_path,
         timeout=30,
     )
@@ -772,7 +764,7 @@ def test_serve_exit_codes_for_bad_config_and_port_in_use(tmp_path):
             ],
             capture_output=True,
             text=True,
-            env=_env(),
+            env=child_env(),
             cwd=tmp_path,
             timeout=30,
         )
@@ -793,7 +785,7 @@ def test_serve_exit_codes_for_bad_config_and_port_in_use(tmp_path):
         ],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=child_env(),
         cwd=tmp_path,
         timeout=30,
     )

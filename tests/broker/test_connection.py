@@ -7,8 +7,8 @@ working throughout.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.records import build_batch
 from protocol.schema import decode
+from tests.reliability.inproc import create, produce_request
 from tests.wire import WireClient, read_frame, request_bytes
 
 
@@ -35,16 +36,7 @@ async def _still_serving(broker):
 
 
 def _produce(acks: int) -> ProduceRequest:
-    batch = build_batch([(None, b"x", (), 1)])
-    return ProduceRequest(
-        acks=acks,
-        timeout_ms=1000,
-        topic_data=[
-            TopicProduceData(
-                name="a0", partition_data=[PartitionProduceData(index=0, records=batch)]
-            )
-        ],
-    )
+    return produce_request("a0", b"x", acks=acks, timestamp=1, timeout_ms=1000)
 
 
 async def test_api_versions_lists_every_routed_api(broker):
@@ -211,12 +203,7 @@ async def test_responses_follow_request_order_when_pipelined(broker):
 async def test_acks_zero_produce_gets_no_response(broker):
     with trio.fail_after(10):
         client = await WireClient.connect(broker)
-        await client.call(
-            MetadataRequest(
-                topics=[MetadataRequestTopic(name="a0")], allow_auto_topic_creation=True
-            ),
-            9,
-        )
+        await create(client, "a0")
         await client.send_raw(request_bytes(_produce(acks=0), 9, correlation_id=5))
         # The next response on the connection is for the next request, not the produce.
         response = await client.call(ApiVersionsRequest(), 3)
@@ -234,17 +221,17 @@ def test_a_partial_writev_leaves_exactly_the_unsent_bytes() -> None:
 
 
 @pytest.fixture
-def failing_handlers() -> Iterator[None]:
+def failing_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
     """DescribeCluster and Produce handlers that raise what no handler may: a bug."""
 
     async def bug(ctx: Any, request: Any) -> Any:
         raise RuntimeError("a bug in a handler")
 
-    routes.install({**routes.ROUTES, DescribeClusterRequest: bug, ProduceRequest: bug})
-    try:
-        yield
-    finally:
-        routes.install(routes.ROUTES)
+    for request_class in (DescribeClusterRequest, ProduceRequest):
+        key = request_class.API_KEY
+        route = routes.route_for(key)
+        assert route is not None
+        monkeypatch.setitem(routes._BY_KEY, key, dataclasses.replace(route, handler=bug))
 
 
 @pytest.mark.expect_errors  # the bug's traceback

@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,15 @@ import trio.testing
 from broker import topics as broker_topics
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
-from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
-from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from storage import Log
-from tests.reliability.inproc import produce, running
+from tests.reliability.inproc import (
+    create_partitions_request,
+    create_topics_request,
+    delete,
+    produce,
+    running,
+)
 from tests.wire import WireClient, read_frame, request_bytes, wire_call
 
 TOPIC = "big"
@@ -65,44 +68,34 @@ class _Gate:
 
 
 @pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Gate]:
-    g = _Gate(TOPIC, hold_at=100)
-    monkeypatch.setattr(broker_topics, "Log", g)
-    yield g
-    g.release.set()  # never leave a worker thread waiting on a failed test
+def make_gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., _Gate]]:
+    """make_gate(hold_at, fail=None): a _Gate for TOPIC, in place of `Log` in broker.topics
+    for the test."""
+    made: list[_Gate] = []
+
+    def make(hold_at: int, fail: OSError | None = None) -> _Gate:
+        g = _Gate(TOPIC, hold_at=hold_at, fail=fail)
+        monkeypatch.setattr(broker_topics, "Log", g)
+        made.append(g)
+        return g
+
+    yield make
+    for g in made:
+        g.release.set()  # never leave a worker thread waiting on a failed test
 
 
-def create_request(name: str, num_partitions: int) -> CreateTopicsRequest:
-    return CreateTopicsRequest(
-        topics=[
-            CreatableTopic(
-                name=name,
-                num_partitions=num_partitions,
-                replication_factor=-1,
-                assignments=[],
-                configs=[],
-            )
-        ],
-        timeout_ms=30000,
-        validate_only=False,
-    )
+@pytest.fixture
+def gate(make_gate: Callable[..., _Gate]) -> _Gate:
+    return make_gate(hold_at=100)
 
 
-def grow_request(name: str, count: int) -> CreatePartitionsRequest:
-    return CreatePartitionsRequest(
-        topics=[CreatePartitionsTopic(name=name, count=count, assignments=None)],
-        timeout_ms=30000,
-        validate_only=False,
-    )
-
-
-async def create(broker: Any, name: str, num_partitions: int) -> tuple[int, str | None]:
-    (result,) = (await wire_call(broker, create_request(name, num_partitions), 5)).topics
+async def create_topic(broker: Any, name: str, num_partitions: int) -> tuple[int, str | None]:
+    (result,) = (await wire_call(broker, create_topics_request(name, num_partitions), 5)).topics
     return result.error_code, result.error_message
 
 
 async def grow(broker: Any, name: str, count: int) -> tuple[int, str | None]:
-    (result,) = (await wire_call(broker, grow_request(name, count), 2)).results
+    (result,) = (await wire_call(broker, create_partitions_request(name, count), 2)).results
     return result.error_code, result.error_message
 
 
@@ -129,7 +122,7 @@ async def test_broker_serves_others_while_a_create_opens_its_partitions(
             send, receive = trio.open_memory_channel[tuple[int, str | None]](1)
 
             async def create_big() -> None:
-                await send.send(await create(broker, TOPIC, 300))
+                await send.send(await create_topic(broker, TOPIC, 300))
 
             nursery.start_soon(create_big)
             await gate.wait_reached()  # 99 partitions open, the 100th being opened
@@ -150,12 +143,12 @@ async def test_broker_serves_others_while_a_create_opens_its_partitions(
                 (TOPIC, ErrorCode.LEADER_NOT_AVAILABLE)
             ]
             # The same name again, while the first create is under way.
-            assert await create(broker, TOPIC, 5) == (
+            assert await create_topic(broker, TOPIC, 5) == (
                 ErrorCode.TOPIC_ALREADY_EXISTS,
                 f"Topic '{TOPIC}' already exists.",
             )
             # Another topic is created meanwhile, in a worker thread of its own.
-            assert await create(broker, "small", 2) == (ErrorCode.NONE, None)
+            assert await create_topic(broker, "small", 2) == (ErrorCode.NONE, None)
             with pytest.raises(trio.WouldBlock):
                 receive.receive_nowait()  # all of the above came before the big create
             gate.release.set()
@@ -182,7 +175,7 @@ async def test_requests_on_other_connections_are_answered_before_a_create_of_tho
                 assert await read_frame(creator.stream) is not None
                 answered.append("CreateTopics")
 
-            await creator.send_raw(request_bytes(create_request(TOPIC, 3000), 5))
+            await creator.send_raw(request_bytes(create_topics_request(TOPIC, 3000), 5))
             nursery.start_soon(read_create_response)
             await trio.testing.wait_all_tasks_blocked()  # the broker has read the create
             other = await WireClient.connect(broker)
@@ -204,7 +197,7 @@ async def test_two_creates_of_one_name_at_once_give_one_topic(tmp_path: Path) ->
             results: list[tuple[int, str | None]] = []
 
             async def create_on(client: WireClient) -> None:
-                (result,) = (await client.call(create_request(TOPIC, 500), 5)).topics
+                (result,) = (await client.call(create_topics_request(TOPIC, 500), 5)).topics
                 results.append((result.error_code, result.error_message))
 
             async with trio.open_nursery() as nursery:
@@ -222,14 +215,13 @@ async def test_two_creates_of_one_name_at_once_give_one_topic(tmp_path: Path) ->
 
 
 async def test_running_out_of_descriptors_mid_create_leaves_nothing_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, make_gate: Callable[..., _Gate]
 ) -> None:
     data = tmp_path / "data"
-    failing = _Gate(TOPIC, hold_at=150, fail=OSError(errno.EMFILE, "Too many open files"))
-    monkeypatch.setattr(broker_topics, "Log", failing)
+    make_gate(hold_at=150, fail=OSError(errno.EMFILE, "Too many open files"))
     with trio.fail_after(30):
         async with running(data) as broker:
-            code, message = await create(broker, TOPIC, 300)
+            code, message = await create_topic(broker, TOPIC, 300)
             assert code == ErrorCode.KAFKA_STORAGE_ERROR
             assert message is not None
             assert message.startswith(f"could not create 300 partitions of {TOPIC}:")
@@ -237,7 +229,7 @@ async def test_running_out_of_descriptors_mid_create_leaves_nothing_behind(
             assert broker.topics.get(TOPIC) is None
             assert partition_dirs(data, TOPIC) == []
             # The name is free again; the gate fails only once.
-            assert await create(broker, TOPIC, 300) == (ErrorCode.NONE, None)
+            assert await create_topic(broker, TOPIC, 300) == (ErrorCode.NONE, None)
     assert saved_partitions(data, TOPIC) == 300
 
 
@@ -257,13 +249,13 @@ async def test_a_failed_topics_json_write_undoes_the_create(
                 save()
 
             monkeypatch.setattr(registry, "_save", full_disk_once)
-            code, message = await create(broker, TOPIC, 50)
+            code, message = await create_topic(broker, TOPIC, 50)
             assert code == ErrorCode.KAFKA_STORAGE_ERROR
             assert message is not None
             assert "No space left on device" in message
             assert registry.get(TOPIC) is None
             assert partition_dirs(data, TOPIC) == []
-            assert await create(broker, TOPIC, 50) == (ErrorCode.NONE, None)
+            assert await create_topic(broker, TOPIC, 50) == (ErrorCode.NONE, None)
     assert saved_partitions(data, TOPIC) == 50
 
 
@@ -272,10 +264,11 @@ async def test_a_create_under_way_at_shutdown_completes_whole(tmp_path: Path, ga
     with trio.fail_after(30):
         async with running(data) as broker:
             client = await WireClient.connect(broker)
-            await client.send_raw(request_bytes(create_request(TOPIC, 300), 5))
+            await client.send_raw(request_bytes(create_topics_request(TOPIC, 300), 5))
             await gate.wait_reached()
             broker.shutdown()  # cancels the handler, which is waiting for its worker thread
             gate.release.set()
+        await client.aclose()
         assert saved_partitions(data, TOPIC) == 300
         async with running(data) as broker:
             assert len(broker.topics.get(TOPIC).partitions) == 300
@@ -290,7 +283,7 @@ async def test_broker_serves_others_while_partitions_are_added_and_a_second_add_
     data = tmp_path / "data"
     with trio.fail_after(30):
         async with running(data) as broker, trio.open_nursery() as nursery:
-            assert await create(broker, TOPIC, 1) == (ErrorCode.NONE, None)
+            assert await create_topic(broker, TOPIC, 1) == (ErrorCode.NONE, None)
             send, receive = trio.open_memory_channel[tuple[str, tuple[int, str | None]]](2)
 
             async def grow_to(label: str, count: int) -> None:
@@ -327,7 +320,7 @@ async def test_a_topic_deleted_while_partitions_are_added_takes_them_along(
     data = tmp_path / "data"
     with trio.fail_after(30):
         async with running(data) as broker, trio.open_nursery() as nursery:
-            assert await create(broker, TOPIC, 1) == (ErrorCode.NONE, None)
+            assert await create_topic(broker, TOPIC, 1) == (ErrorCode.NONE, None)
             send, receive = trio.open_memory_channel[tuple[int, str | None]](1)
 
             async def grow_big() -> None:
@@ -336,10 +329,7 @@ async def test_a_topic_deleted_while_partitions_are_added_takes_them_along(
             nursery.start_soon(grow_big)
             await gate.wait_reached()
             client = await WireClient.connect(broker)
-            deleted = await client.call(
-                DeleteTopicsRequest(topics=[DeleteTopicState(name=TOPIC)], timeout_ms=5000), 6
-            )
-            assert deleted.responses[0].error_code == ErrorCode.NONE
+            await delete(client, TOPIC)
             await client.aclose()
             gate.release.set()
             assert await receive.receive() == (
@@ -347,19 +337,18 @@ async def test_a_topic_deleted_while_partitions_are_added_takes_them_along(
                 "This server does not host this topic-partition.",
             )
             assert partition_dirs(data, TOPIC) == []
-            assert await create(broker, TOPIC, 2) == (ErrorCode.NONE, None)
+            assert await create_topic(broker, TOPIC, 2) == (ErrorCode.NONE, None)
     assert saved_partitions(data, TOPIC) == 2
 
 
 async def test_running_out_of_descriptors_while_adding_partitions_adds_none(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, make_gate: Callable[..., _Gate]
 ) -> None:
     data = tmp_path / "data"
-    failing = _Gate(TOPIC, hold_at=100, fail=OSError(errno.EMFILE, "Too many open files"))
-    monkeypatch.setattr(broker_topics, "Log", failing)
+    make_gate(hold_at=100, fail=OSError(errno.EMFILE, "Too many open files"))
     with trio.fail_after(30):
         async with running(data) as broker:
-            assert await create(broker, TOPIC, 2) == (ErrorCode.NONE, None)
+            assert await create_topic(broker, TOPIC, 2) == (ErrorCode.NONE, None)
             code, message = await grow(broker, TOPIC, 300)
             assert code == ErrorCode.KAFKA_STORAGE_ERROR
             assert message is not None

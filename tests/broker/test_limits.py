@@ -22,13 +22,17 @@ import trio
 from broker.client import KafkaClient
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
-from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
-from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.metadata import MetadataRequest
 from protocol.records import build_batch
-from tests.reliability.inproc import create, produce, running
+from tests.reliability.inproc import (
+    create,
+    create_partitions_request,
+    create_topics_request,
+    delete,
+    produce,
+    running,
+)
 from tests.reliability.process import BrokerProcess, poll_until
 from tests.wire import WireClient, read_frame, request_bytes
 
@@ -266,33 +270,11 @@ _HUGE = 1_000_000
 
 
 def _huge_create_topics() -> bytes:
-    return request_bytes(
-        CreateTopicsRequest(
-            topics=[
-                CreatableTopic(
-                    name="huge",
-                    num_partitions=_HUGE,
-                    replication_factor=-1,
-                    assignments=[],
-                    configs=[],
-                )
-            ],
-            timeout_ms=30000,
-            validate_only=False,
-        ),
-        5,
-    )
+    return request_bytes(create_topics_request("huge", _HUGE), 5)
 
 
 def _huge_create_partitions() -> bytes:
-    return request_bytes(
-        CreatePartitionsRequest(
-            topics=[CreatePartitionsTopic(name="small", count=_HUGE, assignments=None)],
-            timeout_ms=30000,
-            validate_only=False,
-        ),
-        2,
-    )
+    return request_bytes(create_partitions_request("small", _HUGE), 2)
 
 
 @pytest.mark.parametrize(
@@ -364,10 +346,7 @@ async def test_deleted_topics_do_not_stay_in_memory(tmp_path: Path) -> None:
                 await create(client, name)
                 logs.append(weakref.ref(broker.topics.get(name).partitions[0].log))
                 assert (await produce(client, name, b"x"))[0] == ErrorCode.NONE  # acks=all
-                response = await client.call(
-                    DeleteTopicsRequest(topics=[DeleteTopicState(name=name)], timeout_ms=5000), 6
-                )
-                assert response.responses[0].error_code == ErrorCode.NONE
+                await delete(client, name)
             await client.aclose()
             gc.collect()
             kept = sum(ref() is not None for ref in logs)

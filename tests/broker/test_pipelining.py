@@ -21,33 +21,16 @@ from protocol.errors import ErrorCode
 from protocol.frames import parse_response_header
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
-from protocol.messages.produce import (
-    PartitionProduceData,
-    ProduceRequest,
-    ProduceResponse,
-    TopicProduceData,
-)
-from protocol.records import build_batch
+from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.schema import decode
-from tests.reliability.inproc import create
+from tests.reliability.inproc import create, produce_request
 from tests.wire import WireClient, read_frame, request_bytes
 
 TOPIC = "piped"
 
 
 def _produce(value: bytes, acks: int = -1) -> ProduceRequest:
-    return ProduceRequest(
-        acks=acks,
-        timeout_ms=30_000,
-        topic_data=[
-            TopicProduceData(
-                name=TOPIC,
-                partition_data=[
-                    PartitionProduceData(index=0, records=build_batch([(None, value, (), 1)]))
-                ],
-            )
-        ],
-    )
+    return produce_request(TOPIC, value, acks=acks, timestamp=1, timeout_ms=30_000)
 
 
 @pytest.fixture

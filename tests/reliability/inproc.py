@@ -1,7 +1,8 @@
 """An in-process broker that tests stop and start again on the same data directory, and the
 few requests they make to it (our own codec as the client, as in tests/wire.py).
 
-Shared by the storage-error, corruption and ack-durability tests.
+Shared by the storage-error, corruption and ack-durability tests, and by the broker tests
+that speak the wire protocol (the request builders here are what they send).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import trio
 from broker.client import KafkaClient
 from broker.server import serve
 from protocol.errors import ErrorCode
+from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
+from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -52,19 +56,54 @@ async def create(client: WireClient, *topics: str) -> None:
     assert all(t.error_code == 0 for t in response.topics), response
 
 
-async def produce(
-    client: WireClient,
+async def delete(client: WireClient, *topics: str) -> None:
+    """Delete topics (DeleteTopics v6), each answered NONE."""
+    response = await client.call(
+        DeleteTopicsRequest(topics=[DeleteTopicState(name=t) for t in topics], timeout_ms=5000),
+        6,
+    )
+    assert all(r.error_code == ErrorCode.NONE for r in response.responses), response
+
+
+def create_topics_request(name: str, num_partitions: int) -> CreateTopicsRequest:
+    """A CreateTopics of one topic, with the broker's default replication and configs."""
+    return CreateTopicsRequest(
+        topics=[
+            CreatableTopic(
+                name=name,
+                num_partitions=num_partitions,
+                replication_factor=-1,
+                assignments=[],
+                configs=[],
+            )
+        ],
+        timeout_ms=30000,
+        validate_only=False,
+    )
+
+
+def create_partitions_request(name: str, count: int) -> CreatePartitionsRequest:
+    """A CreatePartitions raising one topic to `count` partitions."""
+    return CreatePartitionsRequest(
+        topics=[CreatePartitionsTopic(name=name, count=count, assignments=None)],
+        timeout_ms=30000,
+        validate_only=False,
+    )
+
+
+def produce_request(
     topic: str,
     value: bytes,
     *,
     acks: int = -1,
     partition: int = 0,
     timestamp: int = T0,
-) -> tuple[int, int]:
-    """(error code, base offset) of a Produce of one record."""
-    request = ProduceRequest(
+    timeout_ms: int = 5000,
+) -> ProduceRequest:
+    """A Produce of one batch of one record (no key, no headers) to one partition."""
+    return ProduceRequest(
         acks=acks,
-        timeout_ms=5000,
+        timeout_ms=timeout_ms,
         topic_data=[
             TopicProduceData(
                 name=topic,
@@ -76,6 +115,19 @@ async def produce(
             )
         ],
     )
+
+
+async def produce(
+    client: WireClient,
+    topic: str,
+    value: bytes,
+    *,
+    acks: int = -1,
+    partition: int = 0,
+    timestamp: int = T0,
+) -> tuple[int, int]:
+    """(error code, base offset) of a Produce of one record."""
+    request = produce_request(topic, value, acks=acks, partition=partition, timestamp=timestamp)
     part = (await client.call(request, 9)).responses[0].partition_responses[0]
     return part.error_code, part.base_offset
 

@@ -24,9 +24,8 @@ from typing import Any
 
 from broker.client import ConnectionFailed, KafkaClient
 from protocol.errors import ErrorCode, KafkaError
-from tests.integration.harness import wait_until
+from tests.integration.harness import ROOT, wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 POLL_S = 0.02
 START_TIMEOUT_S = 60.0
 
@@ -36,6 +35,14 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a broker child process: ours without KAFKA_* variables (which the
+    broker would read as settings), with the project on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
 
 
 def poll_until(predicate: Any, timeout: float, what: str) -> Any:
@@ -100,13 +107,11 @@ class BrokerProcess:
         self.starts += 1
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.log_dir / f"broker-{self.starts:04d}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
-        env["PYTHONPATH"] = str(ROOT)
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 self.command(),
                 cwd=ROOT,
-                env=env,
+                env=child_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

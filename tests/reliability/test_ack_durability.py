@@ -36,12 +36,17 @@ def _unflushed(log: Any, acknowledged_end: int) -> str | None:
     )
 
 
+async def _create_log(client: WireClient, broker: Any, topic: str) -> Any:
+    """Create `topic` (by auto-creation); the log of its partition 0."""
+    await create(client, topic)
+    return broker.topics.get(topic).partitions[0].log
+
+
 async def _check_writes(broker: Any, topic: str) -> list[str]:
     problems = []
     client = await WireClient.connect(broker)
     try:
-        await create(client, topic)
-        plog = broker.topics.get(topic).partitions[0].log
+        plog = await _create_log(client, broker, topic)
         offsets = (
             broker.coordinator.offsets_topic()
             .partitions[broker.coordinator.coordinator.partition_for(GROUP)]
@@ -108,8 +113,7 @@ async def test_a_write_nobody_waits_for_is_fsynced_within_the_flush_interval(
             tmp_path / "data", **{"log.flush.interval.ms": int(interval_s * 1000)}
         ) as broker:
             client = await WireClient.connect(broker)
-            await create(client, "later")
-            plog = broker.topics.get("later").partitions[0].log
+            plog = await _create_log(client, broker, "later")
             code, base = await produce(client, "later", b"first", acks=-1)  # a round just ran
             assert code == ErrorCode.NONE
             flushed.append(trio.Event())
@@ -134,8 +138,7 @@ async def test_group_commit_delay_holds_back_the_next_fsync_for_waiting_writes(
             tmp_path / "data", **{"group.commit.delay.ms": int(delay_s * 1000)}
         ) as broker:
             client = await WireClient.connect(broker)
-            await create(client, "delayed")
-            plog = broker.topics.get("delayed").partitions[0].log
+            plog = await _create_log(client, broker, "delayed")
             started = trio.current_time()
             for i in range(3):
                 code, base = await produce(client, "delayed", b"v%d" % i)

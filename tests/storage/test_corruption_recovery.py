@@ -25,6 +25,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -63,6 +64,15 @@ def flip(path: Path, position: int) -> None:
     data = bytearray(path.read_bytes())
     data[position] ^= 0x5A
     path.write_bytes(data)
+
+
+def truncation_note(partition: str, segment: Path, position: int) -> str:
+    """The start of the WARNING for a tail cut from `segment` at `position`, up to the
+    byte count that follows it."""
+    return (
+        f"recovered {partition}: truncated {segment.name} at position {position}, "
+        "a torn or corrupt tail (bytes="
+    )
 
 
 def recovery_notes(
@@ -126,20 +136,25 @@ def _zero_tail(segment: Path, positions: list[int]) -> int:
     return len(positions)
 
 
+def _damage(damage: TopicDamage, why: str) -> Any:
+    """A (damage, why) case, named after the damage; `why` is the start of Segment.recover's
+    reason for it (the rest varies), with {} for the position of the cut."""
+    return pytest.param(damage, why, id=damage.__name__.strip("_"))
+
+
 @pytest.mark.parametrize(
-    "damage",
+    ("damage", "why"),
     [
-        _flip_in_records,
-        _flip_in_length,
-        _flip_magic,
-        _cut_mid_batch,
-        _cut_in_first_header,
-        _zero_tail,
+        _damage(_flip_in_records, "batch at {} fails its CRC"),
+        _damage(_flip_in_length, "batch at {} "),
+        _damage(_flip_magic, "batch at {} has unknown magic"),
+        _damage(_cut_mid_batch, "batch header at {} cut short"),
+        _damage(_cut_in_first_header, "batch header at {} cut short"),
+        _damage(_zero_tail, "batch at {} has magic 0"),
     ],
-    ids=lambda f: f.__name__.strip("_"),
 )
 async def test_damaged_last_segment_of_a_topic_recovers_to_the_last_whole_batch(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: TopicDamage
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: TopicDamage, why: str
 ) -> None:
     caplog.set_level(logging.INFO)
     data = tmp_path / "data"
@@ -160,22 +175,10 @@ async def test_damaged_last_segment_of_a_topic_recovers_to_the_last_whole_batch(
             await client.aclose()
     (warning,) = recovery_notes(caplog, f"{TOPIC}-0", logging.WARNING)
     assert warning.startswith(
-        f"recovered {TOPIC}-0: truncated {segment.name} at position {cut_at}, a torn or "
-        f"corrupt tail (bytes={damaged_size - cut_at}, next offset {first_bad}): "
-        + _why(damage, cut_at)
+        truncation_note(f"{TOPIC}-0", segment, cut_at)
+        + f"{damaged_size - cut_at}, next offset {first_bad}): "
+        + why.format(cut_at)
     ), warning
-
-
-def _why(damage: TopicDamage, position: int) -> str:
-    """The start of Segment.recover's reason for each kind of damage (the rest varies)."""
-    return {
-        _flip_in_records: f"batch at {position} fails its CRC",
-        _flip_in_length: f"batch at {position} ",
-        _flip_magic: f"batch at {position} has unknown magic",
-        _cut_mid_batch: f"batch header at {position} cut short",
-        _cut_in_first_header: f"batch header at {position} cut short",
-        _zero_tail: f"batch at {position} has magic 0",
-    }[damage]
 
 
 # --- the last segment of __consumer_offsets ---------------------------------------------
@@ -204,10 +207,7 @@ async def test_damaged_last_commits_fall_back_to_the_commit_before_them(
         async with running(data, **SETTINGS) as broker:
             assert await committed(broker, GROUP, TOPIC) == 11
     (warning,) = recovery_notes(caplog, f"{OFFSETS_TOPIC}-0", logging.WARNING)
-    assert warning.startswith(
-        f"recovered {OFFSETS_TOPIC}-0: truncated {segment.name} at position {positions[7]}, "
-        "a torn or corrupt tail (bytes="
-    ), warning
+    assert warning.startswith(truncation_note(f"{OFFSETS_TOPIC}-0", segment, positions[7])), warning
 
 
 # --- index files -------------------------------------------------------------------------
