@@ -19,6 +19,7 @@ from broker.config import load_config
 from broker.metrics import Metrics
 from broker.server import serve
 from protocol.errors import ErrorCode
+from tests.integration.harness import KAFKA_PYTHON_POLL_MS
 
 SCENARIO_S = 30
 
@@ -274,9 +275,7 @@ async def test_metrics_after_kafka_python_traffic(nursery, tmp_path):
         deadline = time.monotonic() + SCENARIO_S
         while not consumer.assignment():
             assert time.monotonic() < deadline, "no assignment"
-            # kafka-python 3.0.12 drops a SyncGroup answer that lands after poll()'s timeout
-            # while it rejoins, and then idles: poll long enough (see tests/integration).
-            consumer.poll(timeout_ms=1000)
+            consumer.poll(timeout_ms=KAFKA_PYTHON_POLL_MS)
         consumer.commit({TopicPartition("metered", 0): OffsetAndMetadata(2, "", -1)})
         return consumer
 

@@ -25,6 +25,7 @@ from broker.cli import build_parser, main, serve_config
 from broker.client import KafkaClient, default_partition
 from broker.config import SETTINGS, ConfigError
 from broker.logging_setup import JsonFormatter, TextFormatter
+from tests.integration.harness import KAFKA_PYTHON_POLL_MS
 from tests.reliability.process import child_env
 
 SCENARIO_S = 30
@@ -321,7 +322,9 @@ class ActiveConsumer:
         deadline = time.monotonic() + SCENARIO_S
         while len(got) < n:
             assert time.monotonic() < deadline, f"read {len(got)} of {n} records"
-            for records in self.consumer.poll(timeout_ms=1000, max_records=n - len(got)).values():
+            for records in self.consumer.poll(
+                timeout_ms=KAFKA_PYTHON_POLL_MS, max_records=n - len(got)
+            ).values():
                 got.extend(records)
         last = got[-1]
         self.consumer.commit(

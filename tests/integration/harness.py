@@ -42,6 +42,10 @@ HEADERS = [("trace", "t-1"), ("origin", "kmock-über")]
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_MS = 1000
 POLL_S = 0.05
+# kafka-python 3.0.12 can lose the end of a rebalance when poll() times out while a JoinGroup
+# or SyncGroup is in flight: the group is joined, but the assignment is never applied and the
+# consumer sits idle. Its group consumers poll with a timeout longer than a join round trip.
+KAFKA_PYTHON_POLL_MS = 1000
 # Every client's request timeout (ms), under kafka-python's and aiokafka's name.
 REQUEST_TIMEOUT_MS = 10_000
 # Group members commit automatically, every half second (kafka-python's names; confluent-kafka

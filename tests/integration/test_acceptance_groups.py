@@ -49,6 +49,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.errors import ErrorCode
 from tests.integration.harness import (
+    KAFKA_PYTHON_POLL_MS,
     REQUEST_TIMEOUT_MS,
     GroupMember,
     Rec,
@@ -292,16 +293,13 @@ class KafkaPythonMember(Member):
         kafka.errors.IllegalGenerationError,
         kafka.errors.UnknownMemberIdError,
     )
-    # kafka-python 3.0.12 can lose the end of a rebalance when poll() times out while a
-    # JoinGroup or SyncGroup is in flight; a poll timeout longer than a join avoids it.
-    POLL_MS = 1000
 
     def _open(self) -> None:
         self.c = kafka.KafkaConsumer(**self._options())
         self.c.subscribe([self.topic], listener=self._listener(kafka.ConsumerRebalanceListener))
 
     def _poll(self) -> list[Rec]:
-        batch = self.c.poll(timeout_ms=self.POLL_MS)
+        batch = self.c.poll(timeout_ms=KAFKA_PYTHON_POLL_MS)
         return [kafka_python_rec(r) for rs in batch.values() for r in rs]
 
     def _commit_sync(self) -> None:
@@ -856,7 +854,7 @@ def kafka_python_session(bootstrap, topic, group, n):
         got: list[Rec] = []
 
         def more() -> bool:
-            batch = c.poll(timeout_ms=KafkaPythonMember.POLL_MS, max_records=n - len(got))
+            batch = c.poll(timeout_ms=KAFKA_PYTHON_POLL_MS, max_records=n - len(got))
             got.extend(kafka_python_rec(r) for rs in batch.values() for r in rs)
             return len(got) >= n
 

@@ -15,6 +15,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from tests.integration import scenarios
 from tests.integration.harness import (
     CODECS,
+    KAFKA_PYTHON_POLL_MS,
     MEMBER_AUTO_COMMIT,
     REQUEST_TIMEOUT_MS,
     GroupMember,
@@ -81,18 +82,12 @@ def produce(
         p.close(timeout=5)
 
 
-# kafka-python 3.0.12 can lose the end of a rebalance when poll() times out while a JoinGroup
-# or SyncGroup is in flight: the group is joined, but the assignment is never applied and the
-# consumer sits idle. A poll timeout longer than a join round trip avoids it.
-POLL_MS = 1000
-
-
 def poll_until(c: KafkaConsumer, n: int, timeout: float, *, commit: bool = False) -> list[Rec]:
     """Poll until `n` records arrived (no more are taken); optionally commit each batch."""
     got: list[Rec] = []
 
     def more() -> bool:
-        batch = c.poll(timeout_ms=POLL_MS, max_records=n - len(got))
+        batch = c.poll(timeout_ms=KAFKA_PYTHON_POLL_MS, max_records=n - len(got))
         for records in batch.values():
             got.extend(kafka_python_rec(r) for r in records)
         if commit and batch:
@@ -192,7 +187,7 @@ class Member(GroupMember):
         self.c.subscribe([self.topic])
 
     def _poll(self) -> list[Rec]:
-        batch = self.c.poll(timeout_ms=POLL_MS)
+        batch = self.c.poll(timeout_ms=KAFKA_PYTHON_POLL_MS)
         return [kafka_python_rec(r) for records in batch.values() for r in records]
 
 

@@ -25,6 +25,7 @@ from kafka.structs import OffsetAndMetadata
 from broker.config import load_config
 from broker.server import serve
 from pipeline import jobs
+from tests.integration.harness import KAFKA_PYTHON_POLL_MS
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +77,7 @@ class Member:
             c.subscribe([TOPIC])
             try:
                 while not self._stop.is_set():
-                    c.poll(timeout_ms=1000)  # see tests/broker/test_admin_http.py
+                    c.poll(timeout_ms=KAFKA_PYTHON_POLL_MS)
                     self.assignment = frozenset(tp.partition for tp in c.assignment())
                     while not self._calls.empty():
                         fn, reply = self._calls.get()
