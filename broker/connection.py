@@ -71,7 +71,7 @@ from protocol.schema import DecodeError, decode, encode_chunks
 from storage.segment import IOV_MAX
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from broker.broker import Broker
 
 log = logging.getLogger("broker.connection")
 

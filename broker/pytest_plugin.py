@@ -50,7 +50,7 @@ class KmockBroker:
       data_dir: the broker's log.dirs, kept across restarts.
       config: the `broker.config.Config` it runs with (after the first start, its
         listener names the pinned port).
-      broker: the running `broker.server.Broker`, or None. It belongs to the broker's
+      broker: the running `broker.broker.Broker`, or None. It belongs to the broker's
         thread: read from it, do not call into it.
     """
 

@@ -1,0 +1,160 @@
+"""Broker: everything a request handler may reach through `RequestContext.broker`.
+
+One `Broker` per running server, created by `broker.server.serve`: its settings, node and
+cluster ids, the topic registry, the metrics, group commit, the producer id allocator, the
+coordinator runtime, the bound and advertised addresses and the connections being served.
+It imports none of the modules that serve requests (connection, routes, handlers), which
+import it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from broker.config import Config
+from broker.metrics import Metrics
+from broker.producer_ids import ProducerIdAllocator
+from broker.topics import TopicRegistry
+from protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from broker.durability import Durability
+    from broker.runtime import CoordinatorRuntime
+
+log = logging.getLogger("broker.server")  # its messages are the server's start and stop
+
+__all__ = ["Broker", "ServedConnection", "parse_listeners"]
+
+
+def parse_listeners(spec: str) -> list[tuple[str, str, int]]:
+    """ "PLAINTEXT://127.0.0.1:9092,..." -> [("PLAINTEXT", "127.0.0.1", 9092), ...]."""
+    out = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        name, sep, rest = item.partition("://")
+        if not sep:
+            raise ValueError(f"listener {item!r} is not NAME://host:port")
+        host, _, port = rest.rpartition(":")
+        if name.upper() != "PLAINTEXT":
+            raise ValueError(f"listener {item!r}: only PLAINTEXT is supported")
+        out.append((name.upper(), host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError("no listeners configured")
+    return out
+
+
+def _read_meta(data_dir: Path, node_id: int) -> str:
+    """cluster.id from meta.properties (Kafka's file), created on first start."""
+    path = data_dir / "meta.properties"
+    if path.exists():
+        props = dict(
+            line.split("=", 1)
+            for line in path.read_text().splitlines()
+            if "=" in line and not line.startswith("#")
+        )
+        if "cluster.id" in props:
+            return props["cluster.id"].strip()
+    import base64
+
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"#\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n")
+    os.replace(tmp, path)
+    return cluster_id
+
+
+class ServedConnection(Protocol):
+    """What the idle check (broker.connection.expire_idle_connections) asks of a connection."""
+
+    def idle_reason(self, now: float, idle_s: float) -> str | None: ...
+
+    def close_idle(self, reason: str) -> None: ...
+
+
+class Broker:
+    """Everything a request handler may need; created by `serve`."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.node_id: int = config["node.id"]
+        self.data_dir = Path(config["log.dirs"])
+        self.metrics = Metrics()
+        self.topics = TopicRegistry(config, self.data_dir)
+        self.cluster_id = ""
+        self.addresses: list[tuple[str, int]] = []  # bound (host, port)
+        self.advertised: list[tuple[str, int]] = []  # what clients are told
+        self.ready = trio.Event()  # set once __consumer_offsets has been replayed
+        self.started_at = time.monotonic()
+        # Set by `serve` before the first request (durability needs its nursery, the
+        # runtime the bound addresses).
+        self.durability: Durability
+        self.coordinator: CoordinatorRuntime
+        self.admin_address: tuple[str, int] | None = None  # set by broker.admin_http
+        self.producer_ids: ProducerIdAllocator
+        self.cancel_scope: trio.CancelScope | None = None  # the serve tree, once it runs
+        self.connection_ids = itertools.count(1)
+        self.open_connections = 0
+        self.connections: set[ServedConnection] = set()  # while served
+
+    # Two clocks, named apart: monotonic for deadlines (autojump_clock drives it in tests),
+    # wall time for timestamps stored in records.
+    @staticmethod
+    def now_ms() -> int:
+        return int(trio.current_time() * 1000)
+
+    @staticmethod
+    def wall_ms() -> int:
+        return int(time.time() * 1000)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{h}:{p}" for h, p in self.advertised)
+
+    def open(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Kafka refuses to start on a log dir it cannot write; so do we, before recovery
+        # could serve half the logs. Raises OSError (EROFS, EACCES, ENOSPC) for the CLI.
+        probe = self.data_dir / ".kmock-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+        self.cluster_id = _read_meta(self.data_dir, self.node_id)
+        self.producer_ids = ProducerIdAllocator(self.data_dir)
+        self.topics.load(self.wall_ms())
+
+    def close(self) -> None:
+        for topic in self.topics.topics.values():
+            for p in topic.partitions:
+                try:
+                    p.log.sync()
+                except KafkaError as e:
+                    log.error("final fsync of %s failed: %s", p.log.path, e)
+        self.topics.close()
+
+    def shutdown(self) -> None:
+        """Stop serving (graceful: logs are synced and closed on the way out)."""
+        if self.cancel_scope is not None:
+            self.cancel_scope.cancel()
+
+    def advertise(self) -> None:
+        """Set `advertised` from advertised.listeners, or from the bound addresses."""
+        spec = self.config["advertised.listeners"]
+        if spec:
+            adv = [(h, p) for _, h, p in parse_listeners(spec)]
+            # An advertised port 0 means "the port we bound".
+            self.advertised = [
+                (h, p or self.addresses[min(i, len(self.addresses) - 1)][1])
+                for i, (h, p) in enumerate(adv)
+            ]
+        else:
+            self.advertised = [
+                (h if h not in ("", "0.0.0.0", "::") else "127.0.0.1", p) for h, p in self.addresses
+            ]
