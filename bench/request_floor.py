@@ -24,8 +24,7 @@ import trio
 
 from broker.config import SETTINGS
 from broker.connection import RECEIVE_BYTES, _respond
-from broker.handlers.api_versions import supported_versions
-from broker.routes import route_for
+from broker.routes import route_for, supported_versions
 from protocol.frames import FrameBuffer, peek_request_key
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.offset_commit import (

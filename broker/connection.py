@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
 
+from broker import routes
+from broker.context import RequestContext
 from broker.handlers import Deferred
 from broker.routes import Route, route_for
 from protocol.errors import ErrorCode, KafkaError
@@ -78,21 +80,6 @@ log = logging.getLogger("broker.connection")
 RECEIVE_BYTES = 65536  # keep receives below glibc's mmap threshold (PERF-NOTES §3)
 MAX_DEFERRED = 256  # deferred responses per connection before it stops reading
 IDLE_CHECKS = 10  # idle checks per connections.max.idle.ms
-
-
-class RequestContext:
-    """What a handler knows about the request besides its body."""
-
-    __slots__ = ("api_version", "broker", "client_host", "client_id", "connection_id")
-
-    def __init__(
-        self, broker: Broker, api_version: int, client_id: str, client_host: str, connection_id: int
-    ) -> None:
-        self.broker = broker
-        self.api_version = api_version
-        self.client_id = client_id
-        self.client_host = client_host
-        self.connection_id = connection_id
 
 
 class CloseConnection(Exception):
@@ -418,7 +405,7 @@ async def _handle_frame(
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
     client_id = header.client_id
-    ctx = RequestContext(broker, version, client_id or "", client_host, connection_id)
+    ctx = RequestContext(broker, version, client_id or "", client_host, connection_id, routes)
     call = _Call(broker, route, version, correlation_id, client_id, trio.current_time(), request)
     code = ErrorCode.NONE
     try:
@@ -490,10 +477,9 @@ def _respond(route: Route, version: int, correlation_id: int, response: Any) -> 
 
 
 def _unsupported_api_versions(correlation_id: int) -> list[Any]:
-    from broker.handlers.api_versions import supported_versions
     from protocol.messages.api_versions import ApiVersionsResponse
 
     response = ApiVersionsResponse(
-        error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=supported_versions()
+        error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=routes.supported_versions()
     )
     return frame_response(correlation_id, encode_chunks(response, 0), False)

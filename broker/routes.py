@@ -1,8 +1,10 @@
 """ROUTES: request class -> handler. The one list of the APIs kmock speaks.
 
 It feeds both the decoder (api key -> request class) and ApiVersions (every routed class
-advertises its VERSIONS). An API that is not here is not advertised, and a request for it
-closes the connection, as Kafka does for an unknown key. Sorted by API key.
+advertises its VERSIONS: `supported_versions()`, which the ApiVersions handler reads through
+its RequestContext rather than by importing this module). An API that is not here is not
+advertised, and a request for it closes the connection, as Kafka does for an unknown key.
+Sorted by API key.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from broker.handlers import (
     sync_group,
 )
 from protocol.messages.alter_configs import AlterConfigsRequest
-from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
@@ -139,6 +141,18 @@ def route_for(api_key: int) -> Route | None:
 
 def all_routes() -> list[Route]:
     return list(_BY_KEY.values())
+
+
+def supported_versions() -> list[ApiVersion]:
+    """ApiVersions' list: every routed API with its range of versions, by key."""
+    return [
+        ApiVersion(
+            api_key=r.api_key,
+            min_version=r.request.VERSIONS.start,
+            max_version=r.request.VERSIONS.stop - 1,
+        )
+        for r in all_routes()
+    ]
 
 
 install(ROUTES)

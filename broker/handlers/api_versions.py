@@ -1,22 +1,16 @@
+"""ApiVersions: every API this broker routes, with its range of versions (KIP-511).
+
+The list is the route table's (broker.routes.supported_versions), read through the request
+context. A request for a version we do not support is answered by the connection itself,
+UNSUPPORTED_VERSION with the same list in v0 form (broker.connection).
+"""
+
 from __future__ import annotations
 
 from typing import Any
 
-from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
-
-
-def supported_versions() -> list[ApiVersion]:
-    from broker.routes import all_routes
-
-    return [
-        ApiVersion(
-            api_key=r.api_key,
-            min_version=r.request.VERSIONS.start,
-            max_version=r.request.VERSIONS.stop - 1,
-        )
-        for r in all_routes()
-    ]
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 
 async def handle(ctx: Any, request: ApiVersionsRequest) -> ApiVersionsResponse:
-    return ApiVersionsResponse(api_keys=supported_versions())
+    return ApiVersionsResponse(api_keys=ctx.routes.supported_versions())

@@ -1,0 +1,45 @@
+"""RequestContext: what a handler knows about a request besides its body.
+
+Every handler is `async def handle(ctx: RequestContext, request: XRequest) -> XResponse`
+(broker.handlers); the connection (the one dispatch site) makes one context per request.
+A handler reaches the running broker through `ctx.broker` and reads the route table
+through `ctx.routes`: it never imports broker.routes, which imports every handler.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+    from protocol.messages.api_versions import ApiVersion
+
+__all__ = ["RequestContext", "RouteTable"]
+
+
+class RouteTable(Protocol):
+    """The route table as a handler may read it (the module broker.routes is one)."""
+
+    def supported_versions(self) -> list[ApiVersion]: ...
+
+
+class RequestContext:
+    """The request's version, its client, and the broker and route table serving it."""
+
+    __slots__ = ("api_version", "broker", "client_host", "client_id", "connection_id", "routes")
+
+    def __init__(
+        self,
+        broker: Broker,
+        api_version: int,
+        client_id: str,
+        client_host: str,
+        connection_id: int,
+        routes: RouteTable,
+    ) -> None:
+        self.broker = broker
+        self.api_version = api_version
+        self.client_id = client_id
+        self.client_host = client_host
+        self.connection_id = connection_id
+        self.routes = routes
