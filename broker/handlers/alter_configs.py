@@ -23,89 +23,24 @@ when it starts (file, environment, flags); Kafka would accept its dynamic ones
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
-from broker.handlers.describe_configs import BROKER, TOPIC
-from broker.topics import Topic, validate_topic_configs, validate_topic_name
+from broker.topic_configs import (
+    BROKER,
+    TOPIC,
+    alter_each,
+    check_broker_name,
+    existing_topic,
+    no_dynamic_broker_configs,
+    null_values,
+)
+from broker.topics import validate_topic_configs
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.alter_configs import (
     AlterConfigsRequest,
     AlterConfigsResourceResponse,
     AlterConfigsResponse,
 )
-
-
-def alter_each(
-    resources: list[Any],
-    alter: Callable[[Any], None],
-    resource_response: Callable[..., Any],
-) -> list[Any]:
-    """Apply `alter` to each resource on its own, one response per resource in request
-    order: its KafkaError becomes that resource's error code and message. A resource named
-    more than once in the request is refused for every copy (INVALID_REQUEST), as Kafka
-    does, and not altered."""
-    copies = Counter((r.resource_type, r.resource_name) for r in resources)
-    responses = []
-    for resource in resources:
-        code, message = ErrorCode.NONE, None
-        try:
-            if copies[resource.resource_type, resource.resource_name] > 1:
-                raise KafkaError(
-                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-                )
-            alter(resource)
-        except KafkaError as e:
-            code, message = e.code, e.detail or None
-        responses.append(
-            resource_response(
-                error_code=code,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        )
-    return responses
-
-
-def check_broker_name(ctx: Any, name: str) -> None:
-    """Kafka's validateResourceNameIsCurrentNodeId."""
-    node_id = ctx.broker.node_id
-    try:
-        wanted = int(name)
-    except ValueError:
-        raise KafkaError(
-            ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}"
-        ) from None
-    if wanted != node_id:
-        raise KafkaError(
-            ErrorCode.INVALID_REQUEST,
-            f"Unexpected broker id, expected {node_id}, but received {name}",
-        )
-
-
-def no_dynamic_broker_configs() -> KafkaError:
-    return KafkaError(ErrorCode.INVALID_REQUEST, "kmock does not support dynamic broker configs")
-
-
-def null_values(names: list[str]) -> KafkaError:
-    return KafkaError(
-        ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(names)
-    )
-
-
-def existing_topic(ctx: Any, name: str) -> Topic:
-    try:
-        validate_topic_name(name)
-    except KafkaError:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, "Illegal topic name.") from None
-    topic = ctx.broker.topics.get(name)
-    if topic is None:
-        raise KafkaError(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
-        )
-    return topic
 
 
 def _alter(ctx: Any, resource: Any, validate_only: bool) -> None:

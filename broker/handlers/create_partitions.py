@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from broker.handlers.create_topics import check_replicas
+from broker.cluster import check_replicas
 from broker.topics import check_partition_count
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.create_partitions import (

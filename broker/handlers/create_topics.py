@@ -37,8 +37,9 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from broker.cluster import check_replicas
 from broker.config import TOPIC_CONFIGS
-from broker.handlers.describe_configs import effective_topic_source, topic_value
+from broker.topic_configs import effective_topic_source, topic_value
 from broker.topics import check_partition_count, validate_topic_configs
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.create_topics import (
@@ -49,29 +50,6 @@ from protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
-
-
-def check_replicas(broker_ids: list[int], node_id: int) -> None:
-    """Kafka's validateManualPartitionAssignment, for a cluster of one broker."""
-    if not broker_ids:
-        raise KafkaError(
-            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-            "The manual partition assignment includes an empty replica list.",
-        )
-    previous = None
-    for broker_id in sorted(broker_ids):
-        if broker_id != node_id:
-            raise KafkaError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes broker {broker_id}, "
-                "but no such broker is registered.",
-            )
-        if broker_id == previous:
-            raise KafkaError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes the broker {broker_id} more than once.",
-            )
-        previous = broker_id
 
 
 def _assigned_partitions(assignments: list[CreatableReplicaAssignment], node_id: int) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.metadata import ALL_CLUSTER_OPERATIONS, NOT_REQUESTED
+from broker.cluster import ALL_CLUSTER_OPERATIONS, NOT_REQUESTED
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import (
     DescribeClusterBroker,

@@ -32,7 +32,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.config import SETTINGS, TOPIC_CONFIGS, Config, Setting
+from broker.config import SETTINGS, TOPIC_CONFIGS, Setting
+from broker.topic_configs import (
+    BROKER,
+    CONFIG_TYPES,
+    DEFAULT_CONFIG,
+    RESOURCE_TYPES,
+    TOPIC,
+    broker_synonyms,
+    render,
+    topic_synonyms,
+    topic_value,
+)
 from broker.topics import validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.describe_configs import (
@@ -43,101 +54,6 @@ from protocol.messages.describe_configs import (
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
-
-# ConfigResource.Type
-RESOURCE_TYPES = {
-    0: "UNKNOWN",
-    2: "TOPIC",
-    4: "BROKER",
-    8: "BROKER_LOGGER",
-    16: "CLIENT_METRICS",
-    32: "GROUP",
-}
-TOPIC, BROKER = 2, 4
-
-# DescribeConfigsResponse.ConfigSource
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
-
-# DescribeConfigsResponse.ConfigType, by Setting.type
-CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "class": 8}
-
-# Broker settings that stand for one another, most specific first (Kafka's
-# DynamicBrokerConfig.brokerConfigSynonyms); every other setting stands alone.
-_SYNONYM_GROUPS = (
-    ("log.roll.ms", "log.roll.hours"),
-    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-)
-
-
-def render(setting: Setting, value: Any) -> str | None:
-    """A value as Kafka's ConfigDef.convertToString writes it."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if setting.type in ("int", "long"):
-        return str(int(value))
-    if setting.type == "list":
-        return ",".join(item.strip() for item in str(value).split(","))
-    return str(value)
-
-
-def _synonym_group(name: str) -> tuple[str, ...]:
-    return next((group for group in _SYNONYM_GROUPS if name in group), (name,))
-
-
-def broker_synonyms(config: Config, name: str) -> list[DescribeConfigsSynonym]:
-    """Where broker setting `name` gets its value from, Kafka's configSynonyms."""
-    group = _synonym_group(name)
-    found = [
-        DescribeConfigsSynonym(
-            name=n, value=render(SETTINGS[n], config[n]), source=STATIC_BROKER_CONFIG
-        )
-        for n in group
-        if n in config.explicit
-    ] + [
-        DescribeConfigsSynonym(
-            name=n, value=render(SETTINGS[n], SETTINGS[n].default), source=DEFAULT_CONFIG
-        )
-        for n in group
-        if SETTINGS[n].default is not None
-    ]
-    while found and found[0].name != name:
-        found.pop(0)
-    return found
-
-
-def topic_value(config: Config, overrides: dict[str, str], name: str) -> str | None:
-    """The effective value of topic config `name`: the override, else the broker default."""
-    setting = TOPIC_CONFIGS[name]
-    if name in overrides:
-        return render(setting, overrides[name])
-    return render(setting, config.topic_default(name))
-
-
-def topic_synonyms(
-    config: Config, overrides: dict[str, str], name: str
-) -> list[DescribeConfigsSynonym]:
-    own = (
-        [
-            DescribeConfigsSynonym(
-                name=name, value=topic_value(config, overrides, name), source=DYNAMIC_TOPIC_CONFIG
-            )
-        ]
-        if name in overrides
-        else []
-    )
-    return own + broker_synonyms(config, TOPIC_CONFIGS[name].name)
-
-
-def effective_topic_source(config: Config, overrides: dict[str, str], name: str) -> int:
-    """The source CreateTopics reports (the controller's computeEffectiveTopicConfigs, which,
-    unlike DescribeConfigs, counts every configured broker synonym)."""
-    if name in overrides:
-        return DYNAMIC_TOPIC_CONFIG
-    if any(n in config.explicit for n in _synonym_group(TOPIC_CONFIGS[name].name)):
-        return STATIC_BROKER_CONFIG
-    return DEFAULT_CONFIG
 
 
 def _entry(

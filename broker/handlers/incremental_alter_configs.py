@@ -27,14 +27,17 @@ from __future__ import annotations
 from typing import Any
 
 from broker.config import TOPIC_CONFIGS
-from broker.handlers.alter_configs import (
+from broker.topic_configs import (
+    BROKER,
+    RESOURCE_TYPES,
+    TOPIC,
     alter_each,
     check_broker_name,
     existing_topic,
     no_dynamic_broker_configs,
     null_values,
+    topic_value,
 )
-from broker.handlers.describe_configs import BROKER, RESOURCE_TYPES, TOPIC, topic_value
 from broker.topics import validate_topic_configs
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.incremental_alter_configs import (

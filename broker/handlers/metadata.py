@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.cluster import ALL_CLUSTER_OPERATIONS, ALL_TOPIC_OPERATIONS, NOT_REQUESTED
 from broker.topics import OFFSETS_TOPIC, Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.metadata import (
@@ -21,11 +22,6 @@ from protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-
-# Every ACL operation bit (Kafka's AclOperation codes 3..14): kmock has no authorizer.
-ALL_TOPIC_OPERATIONS = sum(1 << b for b in (3, 4, 5, 6, 7, 8, 10, 11, 12))
-ALL_CLUSTER_OPERATIONS = sum(1 << b for b in (2, 4, 7, 8, 9, 10, 11, 12))
-NOT_REQUESTED = -(2**31)
 
 
 def describe_topic(ctx: Any, topic: Topic, include_operations: bool) -> MetadataResponseTopic:
