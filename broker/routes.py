@@ -14,7 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from broker.context import RequestContext
 from broker.handlers import (
+    Deferred,
     alter_configs,
     api_versions,
     create_partitions,
@@ -43,6 +45,7 @@ from broker.handlers import (
     produce,
     sync_group,
 )
+from protocol.errors import ErrorCode
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
@@ -72,7 +75,10 @@ from protocol.messages.produce import ProduceRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.schema import Message
 
-Handler = Callable[[Any, Any], Awaitable[Any]]
+# `async def handle(ctx, request) -> response`: the response, a Deferred one, or None (no
+# response: Produce with acks=0). The request is typed per handler (ProduceRequest, ...);
+# here it is Any, because one table holds every API.
+Handler = Callable[[RequestContext, Any], Awaitable[Message | Deferred | None]]
 
 ROUTES: dict[type[Message], Handler] = {
     ProduceRequest: produce.handle,  # 0
@@ -112,7 +118,7 @@ class Route:
     request: type[Message]
     response: type[Message]
     handler: Handler
-    error_response: Callable[[Any, Any, int], Any]
+    error_response: Callable[[Any, ErrorCode, int], Message]
 
 
 def _route(request: type[Message], handler: Handler) -> Route:

@@ -18,6 +18,7 @@ from enum import IntEnum
 from typing import Any
 
 from broker.config import SETTINGS, TOPIC_CONFIGS, Config, Setting
+from broker.context import RequestContext
 from broker.topics import Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.describe_configs import DescribeConfigsSynonym
@@ -171,7 +172,7 @@ def alter_each(
     return responses
 
 
-def check_broker_name(ctx: Any, name: str) -> None:
+def check_broker_name(ctx: RequestContext, name: str) -> None:
     """Kafka's validateResourceNameIsCurrentNodeId."""
     node_id = ctx.broker.node_id
     try:
@@ -197,7 +198,7 @@ def null_values(names: list[str]) -> KafkaError:
     )
 
 
-def existing_topic(ctx: Any, name: str) -> Topic:
+def existing_topic(ctx: RequestContext, name: str) -> Topic:
     try:
         validate_topic_name(name)
     except KafkaError:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.context import RequestContext
 from broker.topic_configs import (
     BROKER,
     TOPIC,
@@ -43,7 +44,7 @@ from protocol.messages.alter_configs import (
 )
 
 
-def _alter(ctx: Any, resource: Any, validate_only: bool) -> None:
+def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     if resource.resource_type not in (TOPIC, BROKER):
         raise KafkaError(
             ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}"
@@ -61,7 +62,7 @@ def _alter(ctx: Any, resource: Any, validate_only: bool) -> None:
         ctx.broker.topics.set_configs(topic.name, configs)
 
 
-async def handle(ctx: Any, request: AlterConfigsRequest) -> AlterConfigsResponse:
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     return AlterConfigsResponse(
         responses=alter_each(
             request.resources,

@@ -7,10 +7,9 @@ UNSUPPORTED_VERSION with the same list in v0 form (broker.connection).
 
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 
-async def handle(ctx: Any, request: ApiVersionsRequest) -> ApiVersionsResponse:
+async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     return ApiVersionsResponse(api_keys=ctx.routes.supported_versions())

@@ -19,9 +19,9 @@ fixed by offsets.topic.num.partitions for as long as the broker runs.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from broker.cluster import check_replicas
+from broker.context import RequestContext
 from broker.topics import check_partition_count
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.create_partitions import (
@@ -32,7 +32,7 @@ from protocol.messages.create_partitions import (
 )
 
 
-async def _add(ctx: Any, request: CreatePartitionsTopic, validate_only: bool) -> None:
+async def _add(ctx: RequestContext, request: CreatePartitionsTopic, validate_only: bool) -> None:
     broker = ctx.broker
     # One change of a topic at a time, as Kafka's controller: this request is checked
     # against the partitions an earlier one is still adding. No checkpoint from here to
@@ -72,7 +72,7 @@ async def _add(ctx: Any, request: CreatePartitionsTopic, validate_only: bool) ->
         await broker.topics.add_partitions(topic.name, request.count, now_wall_ms=broker.wall_ms())
 
 
-async def handle(ctx: Any, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     if request.timeout_ms <= 0:
         raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"timeout_ms={request.timeout_ms}")
     copies = Counter(topic.name for topic in request.topics)

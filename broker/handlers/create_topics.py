@@ -39,6 +39,7 @@ from typing import Any
 
 from broker.cluster import check_replicas
 from broker.config import TOPIC_CONFIGS
+from broker.context import RequestContext
 from broker.topic_configs import effective_topic_source, topic_value
 from broker.topics import check_partition_count, validate_topic_configs
 from protocol.errors import ErrorCode, KafkaError
@@ -111,7 +112,9 @@ def _partitions(config: Any, topic: CreatableTopic, node_id: int) -> int:
     return topic.num_partitions
 
 
-async def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> CreatableTopicResult:
+async def _create(
+    ctx: RequestContext, topic: CreatableTopic, validate_only: bool
+) -> CreatableTopicResult:
     broker = ctx.broker
     config = broker.config
     broker.topics.check_new(topic.name)
@@ -151,7 +154,7 @@ async def _create(ctx: Any, topic: CreatableTopic, validate_only: bool) -> Creat
     )
 
 
-async def handle(ctx: Any, request: CreateTopicsRequest) -> CreateTopicsResponse:
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     if request.timeout_ms <= 0:
         raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"timeout_ms={request.timeout_ms}")
     copies = Counter(topic.name for topic in request.topics)

@@ -14,8 +14,7 @@ only replica, so the answer is immediate and timeout_ms is never needed.
 
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.delete_records import (
     DeleteRecordsPartition,
@@ -28,7 +27,7 @@ from protocol.messages.delete_records import (
 HIGH_WATERMARK = -1
 
 
-def _delete(ctx: Any, name: str, request: DeleteRecordsPartition) -> int:
+def _delete(ctx: RequestContext, name: str, request: DeleteRecordsPartition) -> int:
     """The new log start offset."""
     registry = ctx.broker.topics
     topic = registry.get(name)
@@ -52,7 +51,7 @@ def _delete(ctx: Any, name: str, request: DeleteRecordsPartition) -> int:
     return int(plog.advance_log_start_offset(offset))
 
 
-async def handle(ctx: Any, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     topics = []
     for topic in request.topics:
         partitions = []

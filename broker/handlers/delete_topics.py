@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any
 
+from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.delete_topics import (
     DeletableTopicResult,
@@ -43,7 +43,7 @@ def _result(
     )
 
 
-async def handle(ctx: Any, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.broker
     registry = broker.topics
     if not broker.config["delete.topic.enable"]:

@@ -10,9 +10,8 @@ UNSUPPORTED_ENDPOINT_TYPE), with Kafka's messages; v0 answers both INVALID_REQUE
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.cluster import ALL_CLUSTER_OPERATIONS, NOT_REQUESTED
+from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import (
     DescribeClusterBroker,
@@ -25,13 +24,13 @@ ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
 BROKER_ENDPOINT = 1
 
 
-def _refusal(ctx: Any, code: ErrorCode, message: str) -> DescribeClusterResponse:
+def _refusal(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeClusterResponse:
     if ctx.api_version == 0:
         code = ErrorCode.INVALID_REQUEST
     return DescribeClusterResponse(error_code=code, error_message=message)
 
 
-async def handle(ctx: Any, request: DescribeClusterRequest) -> DescribeClusterResponse:
+async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     wanted = ENDPOINT_TYPES.get(request.endpoint_type)
     if wanted is None:
         return _refusal(

@@ -30,9 +30,8 @@ so are CLIENT_METRICS and GROUP resources.
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.config import SETTINGS, TOPIC_CONFIGS, Setting
+from broker.context import RequestContext
 from broker.topic_configs import (
     BROKER,
     CONFIG_TYPES,
@@ -79,7 +78,7 @@ def _entry(
 
 
 def _topic_configs(
-    ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+    ctx: RequestContext, resource: DescribeConfigsResource, request: DescribeConfigsRequest
 ) -> list[DescribeConfigsResourceResult]:
     validate_topic_name(resource.resource_name)
     topic = ctx.broker.topics.get(resource.resource_name)
@@ -100,7 +99,7 @@ def _topic_configs(
 
 
 def _broker_configs(
-    ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+    ctx: RequestContext, resource: DescribeConfigsResource, request: DescribeConfigsRequest
 ) -> list[DescribeConfigsResourceResult]:
     name, node_id = resource.resource_name, ctx.broker.node_id
     if name == "":
@@ -131,7 +130,7 @@ def _broker_configs(
 
 
 def _describe(
-    ctx: Any, resource: DescribeConfigsResource, request: DescribeConfigsRequest
+    ctx: RequestContext, resource: DescribeConfigsResource, request: DescribeConfigsRequest
 ) -> DescribeConfigsResult:
     if resource.resource_type == TOPIC:
         configs = _topic_configs(ctx, resource, request)
@@ -152,7 +151,7 @@ def _describe(
     )
 
 
-async def handle(ctx: Any, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
     for resource in request.resources:
         try:

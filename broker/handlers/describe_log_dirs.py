@@ -11,8 +11,8 @@ Java's FileStore reports them.
 from __future__ import annotations
 
 import shutil
-from typing import Any
 
+from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.describe_log_dirs import (
     DescribeLogDirsPartition,
@@ -23,7 +23,7 @@ from protocol.messages.describe_log_dirs import (
 )
 
 
-async def handle(ctx: Any, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
     wanted = None
     if request.topics is not None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.fetch import (
     FetchableTopicResponse,
@@ -60,7 +61,7 @@ def _partition_data(
 
 def _resolve(ctx: Any, request: FetchRequest) -> list[tuple[Any, Any, Any]]:
     registry = ctx.broker.topics
-    out = []
+    out: list[tuple[Any, Any, Any]] = []
     for ft in request.topics:
         if ctx.api_version >= 13:
             out.append((ft, registry.by_id.get(ft.topic_id), ft.topic_id))
@@ -103,7 +104,7 @@ def _build(ctx: Any, request: FetchRequest, resolved: list[Any]) -> tuple[FetchR
     )
 
 
-async def handle(ctx: Any, request: FetchRequest) -> FetchResponse:
+async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     if request.isolation_level not in (0, 1):
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"isolation_level={request.isolation_level}")
     deadline = trio.current_time() + max(0, request.max_wait_ms) / 1000

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.find_coordinator import (
     Coordinator,
@@ -40,7 +41,7 @@ def _lookup(ctx: Any, key: str, key_type: int) -> Coordinator:
     )
 
 
-async def handle(ctx: Any, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     if ctx.api_version >= 4:
         return FindCoordinatorResponse(
             coordinators=[_lookup(ctx, k, request.key_type) for k in request.coordinator_keys]

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 
-async def handle(ctx: Any, request: HeartbeatRequest) -> HeartbeatResponse:
+async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     runtime = ctx.broker.coordinator
     if not runtime.loaded:
         # Kafka's answer while __consumer_offsets is loading: let the heartbeat through.

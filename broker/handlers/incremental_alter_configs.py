@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.config import TOPIC_CONFIGS
+from broker.context import RequestContext
 from broker.topic_configs import (
     BROKER,
     RESOURCE_TYPES,
@@ -77,7 +78,7 @@ def _apply(config: Any, overrides: dict[str, str], op: AlterableConfig) -> None:
         overrides[op.name] = ",".join(values)
 
 
-def _alter(ctx: Any, resource: AlterConfigsResource, validate_only: bool) -> None:
+def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
     nulls = [c.name for c in resource.configs if c.config_operation != DELETE and c.value is None]
     if nulls:
         raise null_values(nulls)
@@ -107,7 +108,7 @@ def _alter(ctx: Any, resource: AlterConfigsResource, validate_only: bool) -> Non
 
 
 async def handle(
-    ctx: Any, request: IncrementalAlterConfigsRequest
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     return IncrementalAlterConfigsResponse(
         responses=alter_each(

@@ -8,15 +8,14 @@ KIP-360) gets the same id with the epoch bumped, or a new id when the epoch woul
 
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
 MAX_EPOCH = 32767
 
 
-async def handle(ctx: Any, request: InitProducerIdRequest) -> InitProducerIdResponse:
+async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "transactions are not supported")
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:

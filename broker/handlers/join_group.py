@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 
 
-async def handle(ctx: Any, request: JoinGroupRequest) -> JoinGroupResponse:
+async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     runtime = ctx.broker.coordinator
     return await runtime.call(runtime.coordinator.join, ctx, request)

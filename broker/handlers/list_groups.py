@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 
 
-async def handle(ctx: Any, request: ListGroupsRequest) -> ListGroupsResponse:
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     runtime = ctx.broker.coordinator
     runtime.check_loaded()
     return runtime.coordinator.list_groups(runtime.context(ctx), request)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
@@ -38,7 +39,7 @@ def _lookup(plog: Any, timestamp: int) -> tuple[int, int]:
     return found if found is not None else (-1, -1)
 
 
-async def handle(ctx: Any, request: ListOffsetsRequest) -> ListOffsetsResponse:
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     registry = ctx.broker.topics
     topics = []
     for t in request.topics:

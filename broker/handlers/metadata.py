@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.cluster import ALL_CLUSTER_OPERATIONS, ALL_TOPIC_OPERATIONS, NOT_REQUESTED
+from broker.context import RequestContext
 from broker.topics import OFFSETS_TOPIC, Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.metadata import (
@@ -52,7 +53,7 @@ def brokers(ctx: Any) -> list[MetadataResponseBroker]:
     return [MetadataResponseBroker(node_id=ctx.broker.node_id, host=host, port=port, rack=None)]
 
 
-async def handle(ctx: Any, request: MetadataRequest) -> MetadataResponse:
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     registry = broker.topics
     include_ops = bool(request.include_topic_authorized_operations)
@@ -65,7 +66,7 @@ async def handle(ctx: Any, request: MetadataRequest) -> MetadataResponse:
     if all_topics:
         topics = [describe_topic(ctx, t, include_ops) for t in registry.topics.values()]
     else:
-        for wanted in request.topics:
+        for wanted in request.topics or ():
             name = wanted.name
             if name is None and ctx.api_version < 12:
                 # Names are nullable from v10, lookups by id are served from v12 (the

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 
 
-async def handle(ctx: Any, request: OffsetCommitRequest) -> OffsetCommitResponse:
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     runtime = ctx.broker.coordinator
     return await runtime.call(
         runtime.coordinator.commit_offsets,

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 
 
-async def handle(ctx: Any, request: OffsetFetchRequest) -> OffsetFetchResponse:
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     runtime = ctx.broker.coordinator
     runtime.check_loaded()
     return runtime.coordinator.fetch_offsets(runtime.context(ctx), request, ctx.broker.now_ms())

@@ -15,8 +15,7 @@ replica_id (v3+) changes nothing: there are no followers.
 
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.offset_for_leader_epoch import (
     EpochEndOffset,
@@ -29,7 +28,9 @@ from protocol.messages.offset_for_leader_epoch import (
 UNDEFINED_EPOCH = UNDEFINED_EPOCH_OFFSET = -1
 
 
-def _end_offset(ctx: Any, topic: str, request: OffsetForLeaderPartition) -> EpochEndOffset:
+def _end_offset(
+    ctx: RequestContext, topic: str, request: OffsetForLeaderPartition
+) -> EpochEndOffset:
     partition = ctx.broker.topics.partition(topic, request.partition)
     if request.current_leader_epoch > partition.leader_epoch:
         raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH, f"{topic}-{request.partition}")
@@ -50,7 +51,9 @@ def _end_offset(ctx: Any, topic: str, request: OffsetForLeaderPartition) -> Epoc
     )
 
 
-async def handle(ctx: Any, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+async def handle(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse:
     topics = []
     for t in request.topics:
         partitions = []

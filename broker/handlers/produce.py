@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from broker.context import RequestContext
 from broker.handlers import Deferred
 from broker.topics import OFFSETS_TOPIC
 from protocol.errors import ErrorCode, KafkaError
@@ -31,7 +32,7 @@ from protocol.records import split_batches
 log = logging.getLogger("broker.produce")
 
 
-async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | Deferred | None:
+async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | Deferred | None:
     broker = ctx.broker
     if request.acks not in (-1, 0, 1):
         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks}")
@@ -48,7 +49,7 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | Deferre
     durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
     for topic_data in request.topic_data:
         name = topic_data.name
-        partitions = []
+        partitions: list[PartitionProduceResponse] = []
         for pdata in topic_data.partition_data:
             try:
                 result = _append(broker, name, pdata, wall_ms)
@@ -103,7 +104,8 @@ async def handle(ctx: Any, request: ProduceRequest) -> ProduceResponse | Deferre
             # log dir).
             _, _, ti, pi = durable[i]
             parts = responses[ti][1]
-            parts[pi] = replace(parts[pi], error_code=ErrorCode.KAFKA_STORAGE_ERROR)
+            # A Struct is a dataclass that mypy does not see as one (protocol.schema).
+            parts[pi] = replace(parts[pi], error_code=ErrorCode.KAFKA_STORAGE_ERROR)  # type: ignore[type-var]
         return response()
 
     # The batches are in the log; the connection may read on while the fsync runs.

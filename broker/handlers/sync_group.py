@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
-
+from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 
-async def handle(ctx: Any, request: SyncGroupRequest) -> SyncGroupResponse:
+async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     runtime = ctx.broker.coordinator
     if not runtime.loaded:
         # Kafka's answer while __consumer_offsets is loading: the member rejoins.
