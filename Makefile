@@ -84,11 +84,11 @@ test-fast: venv ## Unit tests only (no integration, no pipeline)
 integration: venv system-deps node-deps sarama ## Integration tests only (real clients)
 	$(VENV)/bin/python -m pytest -q -ra -m integration $(PYTEST_ARGS)
 
-lint: venv ## ruff check + format check, import contracts, mypy (protocol, coordinator)
+lint: venv ## ruff check + format check, import contracts, mypy (protocol, coordinator, storage, broker)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy protocol coordinator
+	$(VENV)/bin/mypy protocol coordinator storage broker
 
 fmt: venv ## Format and autofix with ruff
 	$(VENV)/bin/ruff format .

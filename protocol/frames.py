@@ -58,7 +58,7 @@ def response_header_is_flexible(api_key: int, body_flexible: bool) -> bool:
     return body_flexible and api_key != API_VERSIONS_KEY
 
 
-def peek_request_key(frame: bytes | memoryview) -> tuple[int, int, int]:
+def peek_request_key(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) from the fixed first 8 bytes of a request."""
     if len(frame) < 8:
         raise DecodeError(f"request of {len(frame)} bytes has no header")
@@ -66,7 +66,9 @@ def peek_request_key(frame: bytes | memoryview) -> tuple[int, int, int]:
     return key, version, correlation_id
 
 
-def parse_request_header(frame: bytes | memoryview, flexible: bool) -> tuple[RequestHeader, int]:
+def parse_request_header(
+    frame: bytes | bytearray | memoryview, flexible: bool
+) -> tuple[RequestHeader, int]:
     """Parse a request header (v1, or v2 when `flexible`); returns it and where the body starts.
 
     Tagged fields in the header (none defined for requests today) are skipped.

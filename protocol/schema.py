@@ -538,7 +538,7 @@ def _compiled(cls: type[Message], version: int) -> Any:
 def decode(
     cls: type[Message],
     version: int,
-    buf: bytes | memoryview,
+    buf: bytes | bytearray | memoryview,
     pos: int = 0,
     *,
     allow_trailing: bool = False,

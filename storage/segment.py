@@ -158,7 +158,7 @@ def _load_syncfs() -> Callable[[int], int] | None:
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
+        return ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):
         return None
 
