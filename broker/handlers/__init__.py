@@ -1,7 +1,10 @@
-"""One module per API, named as in protocol/messages: `async def handle(ctx, request)`.
+"""One module per API, named as in protocol/messages:
+`async def handle(ctx: RequestContext, request: XRequest) -> XResponse` (broker.context).
 
 A handler returns the response (None: no response, Produce with acks=0), or a `Deferred`
-when the request has taken effect and only waiting remains.
+when the request has taken effect and only waiting remains. Handlers import no other
+handler and not the route table: what two of them share lives in a module of its own
+(broker.topic_configs, broker.cluster), the route table is read through `ctx.routes`.
 """
 
 from __future__ import annotations
