@@ -40,6 +40,7 @@ import trio
 from broker.config import TOPIC_CONFIGS, Config
 from protocol.errors import ErrorCode, KafkaError
 from storage import Log, LogConfig, RecoveryEvent
+from storage.layout import parse_partition_dir, partition_dir, partition_dir_name
 from storage.segment import fsync_directory
 
 log = logging.getLogger("broker.topics")
@@ -237,9 +238,15 @@ class TopicRegistry:
                 "the DEBUG log names them",
                 rebuilt,
             )
-        known = {f"{t.name}-{p.index}" for t in self.topics.values() for p in t.partitions}
+        known = {
+            partition_dir_name(t.name, p.index) for t in self.topics.values() for p in t.partitions
+        }
         for child in self.data_dir.iterdir():
-            if child.is_dir() and re.match(r".+-\d+$", child.name) and child.name not in known:
+            if (
+                child.is_dir()
+                and parse_partition_dir(child.name) is not None
+                and child.name not in known
+            ):
                 log.warning(
                     "removing %s: not in topics.json (a create or delete that did not finish)",
                     child,
@@ -249,7 +256,7 @@ class TopicRegistry:
     def _open_partition(
         self, topic: Topic, index: int, lc: LogConfig, now_wall_ms: int
     ) -> Partition:
-        pdir = self.data_dir / f"{topic.name}-{index}"
+        pdir = partition_dir(self.data_dir, topic.name, index)
         fresh = not pdir.exists()
         pdir.mkdir(parents=True, exist_ok=True)
         meta = pdir / "partition.metadata"
@@ -465,7 +472,7 @@ class TopicRegistry:
             with contextlib.suppress(KafkaError):  # its directory goes next anyway
                 p.log.close()
         for i in range(first, total):
-            shutil.rmtree(self.data_dir / f"{name}-{i}", ignore_errors=True)
+            shutil.rmtree(partition_dir(self.data_dir, name, i), ignore_errors=True)
 
     def delete(self, name: str) -> None:
         topic = self.topics.pop(name)
@@ -474,7 +481,7 @@ class TopicRegistry:
         for p in topic.partitions:
             p.notify()
             p.log.close()
-            shutil.rmtree(self.data_dir / f"{name}-{p.index}", ignore_errors=True)
+            shutil.rmtree(partition_dir(self.data_dir, name, p.index), ignore_errors=True)
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self.topics[name]

@@ -61,21 +61,23 @@ from protocol.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from storage.producer_state import ProducerStateManager
-from storage.segment import (
+from storage.layout import (
     CLEANED_SUFFIX,
-    EMPTY_SLICE,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIMEINDEX_SUFFIX,
+    parse_segment_name,
+    segment_path,
+)
+from storage.producer_state import ProducerStateManager
+from storage.segment import (
+    EMPTY_SLICE,
     FileHandle,
     FileSlice,
     Segment,
     fsync_directory,
     last_offset_in_file,
-    parse_segment_name,
-    segment_path,
     syncfs,
 )
 
