@@ -40,12 +40,11 @@ import trio
 from broker.config import TOPIC_CONFIGS, Config
 from protocol.errors import ErrorCode, KafkaError
 from storage import Log, LogConfig, RecoveryEvent
-from storage.layout import parse_partition_dir, partition_dir, partition_dir_name
+from storage.layout import OFFSETS_TOPIC, parse_partition_dir, partition_dir, partition_dir_name
 from storage.segment import fsync_directory
 
 log = logging.getLogger("broker.topics")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 # Kafka's controller refuses an operation that would write more than 10,000 records
@@ -288,6 +287,25 @@ class TopicRegistry:
             self._discard(topic.name, opened, total, first)
             raise
         return opened
+
+    def offsets_topic(self, *, now_wall_ms: int) -> Topic:
+        """__consumer_offsets, created on first need with its settings: compacted,
+        offsets.topic.num.partitions partitions of offsets.topic.segment.bytes segments
+        (Kafka's GroupCoordinator.groupMetadataTopicConfigs)."""
+        topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = self.create(
+                OFFSETS_TOPIC,
+                self.config["offsets.topic.num.partitions"],
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
+                },
+                now_wall_ms=now_wall_ms,
+                internal=True,
+            )
+            log.info("created %s with %d partitions", OFFSETS_TOPIC, len(topic.partitions))
+        return topic
 
     # --- queries ---
 

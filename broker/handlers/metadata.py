@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.topics import OFFSETS_TOPIC, Topic, validate_topic_name
+from broker.topics import Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.metadata import (
     MetadataRequest,
@@ -21,6 +21,7 @@ from protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from storage.layout import OFFSETS_TOPIC
 
 # Every ACL operation bit (Kafka's AclOperation codes 3..14): kmock has no authorizer.
 ALL_TOPIC_OPERATIONS = sum(1 << b for b in (3, 4, 5, 6, 7, 8, 10, 11, 12))

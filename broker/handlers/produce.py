@@ -18,7 +18,6 @@ from typing import Any
 import trio
 
 from broker.handlers import Deferred
-from broker.topics import OFFSETS_TOPIC
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.produce import (
     PartitionProduceResponse,
@@ -27,6 +26,7 @@ from protocol.messages.produce import (
     TopicProduceResponse,
 )
 from protocol.records import split_batches
+from storage.layout import OFFSETS_TOPIC
 
 log = logging.getLogger("broker.produce")
 
