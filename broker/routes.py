@@ -41,6 +41,7 @@ from broker.handlers import (
     produce,
     sync_group,
 )
+from protocol.messages import response_class
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
@@ -116,7 +117,7 @@ class Route:
 def _route(request: type[Message], handler: Handler) -> Route:
     module = sys.modules[request.__module__]
     stem = request.__name__.removesuffix("Request")
-    response = getattr(module, stem + "Response")
+    response = response_class(request)
     assert response.VERSIONS == request.VERSIONS, f"{stem}: request/response versions differ"
     return Route(request.API_KEY, stem, request, response, handler, module.error_response)
 
