@@ -405,7 +405,7 @@ class Log:
             log is not written again and gets its original offsets (duplicate=True).
 
         Raises:
-            KafkaError: MESSAGE_SIZE_TOO_LARGE (a batch over max_message_bytes),
+            KafkaError: MESSAGE_TOO_LARGE (a batch over max_message_bytes),
                 RECORD_LIST_TOO_LARGE (all together over segment_bytes), CORRUPT_MESSAGE,
                 INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, KAFKA_STORAGE_ERROR
                 (the write failed: nothing of this call is in the log, which stays usable
@@ -424,7 +424,7 @@ class Log:
                 )
             if header.size > self.config.max_message_bytes:
                 raise KafkaError(
-                    ErrorCode.MESSAGE_SIZE_TOO_LARGE,
+                    ErrorCode.MESSAGE_TOO_LARGE,
                     f"batch of {header.size} bytes exceeds "
                     f"max.message.bytes {self.config.max_message_bytes}",
                 )
