@@ -33,15 +33,19 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker.config import TOPIC_CONFIGS, Config
+from protocol.compression import BytesLike
 from protocol.errors import ErrorCode, KafkaError
-from storage import Log, LogConfig, RecoveryEvent
+from storage import AppendInfo, Log, LogConfig, RecoveryEvent
 from storage.layout import OFFSETS_TOPIC, parse_partition_dir, partition_dir, partition_dir_name
 from storage.segment import fsync_directory
+
+if TYPE_CHECKING:
+    from broker.metrics import Metrics
 
 log = logging.getLogger("broker.topics")
 
@@ -78,6 +82,22 @@ class Partition:
     leader_epoch: int = 0
     # Fetches parked on this partition; an append wakes them all.
     waiters: set[trio.Event] = field(default_factory=set)
+    # Where appended records are counted (None for a registry outside a running broker).
+    metrics: Metrics | None = None
+
+    def append(self, batch: BytesLike, *, wall_ms: int) -> AppendInfo:
+        """Append one validated v2 batch, wake the fetches waiting on this partition and
+        count its records in kmock_records_in (Kafka's ReplicaManager.appendToLocalLog,
+        which marks BrokerTopicStats' messagesInRate the same way).
+
+        Raises:
+          KafkaError: what `Log.append` raises; nothing is notified or counted then.
+        """
+        info = self.log.append(batch, wall_ms=wall_ms)
+        self.notify()
+        if self.metrics is not None:
+            self.metrics.messages_in.labels(self.topic).inc(info.last_offset - info.base_offset + 1)
+        return info
 
     def notify(self) -> None:
         for ev in self.waiters:
@@ -176,9 +196,10 @@ def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
 
 
 class TopicRegistry:
-    def __init__(self, config: Config, data_dir: Path) -> None:
+    def __init__(self, config: Config, data_dir: Path, metrics: Metrics | None = None) -> None:
         self.config = config
         self.data_dir = data_dir
+        self.metrics = metrics
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.recovery_notes: list[str] = []
@@ -266,7 +287,7 @@ class TopicRegistry:
         for level, line in recovery_log_lines(pdir.name, plog.recovery_report):
             self.recovery_notes.append(line)
             log.log(level, "%s", line)
-        return Partition(topic.name, index, plog)
+        return Partition(topic.name, index, plog, metrics=self.metrics)
 
     def _open_partitions(
         self, topic: Topic, first: int, total: int, lc: LogConfig, now_wall_ms: int

@@ -129,9 +129,7 @@ def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduc
         raise KafkaError(
             ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes > max.message.bytes"
         )
-    info = partition.log.append(records, wall_ms=wall_ms)
-    partition.notify()
-    broker.metrics.messages_in.labels(name).inc(header.records_count)
+    info = partition.append(records, wall_ms=wall_ms)
     return PartitionProduceResponse(
         index=pdata.index,
         error_code=ErrorCode.NONE,
