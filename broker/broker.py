@@ -88,7 +88,7 @@ class Broker:
         self.node_id: int = config["node.id"]
         self.data_dir = Path(config["log.dirs"])
         self.metrics = Metrics()
-        self.topics = TopicRegistry(config, self.data_dir)
+        self.topics = TopicRegistry(config, self.data_dir, self.metrics)
         self.cluster_id = ""
         self.addresses: list[tuple[str, int]] = []  # bound (host, port)
         self.advertised: list[tuple[str, int]] = []  # what clients are told

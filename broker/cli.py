@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from broker.config import SETTINGS, ConfigError, Setting, env_to_name, load_config, parse_properties
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
+from storage.layout import LOG_SUFFIX, is_offsets_partition_dir
 
 # `serve` starts with this module's imports, so what only some commands need is imported
 # by them: broker.client (the admin commands), rich (tables), importlib.metadata (version).
@@ -1345,9 +1346,9 @@ def _print_record(out: Output, args: argparse.Namespace, partition: int, record:
 
 def _segments(path: Path) -> list[Path]:
     if path.is_dir():
-        return sorted(path.glob("*.log"))
+        return sorted(path.glob("*" + LOG_SUFFIX))
     if path.is_file():
-        if path.suffix != ".log":
+        if path.suffix != LOG_SUFFIX:
             raise Failed(f"{path} is not a segment (<base offset>.log)")
         return [path]
     raise Failed(f"{path}: no such file or directory")
@@ -1478,7 +1479,7 @@ def _print_record_text(out: Output, r: dict[str, Any]) -> None:
 def cmd_dump_log(args: argparse.Namespace, out: Output) -> int:
     files = _segments(args.path)
     directory = args.path if args.path.is_dir() else args.path.parent
-    offsets_topic = args.offsets_decoder or directory.name.startswith("__consumer_offsets-")
+    offsets_topic = args.offsets_decoder or is_offsets_partition_dir(directory.name)
     as_json = args.output == "json"
     documents = []
     with out.progress("decoding", sum(f.stat().st_size for f in files)) as advance:

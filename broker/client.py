@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from protocol.frames import (
     parse_response_header,
     response_header_is_flexible,
 )
+from protocol.messages import response_class
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.create_topics import (
     CreatableTopic,
@@ -121,11 +121,6 @@ def parse_host_port(address: str, default_port: int = 9092) -> tuple[str, int]:
         raise ValueError(f"bad port in {address!r}") from None
 
 
-def _response_class(request_cls: type[Message]) -> type[Message]:
-    module = sys.modules[request_cls.__module__]
-    return getattr(module, request_cls.__name__.removesuffix("Request") + "Response")  # type: ignore[no-any-return]
-
-
 def _check(code: int, what: str, message: str | None = None) -> None:
     if code:
         raise KafkaError(ErrorCode(code), f"{what}: {message}" if message else what)
@@ -212,7 +207,7 @@ class KafkaClient:
         if version is None:
             version = self.version_for(type(request))
         frame, pos = self._roundtrip(request, version)
-        return self._decode(_response_class(type(request)), version, frame, pos)
+        return self._decode(response_class(type(request)), version, frame, pos)
 
     def _roundtrip(self, request: Message, version: int) -> tuple[bytes, int]:
         if self._sock is None:

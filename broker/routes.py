@@ -46,6 +46,7 @@ from broker.handlers import (
     sync_group,
 )
 from protocol.errors import ErrorCode
+from protocol.messages import response_class
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
@@ -124,7 +125,7 @@ class Route:
 def _route(request: type[Message], handler: Handler) -> Route:
     module = sys.modules[request.__module__]
     stem = request.__name__.removesuffix("Request")
-    response = getattr(module, stem + "Response")
+    response = response_class(request)
     assert response.VERSIONS == request.VERSIONS, f"{stem}: request/response versions differ"
     return Route(request.API_KEY, stem, request, response, handler, module.error_response)
 

@@ -33,18 +33,22 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker.config import TOPIC_CONFIGS, Config
+from protocol.compression import BytesLike
 from protocol.errors import ErrorCode, KafkaError
-from storage import Log, LogConfig, RecoveryEvent
+from storage import AppendInfo, Log, LogConfig, RecoveryEvent
+from storage.layout import OFFSETS_TOPIC, parse_partition_dir, partition_dir, partition_dir_name
 from storage.segment import fsync_directory
+
+if TYPE_CHECKING:
+    from broker.metrics import Metrics
 
 log = logging.getLogger("broker.topics")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 # Kafka's controller refuses an operation that would write more than 10,000 records
@@ -78,6 +82,22 @@ class Partition:
     leader_epoch: int = 0
     # Fetches parked on this partition; an append wakes them all.
     waiters: set[trio.Event] = field(default_factory=set)
+    # Where appended records are counted (None for a registry outside a running broker).
+    metrics: Metrics | None = None
+
+    def append(self, batch: BytesLike, *, wall_ms: int) -> AppendInfo:
+        """Append one validated v2 batch, wake the fetches waiting on this partition and
+        count its records in kmock_records_in (Kafka's ReplicaManager.appendToLocalLog,
+        which marks BrokerTopicStats' messagesInRate the same way).
+
+        Raises:
+          KafkaError: what `Log.append` raises; nothing is notified or counted then.
+        """
+        info = self.log.append(batch, wall_ms=wall_ms)
+        self.notify()
+        if self.metrics is not None:
+            self.metrics.messages_in.labels(self.topic).inc(info.last_offset - info.base_offset + 1)
+        return info
 
     def notify(self) -> None:
         for ev in self.waiters:
@@ -176,9 +196,10 @@ def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
 
 
 class TopicRegistry:
-    def __init__(self, config: Config, data_dir: Path) -> None:
+    def __init__(self, config: Config, data_dir: Path, metrics: Metrics | None = None) -> None:
         self.config = config
         self.data_dir = data_dir
+        self.metrics = metrics
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.recovery_notes: list[str] = []
@@ -237,9 +258,15 @@ class TopicRegistry:
                 "the DEBUG log names them",
                 rebuilt,
             )
-        known = {f"{t.name}-{p.index}" for t in self.topics.values() for p in t.partitions}
+        known = {
+            partition_dir_name(t.name, p.index) for t in self.topics.values() for p in t.partitions
+        }
         for child in self.data_dir.iterdir():
-            if child.is_dir() and re.match(r".+-\d+$", child.name) and child.name not in known:
+            if (
+                child.is_dir()
+                and parse_partition_dir(child.name) is not None
+                and child.name not in known
+            ):
                 log.warning(
                     "removing %s: not in topics.json (a create or delete that did not finish)",
                     child,
@@ -249,7 +276,7 @@ class TopicRegistry:
     def _open_partition(
         self, topic: Topic, index: int, lc: LogConfig, now_wall_ms: int
     ) -> Partition:
-        pdir = self.data_dir / f"{topic.name}-{index}"
+        pdir = partition_dir(self.data_dir, topic.name, index)
         fresh = not pdir.exists()
         pdir.mkdir(parents=True, exist_ok=True)
         meta = pdir / "partition.metadata"
@@ -260,7 +287,7 @@ class TopicRegistry:
         for level, line in recovery_log_lines(pdir.name, plog.recovery_report):
             self.recovery_notes.append(line)
             log.log(level, "%s", line)
-        return Partition(topic.name, index, plog)
+        return Partition(topic.name, index, plog, metrics=self.metrics)
 
     def _open_partitions(
         self, topic: Topic, first: int, total: int, lc: LogConfig, now_wall_ms: int
@@ -281,6 +308,25 @@ class TopicRegistry:
             self._discard(topic.name, opened, total, first)
             raise
         return opened
+
+    def offsets_topic(self, *, now_wall_ms: int) -> Topic:
+        """__consumer_offsets, created on first need with its settings: compacted,
+        offsets.topic.num.partitions partitions of offsets.topic.segment.bytes segments
+        (Kafka's GroupCoordinator.groupMetadataTopicConfigs)."""
+        topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = self.create(
+                OFFSETS_TOPIC,
+                self.config["offsets.topic.num.partitions"],
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
+                },
+                now_wall_ms=now_wall_ms,
+                internal=True,
+            )
+            log.info("created %s with %d partitions", OFFSETS_TOPIC, len(topic.partitions))
+        return topic
 
     # --- queries ---
 
@@ -465,7 +511,7 @@ class TopicRegistry:
             with contextlib.suppress(KafkaError):  # its directory goes next anyway
                 p.log.close()
         for i in range(first, total):
-            shutil.rmtree(self.data_dir / f"{name}-{i}", ignore_errors=True)
+            shutil.rmtree(partition_dir(self.data_dir, name, i), ignore_errors=True)
 
     def delete(self, name: str) -> None:
         topic = self.topics.pop(name)
@@ -474,7 +520,7 @@ class TopicRegistry:
         for p in topic.partitions:
             p.notify()
             p.log.close()
-            shutil.rmtree(self.data_dir / f"{name}-{p.index}", ignore_errors=True)
+            shutil.rmtree(partition_dir(self.data_dir, name, p.index), ignore_errors=True)
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self.topics[name]

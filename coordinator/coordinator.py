@@ -1620,7 +1620,7 @@ def _group_write_error(code: ErrorCode) -> ErrorCode:
         return _E.COORDINATOR_NOT_AVAILABLE
     if code in (_E.NOT_LEADER_OR_FOLLOWER, _E.KAFKA_STORAGE_ERROR):
         return _E.NOT_COORDINATOR
-    if code in (_E.MESSAGE_SIZE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
+    if code in (_E.MESSAGE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
         return _E.UNKNOWN_SERVER_ERROR
     return code
 
@@ -1632,7 +1632,7 @@ def _offset_write_error(code: ErrorCode) -> ErrorCode:
     may move to a healthy broker); kmock is the only broker, so it says what happened,
     KAFKA_STORAGE_ERROR, which clients treat as retriable as well.
     """
-    if code in (_E.MESSAGE_SIZE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
+    if code in (_E.MESSAGE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
         return _E.INVALID_COMMIT_OFFSET_SIZE
     if code == _E.KAFKA_STORAGE_ERROR:
         return code

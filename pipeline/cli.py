@@ -32,6 +32,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from storage.layout import OFFSETS_TOPIC
+
 __all__ = ["main", "register"]
 
 _DEFAULT_DATA_DIR = "./data"  # log.dirs' default
@@ -160,7 +162,7 @@ def _run_lag(args: argparse.Namespace, out: Any) -> int:
 
     def job(spark: Any, dirs: list[str]) -> int:
         rows = [r.asDict() for r in jobs.lag(spark, dirs, groups=args.group).collect()]
-        topics = sorted({r["topic"] for r in rows} | {"__consumer_offsets"})
+        topics = sorted({r["topic"] for r in rows} | {OFFSETS_TOPIC})
         skipped = jobs.skipped(spark, dirs, topics=topics)
         if args.png:
             jobs.lag_chart(rows, args.png)
@@ -199,7 +201,7 @@ def _run_groups(args: argparse.Namespace, out: Any) -> int:
             r.asDict(recursive=True)
             for r in jobs.group_history(spark, dirs, groups=args.group).collect()
         ]
-        skipped = jobs.skipped(spark, dirs, topics=["__consumer_offsets"])
+        skipped = jobs.skipped(spark, dirs, topics=[OFFSETS_TOPIC])
         if args.output == "json":
             _write_json(out, {"history": rows, "skipped": skipped})
         else:
@@ -273,7 +275,7 @@ def _run_snapshot(args: argparse.Namespace, out: Any) -> int:
             .orderBy("group")
             .collect()
         ]
-        skipped = jobs.skipped(spark, dirs, topics=["__consumer_offsets"])
+        skipped = jobs.skipped(spark, dirs, topics=[OFFSETS_TOPIC])
         if args.output == "json":
             _write_json(out, {"offsets": commits, "groups": groups, "skipped": skipped})
             return 0

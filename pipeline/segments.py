@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from protocol.records import (
     read_varint,
     validate_batch,
 )
+from storage.layout import parse_partition_dir, parse_segment_name
 
 __all__ = [
     "Columns",
@@ -65,8 +65,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
-_SEGMENT_FILE = re.compile(r"(?P<base>\d{20})\.log")
 _MAGIC_AT = 16  # the magic byte's position in every message format
 _MAGIC = b"\x02"
 # Offsets within one segment are relative int32s in its .index (Kafka's LogSegment rule),
@@ -109,16 +107,13 @@ def partition_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, i
     for path in map(Path, paths):
         if not path.is_dir():
             raise FileNotFoundError(f"{path}: not a directory")
-        children = [
-            c for c in sorted(path.iterdir()) if c.is_dir() and _PARTITION_DIR.fullmatch(c.name)
-        ]
-        m = _PARTITION_DIR.fullmatch(path.name)
-        if m and not children:
+        children = [c for c in sorted(path.iterdir()) if c.is_dir() and parse_partition_dir(c.name)]
+        if parse_partition_dir(path.name) and not children:
             children = [path]
         for child in children:
-            m = _PARTITION_DIR.fullmatch(child.name)
-            assert m is not None
-            found.setdefault(child.resolve(), (m["topic"], int(m["partition"]), child))
+            parsed = parse_partition_dir(child.name)
+            assert parsed is not None
+            found.setdefault(child.resolve(), (*parsed, child))
     return sorted(found.values(), key=lambda t: (t[0], t[1]))
 
 
@@ -145,9 +140,9 @@ def plan(
         if partition_set is not None and partition not in partition_set:
             continue
         files = sorted(
-            (int(m["base"]), entry)
+            (base, entry)
             for entry in os.scandir(directory)
-            if (m := _SEGMENT_FILE.fullmatch(entry.name)) and entry.is_file()
+            if (base := parse_segment_name(entry.name)) is not None and entry.is_file()
         )
         for i, (base, entry) in enumerate(files):
             next_base = files[i + 1][0] if i + 1 < len(files) else None

@@ -52,8 +52,10 @@ __all__ = [
 LOCAL_MASTER = "local[*]"
 DRIVER_MEMORY = "2g"  # spark.driver.memory for local runs; only effective before the JVM starts
 _HERE = Path(__file__).resolve().parent
-_ROOT = _HERE.parent  # the directory holding the protocol and pipeline packages
-_SHIPPED_PACKAGES = ("protocol", "pipeline")
+_ROOT = _HERE.parent  # the directory holding the protocol, storage and pipeline packages
+# What the executors import: the pipeline, and the protocol and storage (its on-disk names,
+# storage.layout) that it reads segments through.
+_SHIPPED_PACKAGES = ("protocol", "storage", "pipeline")
 _LOCAL_THREADS = re.compile(r"local(?:\[(\*|\d+)(?:,\d+)?\])?")
 
 
@@ -155,7 +157,8 @@ def _local_settings(threads: int) -> dict[str, str]:
 
 
 def ship_code(spark: Any) -> str:
-    """Zip the protocol and pipeline packages and add them to the job (SparkContext.addPyFile).
+    """Zip the protocol, storage and pipeline packages and add them to the job
+    (SparkContext.addPyFile).
 
     Returns the zip's path; Spark serves the file to executors while the job runs, and it
     is removed when this process exits. Executors still need the third-party packages.

@@ -63,6 +63,7 @@ from pipeline.segments import (
     scan_segment,
 )
 from protocol.compression import CompressionType
+from storage.layout import OFFSETS_TOPIC
 
 __all__ = [
     "BATCHES",
@@ -78,7 +79,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+CONSUMER_OFFSETS_TOPIC = OFFSETS_TOPIC
 ROWS_PER_BATCH = 65536  # Arrow batch size: PYSPARK-NOTES §2 measured ~64k rows as the sweet spot
 # mode=segments reads batch headers and CRCs only, so one task takes many segments: empty
 # ones (most of __consumer_offsets' 50 partitions) and small ones would each cost a task.

@@ -143,11 +143,6 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
 
-    # kafka-python's spellings of the three codes whose Java names differ (aliases).
-    MESSAGE_SIZE_TOO_LARGE = 10
-    INVALID_TOPIC = 17
-    INVALID_REPLICATION_ASSIGNMENT = 39
-
 
 # Codes a client treats as retriable (Kafka's RetriableException subclasses).
 RETRIABLE: frozenset[ErrorCode] = frozenset(

@@ -41,15 +41,9 @@ from typing import NamedTuple
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader, Record, build_batch, decode_records
+from storage.layout import CLEANED_SUFFIX, SWAP_SUFFIX, segment_path
 from storage.log import Log
-from storage.segment import (
-    CLEANED_SUFFIX,
-    SWAP_SUFFIX,
-    Segment,
-    fsync_directory,
-    segment_path,
-    write_all,
-)
+from storage.segment import Segment, fsync_directory, write_all
 
 __all__ = ["CompactionReport", "compact"]
 

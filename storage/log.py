@@ -61,21 +61,23 @@ from protocol.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from storage.producer_state import ProducerStateManager
-from storage.segment import (
+from storage.layout import (
     CLEANED_SUFFIX,
-    EMPTY_SLICE,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIMEINDEX_SUFFIX,
+    parse_segment_name,
+    segment_path,
+)
+from storage.producer_state import ProducerStateManager
+from storage.segment import (
+    EMPTY_SLICE,
     FileHandle,
     FileSlice,
     Segment,
     fsync_directory,
     last_offset_in_file,
-    parse_segment_name,
-    segment_path,
     syncfs,
 )
 
@@ -403,7 +405,7 @@ class Log:
             log is not written again and gets its original offsets (duplicate=True).
 
         Raises:
-            KafkaError: MESSAGE_SIZE_TOO_LARGE (a batch over max_message_bytes),
+            KafkaError: MESSAGE_TOO_LARGE (a batch over max_message_bytes),
                 RECORD_LIST_TOO_LARGE (all together over segment_bytes), CORRUPT_MESSAGE,
                 INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, KAFKA_STORAGE_ERROR
                 (the write failed: nothing of this call is in the log, which stays usable
@@ -422,7 +424,7 @@ class Log:
                 )
             if header.size > self.config.max_message_bytes:
                 raise KafkaError(
-                    ErrorCode.MESSAGE_SIZE_TOO_LARGE,
+                    ErrorCode.MESSAGE_TOO_LARGE,
                     f"batch of {header.size} bytes exceeds "
                     f"max.message.bytes {self.config.max_message_bytes}",
                 )

@@ -46,32 +46,19 @@ from protocol.records import (
     parse_batch_header,
     validate_batch,
 )
+from storage.layout import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, segment_path
 
 __all__ = [
-    "CLEANED_SUFFIX",
     "EMPTY_SLICE",
-    "INDEX_SUFFIX",
     "IOV_MAX",
-    "LOG_SUFFIX",
-    "SWAP_SUFFIX",
-    "TIMEINDEX_SUFFIX",
     "FileHandle",
     "FileSlice",
     "Segment",
     "fsync_directory",
     "last_offset_in_file",
-    "parse_segment_name",
-    "segment_path",
     "syncfs",
     "write_all",
 ]
-
-LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-TIMEINDEX_SUFFIX = ".timeindex"
-# Compaction's output while it is written, and once it is complete (see compaction.py).
-CLEANED_SUFFIX = LOG_SUFFIX + ".cleaned"
-SWAP_SUFFIX = LOG_SUFFIX + ".swap"
 
 _INT32_MAX = 2**31 - 1
 _TIME_ENTRY = struct.Struct(">qi")
@@ -84,19 +71,6 @@ def _iov_max() -> int:
 
 
 IOV_MAX = _iov_max()
-
-
-def segment_path(directory: Path, base_offset: int, suffix: str = LOG_SUFFIX) -> Path:
-    """Kafka's file name for a segment file: the base offset in 20 digits, then the suffix."""
-    return directory / f"{base_offset:020d}{suffix}"
-
-
-def parse_segment_name(name: str, suffix: str = LOG_SUFFIX) -> int | None:
-    """The base offset encoded in a segment file name, or None if `name` is not one."""
-    stem = name[: -len(suffix)] if name.endswith(suffix) else ""
-    if len(stem) == 20 and stem.isdigit():
-        return int(stem)
-    return None
 
 
 class FileHandle:

@@ -14,7 +14,7 @@ from typing import Any
 
 from broker.cluster import ALL_CLUSTER_OPERATIONS, ALL_TOPIC_OPERATIONS, NOT_REQUESTED
 from broker.context import RequestContext
-from broker.topics import OFFSETS_TOPIC, Topic, validate_topic_name
+from broker.topics import Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.metadata import (
     MetadataRequest,
@@ -23,6 +23,7 @@ from protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from storage.layout import OFFSETS_TOPIC
 
 
 def describe_topic(ctx: Any, topic: Topic, include_operations: bool) -> MetadataResponseTopic:

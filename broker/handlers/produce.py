@@ -19,7 +19,6 @@ import trio
 
 from broker.context import RequestContext
 from broker.handlers import Deferred
-from broker.topics import OFFSETS_TOPIC
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.produce import (
     PartitionProduceResponse,
@@ -28,6 +27,7 @@ from protocol.messages.produce import (
     TopicProduceResponse,
 )
 from protocol.records import split_batches
+from storage.layout import OFFSETS_TOPIC
 
 log = logging.getLogger("broker.produce")
 
@@ -131,9 +131,7 @@ def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduc
         raise KafkaError(
             ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes > max.message.bytes"
         )
-    info = partition.log.append(records, wall_ms=wall_ms)
-    partition.notify()
-    broker.metrics.messages_in.labels(name).inc(header.records_count)
+    info = partition.append(records, wall_ms=wall_ms)
     return PartitionProduceResponse(
         index=pdata.index,
         error_code=ErrorCode.NONE,

@@ -5,3 +5,21 @@ support), its nested structs under Kafka's names, version notes in its docstring
 `error_response(request, code, version)`, which builds what Kafka's getErrorResponse builds
 for that version: the error code where that API keeps it.
 """
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from protocol.schema import Message
+
+__all__ = ["response_class"]
+
+
+def response_class(request: type[Message]) -> type[Message]:
+    """The response class that answers `request`: `FooResponse`, declared beside
+    `FooRequest` in the API's module (Kafka's ApiMessageType pairs them the same way)."""
+    module = sys.modules[request.__module__]
+    response: type[Message] = getattr(module, request.__name__.removesuffix("Request") + "Response")
+    return response

@@ -61,7 +61,12 @@ def test_ship_code_zips_protocol_and_pipeline_for_the_executors() -> None:
     try:
         assert added == [path]
         names = set(zipfile.ZipFile(path).namelist())
-        assert {"protocol/records.py", "pipeline/source.py", "pipeline/log4j2.properties"} <= names
+        assert {
+            "protocol/records.py",
+            "storage/layout.py",
+            "pipeline/source.py",
+            "pipeline/log4j2.properties",
+        } <= names
         assert not any(
             "__pycache__" in n or n.startswith(("broker/", "coordinator/")) for n in names
         )

@@ -177,7 +177,7 @@ def test_log_append_time_rewrites_max_timestamp_and_crc(open_log):
 def test_batch_over_max_message_bytes_is_refused(open_log):
     log = open_log(max_message_bytes=200)
     error = kafka_error(log.append, make_batch(20), wall_ms=T0)
-    assert error.code == ErrorCode.MESSAGE_SIZE_TOO_LARGE
+    assert error.code == ErrorCode.MESSAGE_TOO_LARGE
     assert log.log_end_offset == 0
 
 

@@ -1,0 +1,128 @@
+"""Produce through the in-process broker and real frames (our own codec as the client):
+every served version, each per-partition refusal, the request-level refusals and acks=0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from protocol.errors import ErrorCode
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.records import build_batch
+from storage.layout import OFFSETS_TOPIC
+from tests.reliability.inproc import T0, contents, create, produce_request, running
+from tests.wire import WireClient, request_bytes
+
+
+def batch(*values: bytes, **kw: Any) -> bytes:
+    return build_batch([(None, v, (), T0) for v in values], **kw)
+
+
+def request(
+    partitions: dict[tuple[str, int], bytes | None],
+    *,
+    acks: int = -1,
+    transactional_id: str | None = None,
+) -> ProduceRequest:
+    """One Produce of the given batches, topic by topic in the order given."""
+    topics: dict[str, list[PartitionProduceData]] = {}
+    for (topic, index), records in partitions.items():
+        topics.setdefault(topic, []).append(PartitionProduceData(index=index, records=records))
+    return ProduceRequest(
+        transactional_id=transactional_id,
+        acks=acks,
+        timeout_ms=5000,
+        topic_data=[TopicProduceData(name=t, partition_data=p) for t, p in topics.items()],
+    )
+
+
+def answers(response: Any) -> dict[tuple[str, int], tuple[int, int]]:
+    return {
+        (t.name, p.index): (p.error_code, p.base_offset)
+        for t in response.responses
+        for p in t.partition_responses
+    }
+
+
+async def test_every_version_appends_and_answers_the_base_offset(tmp_path):
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            for i, version in enumerate(ProduceRequest.VERSIONS):
+                response = await client.call(produce_request("t", b"v%d" % version), version)
+                (part,) = response.responses[0].partition_responses
+                assert (part.error_code, part.base_offset) == (ErrorCode.NONE, i)
+                assert part.log_start_offset == (0 if version >= 5 else -1)
+                assert part.log_append_time_ms == -1  # CreateTime topic
+            assert await contents(broker, "t") == {
+                i: f"v{v}" for i, v in enumerate(ProduceRequest.VERSIONS)
+            }
+            assert broker.metrics.messages_in.labels("t").value == len(ProduceRequest.VERSIONS)
+
+
+async def test_each_partition_is_refused_on_its_own_and_the_others_are_appended(tmp_path):
+    with trio.fail_after(30):
+        async with running(tmp_path, **{"message.max.bytes": "200"}) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            broker.coordinator.offsets_topic()
+            corrupt = bytearray(batch(b"x"))
+            corrupt[-1] ^= 0xFF  # the CRC covers the records
+            sent = {
+                ("t", 0): batch(b"ok"),
+                ("t", 7): batch(b"no such partition"),
+                ("missing", 0): batch(b"no such topic"),
+                (OFFSETS_TOPIC, 0): batch(b"internal"),
+            }
+            response = await client.call(request(sent), 9)
+            assert answers(response) == {
+                ("t", 0): (ErrorCode.NONE, 0),
+                ("t", 7): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1),
+                ("missing", 0): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1),
+                (OFFSETS_TOPIC, 0): (ErrorCode.INVALID_TOPIC_EXCEPTION, -1),
+            }
+            for records, code in [
+                (None, ErrorCode.INVALID_RECORD),
+                (batch(b"a") + batch(b"b"), ErrorCode.INVALID_RECORD),
+                (bytes(corrupt), ErrorCode.CORRUPT_MESSAGE),
+                (batch(b"t", producer_id=1, producer_epoch=0, base_sequence=0,
+                       is_transactional=True), ErrorCode.INVALID_TXN_STATE),
+                (batch(b"x" * 300), ErrorCode.MESSAGE_TOO_LARGE),
+            ]:  # fmt: skip
+                response = await client.call(request({("t", 0): records}), 9)
+                assert answers(response) == {("t", 0): (code, -1)}, code
+            assert await contents(broker, "t") == {0: "ok"}
+
+
+async def test_bad_acks_and_a_transactional_id_are_answered_on_every_partition(tmp_path):
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            sent = {("t", 0): batch(b"a"), ("t", 1): batch(b"b")}
+            response = await client.call(request(sent, acks=2), 9)
+            assert set(answers(response).values()) == {(ErrorCode.INVALID_REQUIRED_ACKS, -1)}
+            response = await client.call(request(sent, transactional_id="tx"), 9)
+            assert set(answers(response).values()) == {
+                (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
+            }
+            assert await contents(broker, "t") == {}
+
+
+async def test_acks_zero_appends_and_sends_no_response(tmp_path):
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            await client.send_raw(
+                request_bytes(produce_request("t", b"quiet", acks=0), 9, correlation_id=999_999)
+            )
+            # The next answer on the connection is the Metadata's (WireClient checks the
+            # correlation id), so the Produce got none.
+            metadata = await client.call(MetadataRequest(topics=None), 9)
+            assert [t.name for t in metadata.topics] == ["t"]
+            assert await contents(broker, "t") == {0: "quiet"}
