@@ -45,7 +45,7 @@ $(VENV_STAMP): pyproject.toml
 	@# Byte-compile our own sources too: an editable install leaves that to the first import,
 	@# which never happens where PYTHONDONTWRITEBYTECODE is set, and then every start
 	@# recompiles everything (about twice the start-up time). Stale .pyc files are ignored.
-	$(VENV)/bin/python -m compileall -q protocol coordinator storage broker pipeline >/dev/null
+	$(VENV)/bin/python -m compileall -q protocol coordinator storage broker pipeline client >/dev/null
 	touch $@
 
 system-deps: ## Install kcat, java, go + sarama source, node (Debian; skips what is there)

@@ -16,7 +16,7 @@ KAFKA_OPTS, KAFKA_HEAP_OPTS and friends for other things, and a broker that refu
 because of them is no drop-in replacement. A bad value in a variable is still an error.
 
 The other commands talk to a live broker (`--bootstrap-server`, default 127.0.0.1:9092)
-through `broker.client`, kmock's own small Kafka client, and work against any Kafka broker
+through `client.kafka`, kmock's own small Kafka client, and work against any Kafka broker
 that supports the same API versions. Output is rich tables for people and `--output json`
 for scripts (one JSON document; `consume` writes one JSON object per record and line).
 
@@ -56,11 +56,11 @@ from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
 
 # `serve` starts with this module's imports, so what only some commands need is imported
-# by them: broker.client (the admin commands), rich (tables), importlib.metadata (version).
+# by them: client.kafka (the admin commands), rich (tables), importlib.metadata (version).
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from broker.client import KafkaClient
+    from client import KafkaClient
 
 __all__ = [
     "EXIT_ERROR",
@@ -702,7 +702,7 @@ async def _serve_until_signal(config: Any) -> None:
 @contextlib.contextmanager
 def _connect(args: argparse.Namespace) -> Iterator[KafkaClient]:
     """A connected client; a broker that cannot be reached or goes away raises `Failed`."""
-    from broker.client import ConnectionFailed, KafkaClient
+    from client import ConnectionFailed, KafkaClient
 
     client = KafkaClient(args.bootstrap_server, timeout_s=args.request_timeout_ms / 1000)
     try:
@@ -718,7 +718,7 @@ def _log_end_offsets(
     client: KafkaClient, keys: Sequence[tuple[str, int]]
 ) -> dict[tuple[str, int], int]:
     """Log end offsets, leaving out partitions that no longer exist (a deleted topic)."""
-    from broker.client import LATEST
+    from client import LATEST
 
     return client.list_offsets(keys, LATEST, raise_errors=False)
 
@@ -885,7 +885,7 @@ def cmd_topics_delete(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_topics_describe(args: argparse.Namespace, out: Output) -> int:
-    from broker.client import EARLIEST, LATEST, RESOURCE_TOPIC
+    from client import EARLIEST, LATEST, RESOURCE_TOPIC
     from protocol.messages.describe_configs import DescribeConfigsRequest
 
     with _connect(args) as client:
@@ -1111,7 +1111,7 @@ def _reset_targets(
 
 
 def cmd_offsets_reset(args: argparse.Namespace, out: Output) -> int:
-    from broker.client import EARLIEST, LATEST
+    from client import EARLIEST, LATEST
 
     timestamp = _parse_datetime_ms(args.to_datetime) if args.to_datetime is not None else None
     with _connect(args) as client:
@@ -1169,7 +1169,7 @@ def cmd_offsets_reset(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_produce(args: argparse.Namespace, out: Output) -> int:
-    from broker.client import default_partition
+    from client import default_partition
     from protocol.records import build_batch
 
     if args.batch_size < 1:
@@ -1242,7 +1242,7 @@ def cmd_produce(args: argparse.Namespace, out: Output) -> int:
 def _start_offsets(
     client: KafkaClient, args: argparse.Namespace, partitions: list[int]
 ) -> dict[int, int]:
-    from broker.client import EARLIEST, LATEST
+    from client import EARLIEST, LATEST
 
     keys = [(args.topic, p) for p in partitions]
     if args.offset is not None:

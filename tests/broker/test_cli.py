@@ -22,9 +22,9 @@ import pytest
 import trio
 
 from broker.cli import build_parser, main, serve_config
-from broker.client import KafkaClient, default_partition
 from broker.config import SETTINGS, ConfigError
 from broker.logging_setup import JsonFormatter, TextFormatter
+from client import KafkaClient, default_partition
 from tests.integration.harness import KAFKA_PYTHON_POLL_MS
 from tests.reliability.process import child_env
 
@@ -600,7 +600,7 @@ def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
     # Start-up time: these are imported by the admin commands and by /metrics when used.
     code = (
         "import sys, broker.cli, broker.server, broker.runtime;"
-        "print(sorted({'broker.client', 'rich', 'prometheus_client', 'pipeline.cli'}"
+        "print(sorted({'client.kafka', 'rich', 'prometheus_client', 'pipeline.cli'}"
         " & set(sys.modules)))"
     )
     run = subprocess.run(

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from broker.client import ConnectionFailed, KafkaClient
+from client import ConnectionFailed, KafkaClient
 from protocol.errors import ErrorCode, KafkaError
 from tests.integration.harness import ROOT, wait_until
 
