@@ -1,9 +1,9 @@
 """`kmock` commands against a live broker, `kmock serve` as a real process, and the pieces
 behind them (settings precedence, log formats, the client's partitioner).
 
-Admin commands run `broker.cli.main` in a worker thread (`trio.to_thread.run_sync`) while
+Admin commands run `cli.main.main` in a worker thread (`trio.to_thread.run_sync`) while
 the broker (the `broker` fixture of tests/conftest.py) serves from the test's nursery;
-`serve` runs as `python -m broker.cli` so that it owns its signals.
+`serve` runs as `python -m cli.main` so that it owns its signals.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from functools import partial
 import pytest
 import trio
 
-from broker.cli import build_parser, main, serve_config
 from broker.config import SETTINGS, ConfigError
 from broker.logging_setup import JsonFormatter, TextFormatter
+from cli.main import build_parser, main
+from cli.serving import serve_config
 from client import KafkaClient, default_partition
 from tests.integration.harness import KAFKA_PYTHON_POLL_MS
 from tests.reliability.process import child_env
@@ -599,8 +600,8 @@ def test_version_goes_to_stdout():
 def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
     # Start-up time: these are imported by the admin commands and by /metrics when used.
     code = (
-        "import sys, broker.cli, broker.server, broker.runtime;"
-        "print(sorted({'client.kafka', 'rich', 'prometheus_client', 'pipeline.cli'}"
+        "import sys, cli.main, broker.server, broker.runtime;"
+        "print(sorted({'client', 'rich', 'prometheus_client', 'pipeline.cli'}"
         " & set(sys.modules)))"
     )
     run = subprocess.run(
@@ -651,7 +652,7 @@ def test_unknown_environment_variables_are_ignored_with_a_warning(caplog):
         "KAFKA_BROKER_ID": "3",
         "PATH": "/bin",
     }
-    with caplog.at_level(logging.WARNING, logger="broker.cli"):
+    with caplog.at_level(logging.WARNING, logger="cli.serve"):
         config = serve_config(serve_args(), env)
     assert (config["num.partitions"], config["node.id"]) == (4, 3)
     assert sorted(r.getMessage() for r in caplog.records) == [
@@ -694,7 +695,7 @@ async def test_serve_process_stops_gracefully_on_sigterm(tmp_path):
     argv = [
         sys.executable,
         "-m",
-        "broker.cli",
+        "cli.main",
         "serve",
         "--listeners",
         "PLAINTEXT://127.0.0.1:0",
@@ -739,7 +740,7 @@ async def test_serve_process_stops_gracefully_on_sigterm(tmp_path):
 @pytest.mark.slow
 def test_serve_exit_codes_for_bad_config_and_port_in_use(tmp_path):
     bad = subprocess.run(
-        [sys.executable, "-m", "broker.cli", "serve", "--listeners", "nope"],
+        [sys.executable, "-m", "cli.main", "serve", "--listeners", "nope"],
         capture_output=True,
         text=True,
         env=child_env(),
@@ -758,7 +759,7 @@ def test_serve_exit_codes_for_bad_config_and_port_in_use(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "broker.cli",
+                "cli.main",
                 "serve",
                 "--listeners",
                 f"PLAINTEXT://127.0.0.1:{port}",
@@ -779,7 +780,7 @@ def test_serve_exit_codes_for_bad_config_and_port_in_use(tmp_path):
         [
             sys.executable,
             "-m",
-            "broker.cli",
+            "cli.main",
             "serve",
             "--log-dirs",
             str(not_a_dir),
