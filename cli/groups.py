@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cli.admin import client_options, connect, describe_group, print_offset_rows
-from cli.output import EXIT_OK, Output, Parser
+from cli.options import client_options
+from cli.output import Output, Parser
 
-__all__ = ["register"]
+__all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
@@ -19,79 +19,16 @@ def register(sub: Any) -> None:
         dest="action", metavar="ACTION", required=True, parser_class=Parser
     )
     p = gsub.add_parser("list", parents=[common], help="list groups")
-    p.set_defaults(func=cmd_groups_list)
+    p.set_defaults(func=run)
     p = gsub.add_parser(
         "describe", parents=[common], help="members, assignments, committed offsets and lag"
     )
     p.add_argument("group")
-    p.set_defaults(func=cmd_groups_describe)
+    p.set_defaults(func=run)
 
 
-def cmd_groups_list(args: argparse.Namespace, out: Output) -> int:
-    with connect(args) as client:
-        groups = sorted(client.list_groups(), key=lambda g: g.group_id)
-    if args.output == "json":
-        out.json(
-            [
-                {
-                    "group_id": g.group_id,
-                    "protocol_type": g.protocol_type,
-                    "state": g.group_state or None,
-                }
-                for g in groups
-            ]
-        )
-    else:
-        out.table(
-            ["GROUP", "PROTOCOL-TYPE", "STATE"],
-            [[g.group_id, g.protocol_type, g.group_state or None] for g in groups],
-        )
-    return EXIT_OK
+def run(args: argparse.Namespace, out: Output) -> int:
+    """Run the command; its code (and the client it uses) loads only now."""
+    from cli.commands import groups
 
-
-def cmd_groups_describe(args: argparse.Namespace, out: Output) -> int:
-    with connect(args) as client:
-        group, members, rows = describe_group(client, args.group)
-    if args.output == "json":
-        out.json(
-            {
-                "group_id": group.group_id,
-                "state": group.group_state,
-                "protocol_type": group.protocol_type,
-                "protocol": group.protocol_data,
-                "members": members,
-                "offsets": rows,
-            }
-        )
-        return EXIT_OK
-    out.line(
-        f"Group: {group.group_id}  State: {group.group_state}  "
-        f"ProtocolType: {group.protocol_type or '-'}  Protocol: {group.protocol_data or '-'}"
-        f"  Members: {len(members)}"
-    )
-    if members:
-        out.table(
-            ["CONSUMER-ID", "INSTANCE-ID", "HOST", "CLIENT-ID", "ASSIGNMENT"],
-            [
-                [
-                    m["member_id"],
-                    m["group_instance_id"],
-                    m["host"],
-                    m["client_id"],
-                    _format_assignment(m["assignment"]),
-                ]
-                for m in members
-            ],
-            title="Members",
-        )
-    print_offset_rows(out, rows, title="Offsets")
-    return EXIT_OK
-
-
-def _format_assignment(assignment: dict[str, list[int]] | None) -> str | None:
-    if assignment is None:
-        return None
-    return (
-        " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(assignment.items()))
-        or "(none)"
-    )
+    return groups.ACTIONS[args.action](args, out)

@@ -9,12 +9,13 @@
     kmock dump-log PATH
     kmock report lag|groups|snapshot|export ...   (pipeline/, with kmock[pipeline])
 
-Each command family is a module with `register(subparsers)`; each parser it adds sets
-`func=fn` with `fn(args: argparse.Namespace, out: cli.output.Output) -> int` (an exit code),
-and subparsers pass `parser_class=type(parser)` so that their messages go to the same
-streams. Registration is lazy: `kmock serve ...` registers `serve` alone (`cli.serve`,
-which loads the broker only when it runs), so that it never imports the client, rich or the
-other families; every other command line gets the whole parser.
+Each command family is a light module with `register(subparsers)` (`cli.serve`,
+`cli.topics`, ...); each parser it adds sets `func=fn` with
+`fn(args: argparse.Namespace, out: cli.output.Output) -> int` (an exit code), and subparsers
+pass `parser_class=type(parser)` so that their messages go to the same streams. What a
+family does lives in `cli.commands`, imported by its `run` when the command runs: the
+parser never loads the broker, the client or rich. `kmock serve ...` registers `serve`
+alone, and `pipeline.cli` (`kmock report`) is registered like any other family.
 """
 
 from __future__ import annotations

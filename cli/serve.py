@@ -2,7 +2,7 @@
 
 Every setting of `broker.config.SETTINGS` becomes a flag (`log.dirs` -> `--log-dirs`).
 This module only builds the parser, so that it stays light for every other command; what
-`serve` runs (and imports: trio, the broker) is `cli.serving`, loaded by `run`.
+`serve` runs (and imports: trio, the broker) is `cli.commands.serve`, loaded by `run`.
 """
 
 from __future__ import annotations
@@ -84,6 +84,6 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """Run the broker until SIGINT or SIGTERM; loads the broker only now."""
-    from cli import serving
+    from cli.commands import serve
 
-    return serving.run(args, out)
+    return serve.run(args, out)

@@ -16,8 +16,8 @@ import trio
 
 from broker.config import SETTINGS, ConfigError
 from broker.logging_setup import JsonFormatter, TextFormatter
+from cli.commands.serve import serve_config
 from cli.main import build_parser, main
-from cli.serving import serve_config
 from client import KafkaClient
 from tests.cli.harness import SCENARIO_S
 from tests.reliability.process import child_env

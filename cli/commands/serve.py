@@ -1,4 +1,5 @@
-"""What `kmock serve` runs: its settings from every source, then the broker until a signal.
+"""What `kmock serve` does (its parser is `cli.serve`): settings from every source, then
+the broker until a signal.
 
 Later sources win: defaults, the properties file, `KAFKA_*` variables, flags
 (`--override key=value` last of all). A `KAFKA_*` variable that names no setting is ignored

@@ -1,8 +1,8 @@
 """What the commands that talk to a broker share: their options, the connection, and the
 committed-offset rows that `groups describe` and `offsets show` both print.
 
-They talk to a live broker (`--bootstrap-server`, default 127.0.0.1:9092) through
-`client`, kmock's own small Kafka client, and work against any Kafka broker that supports
+They talk to a live broker (`--bootstrap-server`, `cli.options`) through `client`,
+kmock's own small Kafka client, and work against any Kafka broker that supports
 the same API versions. Output is rich tables for people and `--output json` for scripts
 (one JSON document; `consume` writes one JSON object per record and line).
 """
@@ -14,47 +14,18 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from cli.output import Failed, Output, Parser
+from cli.output import Failed, Output
 from client import LATEST, ConnectionFailed, KafkaClient
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from protocol.primitives import DecodeError
 
 __all__ = [
-    "DEFAULT_BOOTSTRAP",
-    "client_options",
     "connect",
     "describe_group",
     "offset_rows",
     "print_offset_rows",
 ]
-
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-
-
-def client_options() -> Parser:
-    """The options every command that talks to a broker takes (an argparse parent)."""
-    common = Parser(add_help=False)
-    common.add_argument(
-        "--bootstrap-server",
-        default=DEFAULT_BOOTSTRAP,
-        metavar="HOST:PORT",
-        help=f"the broker to talk to (default {DEFAULT_BOOTSTRAP})",
-    )
-    common.add_argument(
-        "--request-timeout-ms",
-        type=int,
-        default=30000,
-        metavar="MS",
-        help="socket timeout of each request (default 30000)",
-    )
-    common.add_argument(
-        "--output",
-        choices=("text", "json"),
-        default="text",
-        help="text (tables) or json (for scripts)",
-    )
-    return common
 
 
 @contextlib.contextmanager
