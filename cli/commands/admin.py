@@ -1,5 +1,5 @@
-"""What the commands that talk to a broker share: their options, the connection, and the
-committed-offset rows that `groups describe` and `offsets show` both print.
+"""What the commands that talk to a broker share: the connection, and the committed-offset
+rows that `groups describe` and `offsets show` both print.
 
 They talk to a live broker (`--bootstrap-server`, `cli.options`) through `client`,
 kmock's own small Kafka client, and work against any Kafka broker that supports
