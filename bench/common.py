@@ -154,7 +154,7 @@ def kmock_command() -> tuple[list[str], str]:
         return [str(script)], str(
             script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
         )
-    return [PY, "-m", "broker.cli"], f"{PY} -m broker.cli"
+    return [PY, "-m", "cli.main"], f"{PY} -m cli.main"
 
 
 def serve_args(port: int, data_dir: Path) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 import storage.segment
-from broker.cli import main
+from cli.main import main
 
 
 def _skip_write(fd: int, parts: list[bytes | bytearray | memoryview]) -> None:

@@ -1,7 +1,8 @@
 """Kafka requests on kmock's own codec, and a closed-loop load generator.
 
-Requests are encoded with `protocol.schema` / `protocol.frames` (the broker's codec) and
-responses decoded with the response class of `broker.routes`, exactly as tests/wire.py does.
+Requests are framed and responses read by `protocol.frames` (`encode_request`,
+`frame_size`, `decode_response`: the helper kmock's client and tests/wire.py use), with the
+response class of `broker.routes`.
 The load generator does not use trio: it is one thread on `select.epoll` with non-blocking
 sockets, so that its own cost per request (a few microseconds) stays small next to the
 broker's on this 2-core machine. Each connection has exactly one request in flight (Kafka
@@ -25,33 +26,24 @@ from typing import Any
 from common import proc_cpu_s
 
 from broker.routes import route_for
-from protocol.frames import API_VERSIONS_KEY, frame_request, parse_response_header
+from protocol.frames import decode_response as decode_frame
+from protocol.frames import encode_request, frame_size
 from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.schema import Message, decode, encode_chunks
+from protocol.schema import Message
 
 _SIZE = struct.Struct(">i")
 CLIENT_ID = "kmock-bench"
 
 
 def request_bytes(request: Message, version: int, correlation_id: int = 1) -> bytes:
-    chunks = frame_request(
-        type(request).API_KEY,
-        version,
-        correlation_id,
-        CLIENT_ID,
-        encode_chunks(request, version),
-        type(request).is_flexible(version),
-    )
-    return b"".join(bytes(c) for c in chunks)
+    return encode_request(request, version, correlation_id, CLIENT_ID)
 
 
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
     """(correlation id, response) of a frame without its size prefix."""
     route = route_for(api_key)
     assert route is not None
-    flexible = route.response.is_flexible(version) and api_key != API_VERSIONS_KEY
-    corr, pos = parse_response_header(frame, flexible)
-    return corr, decode(route.response, version, frame, pos)
+    return decode_frame(route.response, version, frame)
 
 
 def error_codes(obj: Any) -> list[int]:
@@ -81,8 +73,7 @@ def recv_frame(sock: socket.socket) -> bytes:
             buf += chunk
         return bytes(buf)
 
-    (size,) = _SIZE.unpack(exact(4))
-    return exact(size)
+    return exact(frame_size(exact(4)))
 
 
 def call(sock: socket.socket, request: Message, version: int, correlation_id: int = 1) -> Any:

@@ -3,11 +3,11 @@
 Text (the default), for people:
 
     2025-01-31T12:00:00.123Z INFO broker.connection connection 3 opened from 127.0.0.1
-    2025-01-31T12:00:01.456Z INFO broker.cli stopping signal=SIGTERM
+    2025-01-31T12:00:01.456Z INFO cli.serve stopping signal=SIGTERM
 
 JSON (`--log-format json`), one object per line, for log shippers:
 
-    {"ts": "2025-01-31T12:00:01.456Z", "level": "INFO", "logger": "broker.cli",
+    {"ts": "2025-01-31T12:00:01.456Z", "level": "INFO", "logger": "cli.serve",
      "message": "stopping", "signal": "SIGTERM"}
 
 Structured fields are whatever a call passes in `extra=` (`log.info("...", extra={"group_id":

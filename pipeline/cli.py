@@ -6,8 +6,8 @@
     kmock report export --data-dir ./data --out ./export [--topic T] [--partition N]
                         [--start-offset N] [--end-offset N] [--check crc|records]
 
-broker/cli.py adds these with `register(subparsers)` when pipeline/ is installed; each
-subcommand sets `func(args, out) -> exit status`, where `out` is broker.cli's Output (only
+cli/main.py adds these with `register(subparsers)`; each
+subcommand sets `func(args, out) -> exit status`, where `out` is cli.output's Output (only
 its `stdout` and `stderr` streams are used here, so that this module imports nothing of
 broker/ and nothing of pyspark until a report runs). Standalone, and under spark-submit
 (which needs a script path, with the packages shipped by --py-files):
@@ -112,7 +112,7 @@ def register(subparsers: Any) -> None:
 
 
 class _Streams:
-    """The part of broker.cli's Output that the reports use, for running without broker/."""
+    """The part of cli.output's Output that the reports use, for running without cli/"""
 
     def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
         self.stdout = stdout

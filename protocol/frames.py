@@ -11,6 +11,11 @@ Header quirks live here and nowhere else: a request uses header v2 from its API'
 flexible version and v1 below it; a response uses v1 from the flexible version and v0 below,
 except ApiVersions, whose response header is always v0 (a client that does not yet know our
 versions must be able to read the answer, KIP-511).
+
+The client side, sans I/O, for kmock's own client, the tests and the bench alike:
+`encode_request` gives a whole request frame; a reader takes `frame_size` from the first
+four bytes, reads that many, and hands them to `decode_response` (or to
+`parse_response_frame` to look at the body before decoding it).
 """
 
 from __future__ import annotations
@@ -20,15 +25,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.primitives import DecodeError, Reader, read_nullable_string, read_tagged
+from protocol.schema import Message, decode, encode_chunks
 
 __all__ = [
     "API_VERSIONS_KEY",
     "FrameBuffer",
     "FrameTooLarge",
     "RequestHeader",
+    "decode_response",
+    "encode_request",
     "frame_request",
     "frame_response",
+    "frame_size",
     "parse_request_header",
+    "parse_response_frame",
     "parse_response_header",
     "peek_request_key",
     "response_header_is_flexible",
@@ -127,6 +137,57 @@ def parse_response_header(frame: bytes | memoryview, flexible_header: bool) -> t
     except struct.error as e:
         raise DecodeError(f"response header: {e}") from e
     return correlation_id, r.pos
+
+
+def encode_request(
+    request: Message, version: int, correlation_id: int, client_id: str | None
+) -> bytes:
+    """A whole request frame: size, header (v2 from the API's first flexible version, v1
+    below it) and `request` encoded at `version`."""
+    chunks = frame_request(
+        request.API_KEY,
+        version,
+        correlation_id,
+        client_id,
+        encode_chunks(request, version),
+        request.is_flexible(version),
+    )
+    return b"".join(chunks)
+
+
+def frame_size(prefix: bytes | bytearray | memoryview) -> int:
+    """The size a frame's first four bytes announce (what follows them).
+
+    Raises:
+      DecodeError: fewer than four bytes, or a negative size.
+    """
+    if len(prefix) < 4:
+        raise DecodeError(f"frame size cut short: {len(prefix)} of 4 bytes")
+    (size,) = _SIZE.unpack_from(prefix, 0)
+    if size < 0:
+        raise DecodeError(f"negative frame size {size}")
+    return int(size)
+
+
+def parse_response_frame(
+    response_cls: type[Message], version: int, frame: bytes | memoryview
+) -> tuple[int, int]:
+    """(correlation_id, body start) of a response frame without its size prefix, with the
+    header version that `response_cls` at `version` goes with (v0 always for ApiVersions)."""
+    flexible = response_header_is_flexible(response_cls.API_KEY, response_cls.is_flexible(version))
+    return parse_response_header(frame, flexible)
+
+
+def decode_response(
+    response_cls: type[Message], version: int, frame: bytes | memoryview
+) -> tuple[int, Any]:
+    """(correlation_id, decoded response) of a response frame without its size prefix.
+
+    Raises:
+      DecodeError: a header or body that does not parse, or bytes left over.
+    """
+    correlation_id, pos = parse_response_frame(response_cls, version, frame)
+    return correlation_id, decode(response_cls, version, frame, pos)
 
 
 class FrameBuffer:

@@ -1,16 +1,20 @@
-"""A minimal Kafka client on our own codec, for tests that speak the protocol directly."""
+"""A minimal Kafka client on our own codec, for tests that speak the protocol directly.
+
+Frames are built and read by `protocol.frames` (`encode_request`, `frame_size`,
+`decode_response`), the helper that kmock's own client and the bench use too; this module
+adds only trio's sockets.
+"""
 
 from __future__ import annotations
 
 import itertools
-import struct
 from typing import Any
 
 import trio
 
 from broker.routes import route_for
-from protocol.frames import frame_request, parse_response_header, response_header_is_flexible
-from protocol.schema import Message, decode, encode_chunks
+from protocol.frames import decode_response, encode_request, frame_size
+from protocol.schema import Message
 
 _correlation = itertools.count(1)
 
@@ -18,33 +22,25 @@ _correlation = itertools.count(1)
 def request_bytes(
     request: Message, version: int, *, correlation_id: int = 1, client_id: str | None = "kmock-test"
 ) -> bytes:
-    chunks = frame_request(
-        type(request).API_KEY,
-        version,
-        correlation_id,
-        client_id,
-        encode_chunks(request, version),
-        type(request).is_flexible(version),
-    )
-    return b"".join(bytes(c) for c in chunks)
+    return encode_request(request, version, correlation_id, client_id)
+
+
+async def _receive_exactly(stream: trio.abc.ReceiveStream, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        data = await stream.receive_some(n - len(buf))
+        if not data:
+            return None
+        buf += data
+    return bytes(buf)
 
 
 async def read_frame(stream: trio.abc.ReceiveStream) -> bytes | None:
     """One size-prefixed frame, or None if the peer closed the connection first."""
-    buf = bytearray()
-    while len(buf) < 4:
-        data = await stream.receive_some(4 - len(buf))
-        if not data:
-            return None
-        buf += data
-    (size,) = struct.unpack(">i", buf)
-    body = bytearray()
-    while len(body) < size:
-        data = await stream.receive_some(size - len(body))
-        if not data:
-            return None
-        body += data
-    return bytes(body)
+    prefix = await _receive_exactly(stream, 4)
+    if prefix is None:
+        return None
+    return await _receive_exactly(stream, frame_size(prefix))
 
 
 class WireClient:
@@ -66,10 +62,9 @@ class WireClient:
         assert frame is not None, "connection closed instead of a response"
         route = route_for(type(request).API_KEY)
         assert route is not None
-        flexible = response_header_is_flexible(route.api_key, route.response.is_flexible(version))
-        got, pos = parse_response_header(frame, flexible)
+        got, response = decode_response(route.response, version, frame)
         assert got == correlation_id
-        return decode(route.response, version, frame, pos)
+        return response
 
     async def is_closed_by_peer(self) -> bool:
         """True once the broker has closed the connection (reads EOF)."""

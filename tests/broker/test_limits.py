@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import trio
 
-from broker.client import KafkaClient
+from client import KafkaClient
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic

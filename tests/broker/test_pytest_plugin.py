@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.client import KafkaClient
 from broker.pytest_plugin import KmockBroker
+from client import KafkaClient
 
 pytest_plugins = ["pytester"]
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import trio
 
-from broker.client import KafkaClient
 from broker.routes import route_for
+from client import KafkaClient
 from protocol.frames import API_VERSIONS_KEY, parse_response_header
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.records import build_batch, decode_records

@@ -155,7 +155,7 @@ def test_report_export_prints_progress_and_a_summary(
 def test_kmock_cli_runs_the_reports(spark, data_dir: Path) -> None:
     import io
 
-    from broker.cli import main as kmock
+    from cli.main import main as kmock
 
     stdout, stderr = io.StringIO(), io.StringIO()
     assert (

@@ -14,8 +14,8 @@ from typing import Any
 
 import trio
 
-from broker.client import KafkaClient
 from broker.server import serve
+from client import KafkaClient
 from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
 from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest

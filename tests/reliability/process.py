@@ -1,4 +1,4 @@
-"""A kmock broker in its own process (`python -m broker.cli serve`), so that SIGKILL is real.
+"""A kmock broker in its own process (`python -m cli.main serve`), so that SIGKILL is real.
 
 The broker logs JSON lines (`--log-format json`) to a file per start, so that a test can read
 what recovery reported and fail on anything logged at ERROR, as the in-process guard in
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from broker.client import ConnectionFailed, KafkaClient
+from client import ConnectionFailed, KafkaClient
 from protocol.errors import ErrorCode, KafkaError
 from tests.integration.harness import ROOT, wait_until
 
@@ -86,7 +86,7 @@ class BrokerProcess:
         cmd = [
             sys.executable,
             "-m",
-            "broker.cli",
+            "cli.main",
             "serve",
             "--listeners",
             f"PLAINTEXT://127.0.0.1:{self.port}",

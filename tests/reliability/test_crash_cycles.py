@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from broker.client import KafkaClient
+from client import KafkaClient
 from tests.reliability.damage import partitions_with_data, tear_tail
 from tests.reliability.process import BrokerProcess
 from tests.reliability.verify import Findings, verify

@@ -1,6 +1,6 @@
 """Read everything back from a live broker and hold it against the ledger.
 
-Reading goes through kmock's own small client (broker.client) on purpose: it hands back the
+Reading goes through kmock's own small client (client) on purpose: it hands back the
 raw batches, so every batch the broker serves is checked here (whole, CRC32C, offsets going
 up), not just the records a consumer library chooses to surface.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from broker.client import EARLIEST, LATEST, KafkaClient
+from client import EARLIEST, LATEST, KafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import decode_records, validate_batch
 from tests.reliability.damage import TORN_PREFIX

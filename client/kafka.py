@@ -25,11 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.frames import (
-    frame_request,
-    parse_response_header,
-    response_header_is_flexible,
-)
+from protocol.frames import encode_request, frame_size, parse_response_frame
 from protocol.messages import response_class
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.create_topics import (
@@ -61,7 +57,7 @@ from protocol.messages.offset_commit import (
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.primitives import DecodeError
-from protocol.schema import Message, decode, encode_chunks
+from protocol.schema import Message, decode
 
 __all__ = [
     "EARLIEST",
@@ -89,7 +85,6 @@ _VERSION_CAPS = {
     OffsetFetchRequest: 7,  # 8+ batches groups
 }
 
-_SIZE = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 
 
@@ -213,25 +208,17 @@ class KafkaClient:
         if self._sock is None:
             raise ConnectionFailed("not connected")
         self._correlation_id += 1
-        chunks = frame_request(
-            request.API_KEY,
-            version,
-            self._correlation_id,
-            self.client_id,
-            encode_chunks(request, version),
-            request.is_flexible(version),
-        )
+        data = encode_request(request, version, self._correlation_id, self.client_id)
         try:
-            self._sock.sendall(b"".join(chunks))
-            (size,) = _SIZE.unpack(self._receive(4))
-            frame = self._receive(size)
+            self._sock.sendall(data)
+            prefix = self._receive(4)
+            frame = self._receive(frame_size(prefix))
+            correlation_id, pos = parse_response_frame(
+                response_class(type(request)), version, frame
+            )
         except OSError as e:
             self.close()
             raise ConnectionFailed(f"{self._name()}: {_reason(e)}") from None
-        try:
-            correlation_id, pos = parse_response_header(
-                frame, response_header_is_flexible(request.API_KEY, request.is_flexible(version))
-            )
         except DecodeError as e:
             self.close()
             raise ConnectionFailed(f"{self._name()}: unreadable response header: {e}") from None

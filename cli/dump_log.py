@@ -1,0 +1,43 @@
+"""`kmock dump-log PATH`: decode log segments offline, without a broker.
+
+Like Kafka's kafka-dump-log: batches and records of a segment file, or of every segment in a
+partition directory; records of `__consumer_offsets` are decoded field by field.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from cli.output import Output
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    """Add `dump-log` to the `kmock` subparsers."""
+    p = sub.add_parser(
+        "dump-log",
+        help="decode log segments offline",
+        description="Decode the batches and records of a segment file (<base offset>.log) "
+        "or of every segment in a partition directory, without a broker. Records "
+        "of __consumer_offsets are decoded field by field.",
+    )
+    p.add_argument("path", type=Path)
+    p.add_argument("--batches-only", action="store_true", help="do not print records")
+    p.add_argument(
+        "--offsets-decoder",
+        action="store_true",
+        help="decode records as __consumer_offsets records (automatic for a "
+        "__consumer_offsets-N directory)",
+    )
+    p.add_argument("--output", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    """Run the command; its code (and the client it uses) loads only now."""
+    from cli.commands import dump_log
+
+    return dump_log.cmd_dump_log(args, out)

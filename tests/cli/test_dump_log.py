@@ -1,0 +1,96 @@
+"""`kmock dump-log`: segments decoded offline, bad CRCs and torn tails reported."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import trio
+
+from cli.main import main
+from tests.cli.harness import SCENARIO_S, bs, cli, cli_json
+
+
+async def test_dump_log_of_a_partition_and_of_consumer_offsets(broker, tmp_path):
+    with trio.fail_after(SCENARIO_S):
+        await cli_json(
+            "produce", "dumped", "--key-separator", "=", *bs(broker), stdin="k1=hello\nk2=world\n"
+        )
+        await cli_json(
+            "offsets",
+            "reset",
+            "dumper",
+            "--topic",
+            "dumped",
+            "--to-offset",
+            "1",
+            "--execute",
+            *bs(broker),
+        )
+        data = broker.data_dir
+        dumped = await cli_json("dump-log", str(data / "dumped-0"))
+        [segment] = dumped["files"]
+        assert segment["error"] is None
+        assert segment["trailing_bytes"] == 0
+        [batch] = segment["batches"]
+        assert (batch["base_offset"], batch["last_offset"], batch["count"], batch["crc_valid"]) == (
+            0,
+            1,
+            2,
+            True,
+        )
+        assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == [
+            (0, "k1", "hello"),
+            (1, "k2", "world"),
+        ]
+
+        code, out, _ = await cli("dump-log", str(data / "dumped-0"))
+        assert code == 0
+        assert "baseOffset: 0 lastOffset: 1 count: 2" in out
+        assert "isvalid: true" in out
+        assert "key: k1 payload: hello" in out
+
+        partition = next(
+            p
+            for p in data.glob("__consumer_offsets-*")
+            if any(f.stat().st_size for f in p.glob("*.log"))
+        )
+        dumped = await cli_json("dump-log", str(partition))
+        commits = [
+            r
+            for f in dumped["files"]
+            for b in f["batches"]
+            for r in b["records"]
+            if r["key"]["type"] == "OffsetCommitKey"
+        ]
+        assert [
+            (r["key"]["group"], r["key"]["topic"], r["key"]["partition"], r["value"]["offset"])
+            for r in commits
+        ] == [("dumper", "dumped", 0, 1)]
+        code, out, _ = await cli("dump-log", str(partition))
+        assert 'key: OffsetCommitKey group="dumper" topic="dumped" partition=0' in out
+        assert "payload: OffsetCommitValue offset=1" in out
+
+
+def test_dump_log_reports_bad_crc_and_torn_tail(tmp_path):
+    from protocol.records import build_batch
+
+    first = bytearray(build_batch([(b"k", b"v", (), 1_700_000_000_000)]))
+    first[-1] ^= 0xFF  # a flipped bit in the last record: the CRC no longer matches
+    second = build_batch([(None, b"x", (), 1_700_000_000_001)], base_offset=1)
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(bytes(first) + second + second[:30])
+    out = io.StringIO()
+    assert main(["dump-log", str(segment), "--output", "json"], stdout=out) == 0
+    [doc] = json.loads(out.getvalue())["files"]
+    assert [b["crc_valid"] for b in doc["batches"]] == [False, True]
+    assert doc["trailing_bytes"] == 30
+
+    out = io.StringIO()
+    assert main(["dump-log", str(segment)], stdout=out) == 0
+    assert "30 trailing byte(s) after the last whole batch" in out.getvalue()
+    assert "isvalid: false" in out.getvalue()
+
+    err = io.StringIO()
+    assert main(["dump-log", str(tmp_path / "missing.log")], stderr=err) == 1
+    assert "no such file" in err.getvalue()

@@ -1,0 +1,84 @@
+"""The client side of `protocol.frames`: whole request frames, frame sizes, response frames."""
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from protocol.errors import ErrorCode
+from protocol.frames import (
+    decode_response,
+    encode_request,
+    frame_response,
+    frame_size,
+    parse_response_frame,
+)
+from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.primitives import DecodeError
+from protocol.schema import encode, encode_chunks
+
+GOLDEN = Path(__file__).parent / "golden" / "kafka_python"
+
+
+@pytest.mark.parametrize("version", [0, 4])
+def test_request_frame_is_kafka_pythons_byte_for_byte(version):
+    # v0: header v1; v4 (flexible): header v2 with its empty tag buffer.
+    golden = bytes.fromhex((GOLDEN / f"heartbeat_v{version}.hex").read_text())
+    request = HeartbeatRequest(
+        group_id="group-a",
+        generation_id=3,
+        member_id="m-1",
+        group_instance_id="instance-1" if version >= 3 else None,
+    )
+    frame = encode_request(request, version, 42, "kafka-python")
+    assert frame == struct.pack(">i", len(golden)) + golden
+    assert frame_size(frame) == len(golden)
+
+
+def test_request_frame_without_client_id_has_a_null_string():
+    frame = encode_request(
+        HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), 0, 7, None
+    )
+    assert frame[4:14] == struct.pack(">hhih", 12, 0, 7, -1)
+
+
+@pytest.mark.parametrize("prefix", [b"", b"\x00\x00\x01", b"\xff\xff\xff\xfe"])
+def test_frame_size_rejects_short_and_negative_prefixes(prefix):
+    with pytest.raises(DecodeError):
+        frame_size(prefix)
+
+
+def _response_frame(response, version, correlation_id, flexible_header):
+    data = b"".join(
+        frame_response(correlation_id, encode_chunks(response, version), flexible_header)
+    )
+    assert frame_size(data) == len(data) - 4
+    return data[4:]
+
+
+@pytest.mark.parametrize("version", HeartbeatResponse.VERSIONS)
+def test_response_frame_header_follows_the_body_version(version):
+    response = HeartbeatResponse(
+        throttle_time_ms=5 if version >= 1 else 0, error_code=ErrorCode.REBALANCE_IN_PROGRESS
+    )
+    flexible = HeartbeatResponse.is_flexible(version)
+    frame = _response_frame(response, version, 9, flexible)
+    assert parse_response_frame(HeartbeatResponse, version, frame) == (9, 5 if flexible else 4)
+    assert decode_response(HeartbeatResponse, version, frame) == (9, response)
+
+
+def test_api_versions_response_header_is_v0_even_when_flexible():
+    response = ApiVersionsResponse(
+        error_code=0, api_keys=[ApiVersion(api_key=12, min_version=0, max_version=4)]
+    )
+    frame = _response_frame(response, 3, 1, False)
+    assert decode_response(ApiVersionsResponse, 3, frame) == (1, response)
+
+
+def test_response_with_bytes_left_over_is_refused():
+    response = HeartbeatResponse(throttle_time_ms=0, error_code=0)
+    frame = _response_frame(response, 0, 1, False) + b"\x00"
+    with pytest.raises(DecodeError):
+        decode_response(HeartbeatResponse, 0, frame)
+    assert encode(response, 0) == frame[4:-1]
