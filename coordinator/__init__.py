@@ -14,7 +14,7 @@ from coordinator.coordinator import (
     RequestContext,
 )
 from coordinator.records import CoordinatorRecord
-from coordinator.state import TRANSITIONS, GroupState
+from coordinator.classic.state import TRANSITIONS, GroupState
 
 __all__ = [
     "TRANSITIONS",

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
-from coordinator.group import (
+from coordinator.classic.group import (
     CONSUMER_PROTOCOL_TYPE,
     Group,
     Member,
@@ -66,7 +66,7 @@ from coordinator.records import (
     offset_from_value,
     offset_tombstone,
 )
-from coordinator.state import GroupState
+from coordinator.classic.state import GroupState
 from protocol.consumer_offsets import (
     GroupMetadataKey,
     GroupMetadataValue,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator import GroupState
-from coordinator.group import OffsetAndMetadata
+from coordinator.classic.group import OffsetAndMetadata
 from protocol.errors import ErrorCode
 from tests.coordinator.builders import (
     GROUP,

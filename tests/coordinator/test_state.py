@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from coordinator import TRANSITIONS, GroupState
-from coordinator.group import Group
+from coordinator.classic.group import Group
 
 ALL_MOVES = list(itertools.product(GroupState, GroupState))
 

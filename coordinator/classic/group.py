@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from coordinator.state import TRANSITIONS, GroupState
+from coordinator.classic.state import TRANSITIONS, GroupState
 from protocol.consumer_protocol import decode_subscription
 from protocol.messages.join_group import JoinGroupResponseMember
 from protocol.primitives import DecodeError

@@ -1,0 +1,8 @@
+"""The classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup): Kafka's ClassicGroup.
+
+    state.py       ClassicGroupState and its transition table, with the theory of operation
+    group.py       Group and Member, the plain data and the rules that need no request
+
+A KIP-848 "consumer" group type would sit beside this package (Kafka's modern/consumer/),
+sharing the facade, the offsets manager and the Outcome/records layer.
+"""
