@@ -6,15 +6,11 @@ Must not import: trio, `storage`, `broker`, or anything that reads a clock or do
 time comes in as `now_ms` (monotonic) and `wall_ms` arguments.
 """
 
-from coordinator.coordinator import (
-    CoordinatorConfig,
-    GroupCoordinator,
-    Outcome,
-    Reply,
-    RequestContext,
-)
-from coordinator.records import CoordinatorRecord
 from coordinator.classic.state import TRANSITIONS, GroupState
+from coordinator.config import CoordinatorConfig
+from coordinator.coordinator import GroupCoordinator
+from coordinator.outcome import Outcome, Reply, RequestContext
+from coordinator.records import CoordinatorRecord
 
 __all__ = [
     "TRANSITIONS",

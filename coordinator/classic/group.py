@@ -1,7 +1,7 @@
 """Group and Member: the plain data the coordinator owns, with the bookkeeping rules on it.
 
 Kafka keeps this in GroupMetadata/MemberMetadata (ClassicGroup/ClassicGroupMember). What
-happens on a request lives in `coordinator.py`; this module holds the membership rules that
+happens on a request lives in `membership.py`; this module holds the membership rules that
 do not depend on the request: who leads, which protocols are candidates, how the vote goes,
 which topics the group subscribes to, and the one place that changes the state.
 
