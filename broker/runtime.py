@@ -98,7 +98,6 @@ class CoordinatorRuntime:
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
         self._pending: dict[int, collections.deque[_Appended]] = {}
-        self._generations: dict[str, int] = {}  # last generation logged, per group
 
     # --- startup ---------------------------------------------------------------------------
 
@@ -132,10 +131,6 @@ class CoordinatorRuntime:
             for p in topic.partitions if topic is not None else ():
                 await self._replay_partition(p.log)
             self.coordinator.finish_load(self.broker.now_ms())
-            for group_id in self.coordinator.group_ids():
-                group = self.coordinator.group(group_id)
-                if group is not None:
-                    self._generations[group_id] = group.generation_id
             self.loaded = True
             self.broker.ready.set()
             log.info(
@@ -235,9 +230,6 @@ class CoordinatorRuntime:
             outcome = method(self.context(ctx), request, token, self.broker.now_ms(), **kw)
             if not postpones_only:
                 self._wake.set()
-            group_id = getattr(request, "group_id", None)
-            if group_id is not None:
-                self._note_generation(group_id)
             await self.complete(outcome)
             if not slot.event.is_set():  # usually it is (not a JoinGroup parked for others)
                 await slot.event.wait()
@@ -247,6 +239,7 @@ class CoordinatorRuntime:
 
     async def complete(self, outcome: Outcome) -> None:
         """Append the outcome's records (durably), apply them, then deliver its replies."""
+        self._report(outcome)
         if not outcome.records:
             self._deliver(outcome)
             return
@@ -268,7 +261,9 @@ class CoordinatorRuntime:
                 for p in entry.partitions:
                     self._pending[p].remove(entry)
                 self._apply_ready(entry.partitions)
-            self._deliver(self.coordinator.on_append_failed(outcome, code, self.broker.now_ms()))
+            failed = self.coordinator.on_append_failed(outcome, code, self.broker.now_ms())
+            self._report(failed)
+            self._deliver(failed)
             self._wake.set()
             return
         if durable:
@@ -303,24 +298,22 @@ class CoordinatorRuntime:
                 self._apply(entry.outcome)
                 queue = self._pending.get(p)
 
-    def _note_generation(self, group_id: str) -> None:
-        """One INFO line and one metric per rebalance: a group entered a new generation."""
-        group = self.coordinator.group(group_id)
-        if group is None:
-            self._generations.pop(group_id, None)
-            return
-        if group.generation_id != self._generations.get(group_id, 0):
-            self._generations[group_id] = group.generation_id
+    def _report(self, outcome: Outcome) -> None:
+        """One INFO line and one metric per rebalance (a group entered a new generation),
+        one INFO line per group that died."""
+        for g in outcome.generations:
             log.info(
                 "group %s rebalanced: generation %d, %d members, protocol %s/%s, leader %s",
-                group_id,
-                group.generation_id,
-                len(group.members),
-                group.protocol_type,
-                group.protocol_name,
-                group.leader_id,
+                g.group_id,
+                g.generation_id,
+                g.members,
+                g.protocol_type,
+                g.protocol_name,
+                g.leader_id,
             )
-            self.broker.metrics.rebalances.labels(group_id).inc()
+            self.broker.metrics.rebalances.labels(g.group_id).inc()
+        for group_id in outcome.dead_groups:
+            log.info("group %s is dead: deleted, or its last offset expired", group_id)
 
     def _deliver(self, outcome: Outcome) -> None:
         for reply in outcome.replies:
@@ -359,10 +352,8 @@ class CoordinatorRuntime:
             self._wake = trio.Event()
             if trio.current_time() * 1000 >= (deadline_ms if deadline_ms is not None else math.inf):
                 outcome = self.coordinator.expire(self.broker.now_ms(), self.broker.wall_ms())
-                for group_id in list(self._generations) + [
-                    g for g in self.coordinator.group_ids() if g not in self._generations
-                ]:
-                    self._note_generation(group_id)
                 if outcome.records or outcome.replies:
                     assert self._nursery is not None
                     self._nursery.start_soon(self.complete, outcome)
+                else:
+                    self._report(outcome)

@@ -364,7 +364,11 @@ class GroupCoordinator:
                 replies.append(Reply(reply.token, _with_error(reply.response, failed[reply.token])))
             else:
                 replies.append(reply)
-        return Outcome(replies=(*replies, *out.replies))
+        return Outcome(
+            replies=(*replies, *out.replies),
+            generations=tuple(out.generations),
+            dead_groups=tuple(out.dead_groups),
+        )
 
     def _forget(self, group: Group) -> None:
         if self._groups.get(group.group_id) is group:

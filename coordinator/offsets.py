@@ -336,6 +336,7 @@ class OffsetManager:
         group.pending_members.clear()
         group.join_deadline_ms = group.sync_deadline_ms = None
         group.transition_to(_S.DEAD, now_ms)
+        out.dead_groups.append(group.group_id)
         if records:
             self.writes.emit_all(out, records, TombstoneWrite(group, token))
         else:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from coordinator.records import CoordinatorRecord
 
-__all__ = ["Outcome", "OutcomeBuilder", "Reply", "RequestContext"]
+__all__ = ["GenerationStarted", "Outcome", "OutcomeBuilder", "Reply", "RequestContext"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,22 +32,46 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True)
+class GenerationStarted:
+    """A group's join phase ended and its next generation began (a rebalance completed)."""
+
+    group_id: str
+    generation_id: int
+    members: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     replies: tuple[Reply, ...] = ()
     records: tuple[CoordinatorRecord, ...] = ()  # to append to __consumer_offsets first
+    # What the broker reports (logs, metrics) without reading the coordinator's state:
+    # groups that started a new generation, and groups that died (deleted, or their last
+    # offset expired), in the order it happened.
+    generations: tuple[GenerationStarted, ...] = ()
+    dead_groups: tuple[str, ...] = ()
 
 
 class OutcomeBuilder:
     """Replies and records collected while handling one call."""
 
-    __slots__ = ("records", "replies")
+    __slots__ = ("dead_groups", "generations", "records", "replies")
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
         self.records: list[CoordinatorRecord] = []
+        self.generations: list[GenerationStarted] = []
+        self.dead_groups: list[str] = []
 
     def reply(self, token: int, response: object) -> None:
         self.replies.append(Reply(token, response))
 
     def outcome(self) -> Outcome:
-        return Outcome(tuple(self.replies), tuple(self.records))
+        return Outcome(
+            tuple(self.replies),
+            tuple(self.records),
+            tuple(self.generations),
+            tuple(self.dead_groups),
+        )

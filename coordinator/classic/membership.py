@@ -18,7 +18,7 @@ from coordinator.classic.group import Group, Member, Parked
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
-from coordinator.outcome import Outcome, OutcomeBuilder, Reply, RequestContext
+from coordinator.outcome import GenerationStarted, Outcome, OutcomeBuilder, Reply, RequestContext
 from coordinator.records import group_metadata_record
 from coordinator.writes import AssignmentWrite, StaticMemberWrite, Writes
 from protocol.errors import ErrorCode, KafkaError
@@ -380,10 +380,12 @@ class ClassicMembership:
             group.transition_to(_S.EMPTY, now_ms)
             # Kafka writes the empty generation; if the write fails it only warns.
             self.writes.emit(out, group_metadata_record(group, {}, self.clock.state_wall_ms(group)))
+            out.generations.append(_generation_started(group))
             return
         group.protocol_name = group.select_protocol()
         group.subscribed_topics = group.compute_subscribed_topics()
         group.transition_to(_S.COMPLETING_REBALANCE, now_ms)
+        out.generations.append(_generation_started(group))
         for member in group.members.values():
             if member.awaiting_join is not None:
                 parked, member.awaiting_join = member.awaiting_join, None
@@ -690,6 +692,17 @@ class ClassicMembership:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+
+def _generation_started(group: Group) -> GenerationStarted:
+    return GenerationStarted(
+        group_id=group.group_id,
+        generation_id=group.generation_id,
+        members=len(group.members),
+        protocol_type=group.protocol_type,
+        protocol_name=group.protocol_name,
+        leader_id=group.leader_id,
+    )
 
 
 def touch(member: Member, now_ms: int) -> None:

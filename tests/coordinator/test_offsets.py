@@ -298,6 +298,7 @@ def test_empty_group_offsets_expire_from_the_time_it_became_empty() -> None:
         ("OffsetCommitKey", None),
         ("GroupMetadataKey", None),
     ]
+    assert outcome.dead_groups == (GROUP,)
     assert c.group(GROUP).state is GroupState.DEAD
     c.on_appended(outcome, 0)
     assert c.group(GROUP) is None
