@@ -9,11 +9,13 @@ time comes in as `now_ms` (monotonic) and `wall_ms` arguments.
 from coordinator.classic.state import TRANSITIONS, GroupState
 from coordinator.config import CoordinatorConfig
 from coordinator.coordinator import GroupCoordinator
+from coordinator.offsets import CommittedOffset
 from coordinator.outcome import GenerationStarted, Outcome, Reply, RequestContext
 from coordinator.records import CoordinatorRecord
 
 __all__ = [
     "TRANSITIONS",
+    "CommittedOffset",
     "CoordinatorConfig",
     "CoordinatorRecord",
     "GenerationStarted",

@@ -59,7 +59,7 @@ from coordinator.classic.membership import ClassicMembership, touch
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
-from coordinator.offsets import OffsetManager
+from coordinator.offsets import CommittedOffset, OffsetManager
 from coordinator.outcome import Outcome, OutcomeBuilder, Reply, RequestContext
 from coordinator.records import offset_from_value
 from coordinator.writes import (
@@ -163,6 +163,10 @@ class GroupCoordinator:
 
     def group_ids(self) -> list[str]:
         return [g.group_id for g in self._groups.values() if g.state is not _S.DEAD]
+
+    def committed_offsets(self) -> list[CommittedOffset]:
+        """Every live group's committed offsets (OffsetManager.committed_offsets)."""
+        return self.offsets.committed_offsets()
 
     def groups_by_state(self) -> dict[str, int]:
         """Number of groups per state (every state present, for metrics)."""

@@ -10,6 +10,7 @@ group they belong to (`Group.offsets`), whichever group type that is.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from coordinator.classic.group import (
@@ -56,12 +57,22 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponseTopics,
 )
 
-__all__ = ["OffsetManager"]
+__all__ = ["CommittedOffset", "OffsetManager"]
 
 _S = GroupState
 _E = ErrorCode
 
 _Topic = TypeVar("_Topic", OffsetFetchResponseTopic, OffsetFetchResponseTopics)
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """A group's committed offset of one partition, as OffsetFetch would answer it."""
+
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
 
 
 class OffsetManager:
@@ -258,6 +269,16 @@ class OffsetManager:
         """The commit's record was not written: memory keeps the offset it had."""
         if not effect.cancelled:
             _commit_done(effect)
+
+    def committed_offsets(self) -> list[CommittedOffset]:
+        """Every live group's committed offsets (durable ones only), by group, then by
+        topic and partition: for admin tools and metrics, which must not read `Group`."""
+        return [
+            CommittedOffset(group.group_id, topic, partition, committed.offset)
+            for group in self.groups.values()
+            if group.state is not _S.DEAD
+            for (topic, partition), committed in sorted(group.offsets.items())
+        ]
 
     # --- OffsetDelete, and a group's end ------------------------------------------------
 
