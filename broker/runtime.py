@@ -30,7 +30,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
@@ -45,10 +45,63 @@ from coordinator import (
     RequestContext as CoordinatorContext,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import (
+    delete_groups,
+    describe_groups,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_groups,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    sync_group,
+)
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.records import build_batch, decode_records, iter_batches, validate_batch
 from protocol.schema import DecodeError
 
+if TYPE_CHECKING:
+    from broker.server import Broker
+    from broker.topics import Topic
+    from protocol.records import BatchHeader
+    from storage.log import Log
+
 log = logging.getLogger("broker.runtime")
+
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+
+# What a group API answers while __consumer_offsets is loading, where that is not
+# COORDINATOR_LOAD_IN_PROGRESS. As Kafka's GroupCoordinator.handleSyncGroup (the state of the
+# rebalance is lost: REBALANCE_IN_PROGRESS makes the member rejoin without rediscovering
+# the coordinator) and handleHeartbeat ("the group is still loading, so respond just
+# blindly": NONE).
+WHILE_LOADING: dict[type, ErrorCode] = {
+    SyncGroupRequest: ErrorCode.REBALANCE_IN_PROGRESS,
+    HeartbeatRequest: ErrorCode.NONE,
+}
+
+
+class Caller(Protocol):
+    """What the runtime reads of a request's context (broker.connection.RequestContext)."""
+
+    @property
+    def api_version(self) -> int: ...
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def client_host(self) -> str: ...
+
 
 REPLAY_READ_BYTES = 4 * 1024 * 1024
 
@@ -58,7 +111,7 @@ class _Parked:
 
     def __init__(self) -> None:
         self.event = trio.Event()
-        self.response: Any = None
+        self.response: object = None
 
 
 class _Appended:
@@ -71,7 +124,7 @@ class _Appended:
 
 
 class CoordinatorRuntime:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
         c = broker.config
         self.coordinator = GroupCoordinator(
@@ -101,7 +154,7 @@ class CoordinatorRuntime:
 
     # --- startup ---------------------------------------------------------------------------
 
-    def offsets_topic(self) -> Any:
+    def offsets_topic(self) -> Topic:
         """__consumer_offsets, created on first need (a group FindCoordinator or the first
         record to write), as Kafka creates it: a broker whose clients never use groups
         does not pay for its 50 partitions at start."""
@@ -122,7 +175,7 @@ class CoordinatorRuntime:
             log.info("created %s with %d partitions", OFFSETS_TOPIC, len(topic.partitions))
         return topic
 
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
@@ -141,13 +194,13 @@ class CoordinatorRuntime:
             )
             await self._timer()
 
-    async def _replay_partition(self, plog: Any) -> None:
+    async def _replay_partition(self, plog: Log) -> None:
         """Replay one partition: every record's effect is "the state of this key is now
         this value", so only the last record of each key matters (what the log cleaner
         keeps). The scan keeps the raw bytes of each key's last record, in the order of
         those last writes, and decodes only them: equivalent to replaying everything, and
         several times faster on an uncompacted log (decoding is most of replay's cost)."""
-        latest: dict[bytes, tuple[bytes | None, int, Any]] = {}
+        latest: dict[bytes, tuple[bytes | None, int, BatchHeader]] = {}
         offset = plog.log_start_offset
         end = plog.log_end_offset
         while offset < end:
@@ -184,7 +237,9 @@ class CoordinatorRuntime:
             if i % 4096 == 4095:
                 await trio.lowlevel.checkpoint()
 
-    def _skip(self, plog: Any, header: Any, error: Exception, offset: int | None = None) -> None:
+    def _skip(
+        self, plog: Log, header: BatchHeader, error: Exception, offset: int | None = None
+    ) -> None:
         """A damaged __consumer_offsets batch or record: Kafka fails the load of that
         partition; kmock skips what it cannot read, says so, and loads the rest, so one
         flipped bit costs the offsets it held, not every group on the partition."""
@@ -196,44 +251,119 @@ class CoordinatorRuntime:
         self.replay_errors += 1
         log.error("skipped unreadable %s of %s during replay: %s", where, plog.path.name, error)
 
+    # --- the group APIs --------------------------------------------------------------------
+    #
+    # One typed method per API, each named after it. Every one passes the one gate
+    # (`_while_loading`) first, then runs its coordinator verb.
+
+    async def join_group(self, ctx: Caller, request: JoinGroupRequest) -> JoinGroupResponse:
+        return await self._call(ctx, request, join_group.error_response, self.coordinator.join)
+
+    async def sync_group(self, ctx: Caller, request: SyncGroupRequest) -> SyncGroupResponse:
+        return await self._call(ctx, request, sync_group.error_response, self.coordinator.sync)
+
+    async def heartbeat(self, ctx: Caller, request: HeartbeatRequest) -> HeartbeatResponse:
+        return await self._call(
+            ctx,
+            request,
+            heartbeat.error_response,
+            self.coordinator.heartbeat,
+            postpones_only=True,
+        )
+
+    async def leave_group(self, ctx: Caller, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        return await self._call(ctx, request, leave_group.error_response, self.coordinator.leave)
+
+    async def offset_commit(
+        self, ctx: Caller, request: OffsetCommitRequest
+    ) -> OffsetCommitResponse:
+        wall_ms = self.broker.wall_ms()
+
+        def commit(c: CoordinatorContext, r: OffsetCommitRequest, token: int, now: int) -> Outcome:
+            return self.coordinator.commit_offsets(c, r, token, now, wall_ms)
+
+        return await self._call(
+            ctx, request, offset_commit.error_response, commit, postpones_only=True
+        )
+
+    async def offset_delete(
+        self, ctx: Caller, request: OffsetDeleteRequest
+    ) -> OffsetDeleteResponse:
+        return await self._call(
+            ctx, request, offset_delete.error_response, self.coordinator.delete_offsets
+        )
+
+    async def delete_groups(
+        self, ctx: Caller, request: DeleteGroupsRequest
+    ) -> DeleteGroupsResponse:
+        return await self._call(
+            ctx, request, delete_groups.error_response, self.coordinator.delete_groups
+        )
+
+    def offset_fetch(self, ctx: Caller, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        self._while_loading(ctx, request, offset_fetch.error_response)
+        return self.coordinator.fetch_offsets(self.context(ctx), request, self.broker.now_ms())
+
+    def describe_groups(
+        self, ctx: Caller, request: DescribeGroupsRequest
+    ) -> DescribeGroupsResponse:
+        self._while_loading(ctx, request, describe_groups.error_response)
+        return self.coordinator.describe_groups(self.context(ctx), request)
+
+    def list_groups(self, ctx: Caller, request: ListGroupsRequest) -> ListGroupsResponse:
+        self._while_loading(ctx, request, list_groups.error_response)
+        return self.coordinator.list_groups(self.context(ctx), request)
+
     # --- calls -----------------------------------------------------------------------------
 
-    def context(self, ctx: Any) -> CoordinatorContext:
+    def context(self, ctx: Caller) -> CoordinatorContext:
         return CoordinatorContext(
             api_version=ctx.api_version, client_id=ctx.client_id, client_host=ctx.client_host
         )
 
-    def check_loaded(self) -> None:
-        if not self.loaded:
+    def _while_loading(
+        self, ctx: Caller, request: _Req, error_response: Callable[[_Req, ErrorCode, int], _Resp]
+    ) -> _Resp | None:
+        """The one "not loaded yet" gate: None once __consumer_offsets is replayed; before,
+        the API's answer from WHILE_LOADING (placed by its `error_response`), or
+        COORDINATOR_LOAD_IN_PROGRESS raised for the dispatch site to place."""
+        if self.loaded:
+            return None
+        code = WHILE_LOADING.get(type(request))
+        if code is None:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "replaying __consumer_offsets")
+        return error_response(request, code, ctx.api_version)
 
-    async def call(
+    async def _call(
         self,
-        method: Callable[..., Outcome],
-        ctx: Any,
-        request: Any,
+        ctx: Caller,
+        request: _Req,
+        error_response: Callable[[_Req, ErrorCode, int], _Resp],
+        verb: Callable[[CoordinatorContext, _Req, int, int], Outcome],
         *,
         postpones_only: bool = False,
-        **kw: Any,
-    ) -> Any:
-        """Run a coordinator method that takes a token; wait for the reply to that token.
+    ) -> _Resp:
+        """Run a coordinator verb that takes a token; wait for the reply to that token.
 
-        `postpones_only`: the method can move deadlines only later (Heartbeat, OffsetCommit:
+        `postpones_only`: the verb can move deadlines only later (Heartbeat, OffsetCommit:
         a member's session restarts; a member that is not parked in a join or sync always
         has a deadline already), so the timer task need not wake to recompute the next one,
         a scan of every group; at worst it wakes at the old deadline and finds nothing due.
         """
-        self.check_loaded()
+        answer = self._while_loading(ctx, request, error_response)
+        if answer is not None:
+            return answer
         token = next(self._tokens)
         slot = self._parked[token] = _Parked()
         try:
-            outcome = method(self.context(ctx), request, token, self.broker.now_ms(), **kw)
+            outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
             if not postpones_only:
                 self._wake.set()
             await self.complete(outcome)
             if not slot.event.is_set():  # usually it is (not a JoinGroup parked for others)
                 await slot.event.wait()
-            return slot.response
+            # The coordinator answers each token with its API's response.
+            return cast(_Resp, slot.response)
         finally:
             self._parked.pop(token, None)
 

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 
+if TYPE_CHECKING:
+    from broker.runtime import CoordinatorRuntime
+
 
 async def handle(ctx: Any, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    runtime = ctx.broker.coordinator
-    runtime.check_loaded()
-    return runtime.coordinator.describe_groups(runtime.context(ctx), request)
+    runtime: CoordinatorRuntime = ctx.broker.coordinator
+    return runtime.describe_groups(ctx, request)

@@ -6,7 +6,7 @@ COORDINATOR_NOT_AVAILABLE and an explanation.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.messages.find_coordinator import (
@@ -14,6 +14,9 @@ from protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+
+if TYPE_CHECKING:
+    from broker.runtime import CoordinatorRuntime
 
 GROUP, TRANSACTION = 0, 1
 
@@ -28,7 +31,8 @@ def _lookup(ctx: Any, key: str, key_type: int) -> Coordinator:
             error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
             error_message="kmock does not support transactions",
         )
-    ctx.broker.coordinator.offsets_topic()  # Kafka creates it on the first group lookup
+    runtime: CoordinatorRuntime = ctx.broker.coordinator
+    runtime.offsets_topic()  # Kafka creates it on the first group lookup
     host, port = ctx.broker.advertised[0]
     return Coordinator(
         key=key,

@@ -1,14 +1,13 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+
+if TYPE_CHECKING:
+    from broker.runtime import CoordinatorRuntime
 
 
 async def handle(ctx: Any, request: HeartbeatRequest) -> HeartbeatResponse:
-    runtime = ctx.broker.coordinator
-    if not runtime.loaded:
-        # Kafka's answer while __consumer_offsets is loading: let the heartbeat through.
-        return HeartbeatResponse(error_code=ErrorCode.NONE)
-    return await runtime.call(runtime.coordinator.heartbeat, ctx, request, postpones_only=True)
+    runtime: CoordinatorRuntime = ctx.broker.coordinator
+    return await runtime.heartbeat(ctx, request)

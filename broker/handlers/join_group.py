@@ -1,10 +1,13 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 
+if TYPE_CHECKING:
+    from broker.runtime import CoordinatorRuntime
+
 
 async def handle(ctx: Any, request: JoinGroupRequest) -> JoinGroupResponse:
-    runtime = ctx.broker.coordinator
-    return await runtime.call(runtime.coordinator.join, ctx, request)
+    runtime: CoordinatorRuntime = ctx.broker.coordinator
+    return await runtime.join_group(ctx, request)

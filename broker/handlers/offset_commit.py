@@ -1,16 +1,13 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 
+if TYPE_CHECKING:
+    from broker.runtime import CoordinatorRuntime
+
 
 async def handle(ctx: Any, request: OffsetCommitRequest) -> OffsetCommitResponse:
-    runtime = ctx.broker.coordinator
-    return await runtime.call(
-        runtime.coordinator.commit_offsets,
-        ctx,
-        request,
-        postpones_only=True,
-        wall_ms=ctx.broker.wall_ms(),
-    )
+    runtime: CoordinatorRuntime = ctx.broker.coordinator
+    return await runtime.offset_commit(ctx, request)

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 
+if TYPE_CHECKING:
+    from broker.runtime import CoordinatorRuntime
+
 
 async def handle(ctx: Any, request: OffsetFetchRequest) -> OffsetFetchResponse:
-    runtime = ctx.broker.coordinator
-    runtime.check_loaded()
-    return runtime.coordinator.fetch_offsets(runtime.context(ctx), request, ctx.broker.now_ms())
+    runtime: CoordinatorRuntime = ctx.broker.coordinator
+    return runtime.offset_fetch(ctx, request)

@@ -1,14 +1,13 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+if TYPE_CHECKING:
+    from broker.runtime import CoordinatorRuntime
 
 
 async def handle(ctx: Any, request: SyncGroupRequest) -> SyncGroupResponse:
-    runtime = ctx.broker.coordinator
-    if not runtime.loaded:
-        # Kafka's answer while __consumer_offsets is loading: the member rejoins.
-        return SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
-    return await runtime.call(runtime.coordinator.sync, ctx, request)
+    runtime: CoordinatorRuntime = ctx.broker.coordinator
+    return await runtime.sync_group(ctx, request)
