@@ -54,8 +54,8 @@ import functools
 from collections.abc import Iterator
 from enum import Enum
 
-from coordinator.classic.group import Group, Member, OffsetAndMetadata
-from coordinator.classic.membership import ClassicMembership, touch
+from coordinator.classic.group import Group, Member, OffsetAndMetadata, touch
+from coordinator.classic.membership import ClassicMembership
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
@@ -68,6 +68,7 @@ from coordinator.writes import (
     StaticMemberWrite,
     TombstoneWrite,
     Writes,
+    group_write_error,
 )
 from protocol.consumer_offsets import (
     GroupMetadataKey,
@@ -77,6 +78,7 @@ from protocol.consumer_offsets import (
     decode_record,
 )
 from protocol.errors import ErrorCode
+from protocol.messages import sync_group
 from protocol.messages.delete_groups import (
     DeletableGroupResult,
     DeleteGroupsRequest,
@@ -94,13 +96,10 @@ from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
 )
-from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
-from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.messages.sync_group import SyncGroupRequest
 
 __all__ = ["CoordinatorConfig", "GroupCoordinator", "Outcome", "Reply", "RequestContext"]
 
@@ -297,13 +296,26 @@ class GroupCoordinator:
     ) -> Outcome:
         """Delete Empty groups with their offsets (tombstones); NON_EMPTY_GROUP otherwise."""
         out = OutcomeBuilder()
-        results = []
+        results: list[DeletableGroupResult] = []
+
+        def failed(error: ErrorCode) -> DeleteGroupsResponse:
+            """Should the tombstones not be written: the deleted groups carry the error,
+            the others keep their answer."""
+            return DeleteGroupsResponse(
+                results=[
+                    DeletableGroupResult(group_id=r.group_id, error_code=error)
+                    if r.error_code == _E.NONE
+                    else r
+                    for r in results
+                ]
+            )
+
         for group_id in dict.fromkeys(request.groups_names):
             group = self._groups.get(group_id)
             if group is None or group.state is _S.DEAD:
                 code = _E.GROUP_ID_NOT_FOUND
             elif group.state is _S.EMPTY:
-                self.offsets.bury(group, [], now_ms, out, token)
+                self.offsets.bury(group, [], now_ms, out, (token, failed))
                 code = _E.NONE
             else:
                 code = _E.NON_EMPTY_GROUP
@@ -330,15 +342,15 @@ class GroupCoordinator:
         rebalances, a static member's replacement is undone. Replies that did not depend on
         the records stand.
         """
-        group_error = _group_write_error(code)
+        group_error = group_write_error(code)
         out = OutcomeBuilder()
-        failed: dict[int, ErrorCode] = {}
+        commits: set[int] = set()  # tokens of OffsetCommits with a record not written
         special: dict[int, object] = {}
         for record in outcome.records:
             effect = self._writes.take(record)
             if isinstance(effect, CommitWrite):
                 self.offsets.commit_failed(effect)
-                failed[effect.token] = _offset_write_error(code)
+                commits.add(effect.token)
             elif isinstance(effect, AssignmentWrite):
                 group = effect.group
                 if (
@@ -350,7 +362,10 @@ class GroupCoordinator:
                         member.assignment = b""
                     self.membership.prepare_rebalance(group, now_ms, out)
                     assert not out.records, "a Stable group's members must all rejoin first"
-                failed.update(dict.fromkeys(effect.tokens, group_error))
+                for p in effect.parked:
+                    special[p.token] = sync_group.error_response(
+                        p.request, group_error, p.api_version
+                    )
             elif isinstance(effect, StaticMemberWrite):
                 special[effect.token] = self.membership.undo_static_member(
                     effect, group_error, now_ms
@@ -358,14 +373,16 @@ class GroupCoordinator:
             elif isinstance(effect, TombstoneWrite):
                 if effect.group is not None:
                     self._forget(effect.group)
-                if effect.token is not None:
-                    failed[effect.token] = group_error
+                if effect.reply is not None:
+                    token, failed = effect.reply
+                    special[token] = failed(group_error)
         replies = []
         for reply in outcome.replies:
             if reply.token in special:
                 replies.append(Reply(reply.token, special[reply.token]))
-            elif reply.token in failed:
-                replies.append(Reply(reply.token, _with_error(reply.response, failed[reply.token])))
+            elif reply.token in commits:
+                failed_commit = self.offsets.failed_commit(reply.response, code)
+                replies.append(Reply(reply.token, failed_commit))
             else:
                 replies.append(reply)
         return Outcome(
@@ -474,70 +491,6 @@ class GroupCoordinator:
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def _group_write_error(code: ErrorCode) -> ErrorCode:
-    """A failed __consumer_offsets write, as Kafka reports it to group requests."""
-    if code in (
-        _E.UNKNOWN_TOPIC_OR_PARTITION,
-        _E.NOT_ENOUGH_REPLICAS,
-        _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        _E.REQUEST_TIMED_OUT,
-    ):
-        return _E.COORDINATOR_NOT_AVAILABLE
-    if code in (_E.NOT_LEADER_OR_FOLLOWER, _E.KAFKA_STORAGE_ERROR):
-        return _E.NOT_COORDINATOR
-    if code in (_E.MESSAGE_SIZE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
-        return _E.UNKNOWN_SERVER_ERROR
-    return code
-
-
-def _offset_write_error(code: ErrorCode) -> ErrorCode:
-    """The same for OffsetCommit, where a record too large is INVALID_COMMIT_OFFSET_SIZE.
-
-    We differ from Kafka for a failed disk: Kafka answers NOT_COORDINATOR (its coordinator
-    may move to a healthy broker); kmock is the only broker, so it says what happened,
-    KAFKA_STORAGE_ERROR, which clients treat as retriable as well.
-    """
-    if code in (_E.MESSAGE_SIZE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
-        return _E.INVALID_COMMIT_OFFSET_SIZE
-    if code == _E.KAFKA_STORAGE_ERROR:
-        return code
-    return _group_write_error(code)
-
-
-def _with_error(response: object, error: ErrorCode) -> object:
-    """A reply whose records were not written, failed where its API keeps errors."""
-    if isinstance(response, OffsetCommitResponse):
-        return OffsetCommitResponse(
-            topics=[
-                OffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=error if p.error_code == _E.NONE else p.error_code,
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in response.topics
-            ]
-        )
-    if isinstance(response, SyncGroupResponse):
-        return SyncGroupResponse(error_code=error)
-    if isinstance(response, DeleteGroupsResponse):
-        return DeleteGroupsResponse(
-            results=[
-                DeletableGroupResult(
-                    group_id=r.group_id,
-                    error_code=error if r.error_code == _E.NONE else r.error_code,
-                )
-                for r in response.results
-            ]
-        )
-    assert isinstance(response, OffsetDeleteResponse), response
-    return OffsetDeleteResponse(error_code=error)
 
 
 def _loaded_group(group_id: str, value: GroupMetadataValue, now_ms: int) -> Group:

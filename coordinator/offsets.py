@@ -19,8 +19,10 @@ from coordinator.classic.group import (
     Member,
     OffsetAndMetadata,
     TopicPartition,
+    check_generation,
+    member_error,
+    touch,
 )
-from coordinator.classic.membership import check_generation, member_error, touch
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
@@ -31,8 +33,9 @@ from coordinator.records import (
     offset_commit_record,
     offset_tombstone,
 )
-from coordinator.writes import CommitWrite, TombstoneWrite, Writes
+from coordinator.writes import CommitWrite, TombstoneWrite, Writes, group_write_error
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import offset_delete
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -280,6 +283,28 @@ class OffsetManager:
             for (topic, partition), committed in sorted(group.offsets.items())
         ]
 
+    def failed_commit(self, response: object, code: ErrorCode) -> OffsetCommitResponse:
+        """An OffsetCommit answer whose records were not written (`code`, a storage error):
+        the partitions written carry the error, those refused before keep theirs, as
+        Kafka's GroupMetadataManager.storeOffsets answers (OFFSET_METADATA_TOO_LARGE stays)."""
+        assert isinstance(response, OffsetCommitResponse), response
+        error = _offset_write_error(code)
+        return OffsetCommitResponse(
+            topics=[
+                OffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        OffsetCommitResponsePartition(
+                            partition_index=p.partition_index,
+                            error_code=error if p.error_code == _E.NONE else p.error_code,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in response.topics
+            ]
+        )
+
     # --- OffsetDelete, and a group's end ------------------------------------------------
 
     def delete_offsets(
@@ -320,10 +345,15 @@ class OffsetManager:
             tp for tp in eligible if tp in group.offsets or tp in group.pending_offset_commits
         ]
         tombstones = self.drop_offsets(group, removed)
+        version = ctx.api_version
+
+        def failed(error: ErrorCode) -> OffsetDeleteResponse:
+            return offset_delete.error_response(request, error, version)
+
         if group.state is _S.EMPTY and not group.has_offsets():
-            self.bury(group, tombstones, now_ms, out, token)
+            self.bury(group, tombstones, now_ms, out, (token, failed))
         else:
-            self.writes.emit_all(out, tombstones, TombstoneWrite(None, token))
+            self.writes.emit_all(out, tombstones, TombstoneWrite(None, (token, failed)))
         out.reply(token, OffsetDeleteResponse(error_code=_E.NONE, topics=topics))
         return out.outcome()
 
@@ -343,7 +373,7 @@ class OffsetManager:
         tombstones: list[CoordinatorRecord],
         now_ms: int,
         out: OutcomeBuilder,
-        token: int | None,
+        reply: tuple[int, Callable[[ErrorCode], object]] | None,
     ) -> None:
         """An Empty group without a future: Dead, with tombstones for what is left of it.
 
@@ -359,7 +389,7 @@ class OffsetManager:
         group.transition_to(_S.DEAD, now_ms)
         out.dead_groups.append(group.group_id)
         if records:
-            self.writes.emit_all(out, records, TombstoneWrite(group, token))
+            self.writes.emit_all(out, records, TombstoneWrite(group, reply))
         else:
             del self.groups[group.group_id]
 
@@ -436,3 +466,17 @@ def _commit_done(effect: CommitWrite) -> None:
     pending[effect.partition] -= 1
     if pending[effect.partition] <= 0:
         del pending[effect.partition]
+
+
+def _offset_write_error(code: ErrorCode) -> ErrorCode:
+    """The same for OffsetCommit, where a record too large is INVALID_COMMIT_OFFSET_SIZE.
+
+    We differ from Kafka for a failed disk: Kafka answers NOT_COORDINATOR (its coordinator
+    may move to a healthy broker); kmock is the only broker, so it says what happened,
+    KAFKA_STORAGE_ERROR, which clients treat as retriable as well.
+    """
+    if code in (_E.MESSAGE_SIZE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
+        return _E.INVALID_COMMIT_OFFSET_SIZE
+    if code == _E.KAFKA_STORAGE_ERROR:
+        return code
+    return group_write_error(code)

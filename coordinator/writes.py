@@ -10,12 +10,14 @@ deferred events, completed when the high watermark passes the write).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from coordinator.classic.group import Group, OffsetAndMetadata, TopicPartition
+from coordinator.classic.group import Group, OffsetAndMetadata, Parked, TopicPartition
 from coordinator.outcome import OutcomeBuilder
 from coordinator.records import CoordinatorRecord
+from protocol.errors import ErrorCode
+from protocol.messages.sync_group import SyncGroupRequest
 
 __all__ = [
     "AssignmentWrite",
@@ -24,6 +26,7 @@ __all__ = [
     "StaticMemberWrite",
     "TombstoneWrite",
     "Writes",
+    "group_write_error",
 ]
 
 
@@ -40,11 +43,11 @@ class CommitWrite:
 
 @dataclass(frozen=True, slots=True)
 class AssignmentWrite:
-    """The leader's assignment; the SyncGroup replies of `tokens` stand or fall with it."""
+    """The leader's assignment; the parked SyncGroups answered with it stand or fall with it."""
 
     group: Group
     generation_id: int
-    tokens: tuple[int, ...]
+    parked: tuple[Parked[SyncGroupRequest], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +71,15 @@ class TombstoneWrite:
     """Tombstones: a Dead `group` leaves memory once they are written (durable or not)."""
 
     group: Group | None
-    token: int | None  # the DeleteGroups/OffsetDelete reply that depends on them
+    # The DeleteGroups/OffsetDelete reply that depends on them, and that reply should they
+    # not be written, given the error (None: expiry, which nobody waits for).
+    reply: tuple[int, Callable[[ErrorCode], object]] | None
 
 
 Effect = CommitWrite | AssignmentWrite | StaticMemberWrite | TombstoneWrite
+
+
+_E = ErrorCode
 
 
 class Writes:
@@ -117,3 +125,23 @@ class Writes:
                 and effect.partition in wanted
             ):
                 effect.cancelled = True
+
+
+def group_write_error(code: ErrorCode) -> ErrorCode:
+    """A failed __consumer_offsets write, as Kafka reports it to group requests."""
+    if code in (
+        _E.UNKNOWN_TOPIC_OR_PARTITION,
+        _E.NOT_ENOUGH_REPLICAS,
+        _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        _E.REQUEST_TIMED_OUT,
+    ):
+        return _E.COORDINATOR_NOT_AVAILABLE
+    if code in (_E.NOT_LEADER_OR_FOLLOWER, _E.KAFKA_STORAGE_ERROR):
+        return _E.NOT_COORDINATOR
+    if code in (
+        _E.MESSAGE_SIZE_TOO_LARGE,
+        _E.RECORD_LIST_TOO_LARGE,
+        _E.INVALID_FETCH_SIZE,
+    ):
+        return _E.UNKNOWN_SERVER_ERROR
+    return code

@@ -13,8 +13,9 @@ durable (a SyncGroup's assignment, a static member replaced without a rebalance)
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
-from coordinator.classic.group import Group, Member, Parked
+from coordinator.classic.group import Group, Member, Parked, check_generation, member_error, touch
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
@@ -22,6 +23,7 @@ from coordinator.outcome import GenerationStarted, Outcome, OutcomeBuilder, Repl
 from coordinator.records import group_metadata_record
 from coordinator.writes import AssignmentWrite, StaticMemberWrite, Writes
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import join_group, sync_group
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.join_group import (
     JoinGroupRequest,
@@ -36,13 +38,7 @@ from protocol.messages.leave_group import (
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
-__all__ = [
-    "NEW_MEMBER_JOIN_TIMEOUT_MS",
-    "ClassicMembership",
-    "check_generation",
-    "member_error",
-    "touch",
-]
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "ClassicMembership"]
 
 _S = GroupState
 _E = ErrorCode
@@ -82,23 +78,23 @@ class ClassicMembership:
         version = ctx.api_version
         group_id, member_id = request.group_id, request.member_id
         if not group_id:
-            out.reply(token, _join_error(version, _E.INVALID_GROUP_ID, member_id))
+            out.reply(token, _join_error(request, version, _E.INVALID_GROUP_ID, member_id))
             return out.outcome()
         cfg = self.config
         timeout = request.session_timeout_ms
         if not cfg.group_min_session_timeout_ms <= timeout <= cfg.group_max_session_timeout_ms:
-            out.reply(token, _join_error(version, _E.INVALID_SESSION_TIMEOUT, member_id))
+            out.reply(token, _join_error(request, version, _E.INVALID_SESSION_TIMEOUT, member_id))
             return out.outcome()
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
-                out.reply(token, _join_error(version, _E.UNKNOWN_MEMBER_ID, member_id))
+                out.reply(token, _join_error(request, version, _E.UNKNOWN_MEMBER_ID, member_id))
                 return out.outcome()
             group = self.groups[group_id] = Group(group_id, _S.EMPTY, now_ms)
 
         if not self._accepts_joining_member(group, member_id):
             group.remove(member_id)
-            out.reply(token, _join_error(version, _E.GROUP_MAX_SIZE_REACHED, ""))
+            out.reply(token, _join_error(request, version, _E.GROUP_MAX_SIZE_REACHED, ""))
         elif not member_id:
             self._join_new_member(ctx, request, group, token, now_ms, out)
         else:
@@ -129,10 +125,10 @@ class ClassicMembership:
     ) -> None:
         version = ctx.api_version
         if group.state is _S.DEAD:
-            out.reply(token, _join_error(version, _E.COORDINATOR_NOT_AVAILABLE, ""))
+            out.reply(token, _join_error(request, version, _E.COORDINATOR_NOT_AVAILABLE, ""))
             return
         if not group.supports_protocols(request.protocol_type, _protocol_names(request)):
-            out.reply(token, _join_error(version, _E.INCONSISTENT_GROUP_PROTOCOL, ""))
+            out.reply(token, _join_error(request, version, _E.INCONSISTENT_GROUP_PROTOCOL, ""))
             return
         instance_id = request.group_instance_id
         new_member_id = f"{ctx.client_id if instance_id is None else instance_id}-{uuid.uuid4()}"
@@ -146,7 +142,7 @@ class ClassicMembership:
                 )
         elif version >= 4:
             group.pending_members[new_member_id] = now_ms + request.session_timeout_ms
-            out.reply(token, _join_error(version, _E.MEMBER_ID_REQUIRED, new_member_id))
+            out.reply(token, _join_error(request, version, _E.MEMBER_ID_REQUIRED, new_member_id))
         else:
             self._add_member(ctx, request, group, new_member_id, token, now_ms, out)
 
@@ -161,10 +157,12 @@ class ClassicMembership:
     ) -> None:
         version, member_id = ctx.api_version, request.member_id
         if group.state is _S.DEAD:
-            out.reply(token, _join_error(version, _E.COORDINATOR_NOT_AVAILABLE, member_id))
+            out.reply(token, _join_error(request, version, _E.COORDINATOR_NOT_AVAILABLE, member_id))
             return
         if not group.supports_protocols(request.protocol_type, _protocol_names(request)):
-            out.reply(token, _join_error(version, _E.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            out.reply(
+                token, _join_error(request, version, _E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            )
             return
         # A pending member is dynamic. Kafka fails (UNKNOWN_SERVER_ERROR) on a pending id sent
         # with a group_instance_id; here that request meets the static-member checks instead.
@@ -173,7 +171,7 @@ class ClassicMembership:
             return
         error = member_error(group, member_id, request.group_instance_id)
         if error is not None:
-            out.reply(token, _join_error(version, error, member_id))
+            out.reply(token, _join_error(request, version, error, member_id))
             return
         member = group.members[member_id]
         touch(member, now_ms)
@@ -215,7 +213,7 @@ class ClassicMembership:
             protocol_type=request.protocol_type,
             protocols=_protocols(request),
             is_new=True,
-            awaiting_join=Parked(token, ctx.api_version),
+            awaiting_join=Parked(token, ctx.api_version, request),
             heartbeat_deadline_ms=now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS,
         )
         if group.state is _S.PREPARING_REBALANCE and group.previous_state is _S.EMPTY:
@@ -237,7 +235,12 @@ class ClassicMembership:
             superseded = member.awaiting_join
             out.reply(
                 superseded.token,
-                _join_error(superseded.api_version, _E.REBALANCE_IN_PROGRESS, member.member_id),
+                _join_error(
+                    superseded.request,
+                    superseded.api_version,
+                    _E.REBALANCE_IN_PROGRESS,
+                    member.member_id,
+                ),
             )
         group.update_member(
             member,
@@ -245,7 +248,7 @@ class ClassicMembership:
             _rebalance_timeout_ms(ctx, request),
             request.session_timeout_ms,
         )
-        _park_join(member, token, ctx.api_version)
+        _park_join(member, token, ctx.api_version, request)
         self._maybe_prepare_rebalance(group, now_ms, out)
 
     def _replace_static_member(
@@ -277,7 +280,7 @@ class ClassicMembership:
             _rebalance_timeout_ms(ctx, request),
             request.session_timeout_ms,
         )
-        _park_join(member, token, version)
+        _park_join(member, token, version, request)
 
         if group.state is _S.STABLE:
             if group.protocol_name != group.select_protocol():
@@ -423,9 +426,9 @@ class ClassicMembership:
 
     def _propagate_assignment(
         self, group: Group, error: ErrorCode, now_ms: int, out: OutcomeBuilder
-    ) -> list[int]:
-        """Answer every parked SyncGroup: its assignment, or `error`. Returns the tokens."""
-        tokens = []
+    ) -> list[Parked[SyncGroupRequest]]:
+        """Answer every parked SyncGroup: its assignment, or `error`. Returns them."""
+        answered = []
         for member in group.members.values():
             if member.awaiting_sync is None:
                 continue
@@ -438,11 +441,11 @@ class ClassicMembership:
                     assignment=member.assignment,
                 )
             else:
-                response = SyncGroupResponse(error_code=error)
+                response = sync_group.error_response(parked.request, error, parked.api_version)
             out.reply(parked.token, response)
-            tokens.append(parked.token)
+            answered.append(parked)
             touch(member, now_ms)
-        return tokens
+        return answered
 
     # --- SyncGroup -------------------------------------------------------------------------
 
@@ -467,14 +470,20 @@ class ClassicMembership:
                 )
         out = OutcomeBuilder()
         if group.state is _S.PREPARING_REBALANCE:
-            out.reply(token, SyncGroupResponse(error_code=_E.REBALANCE_IN_PROGRESS))
+            out.reply(
+                token,
+                sync_group.error_response(request, _E.REBALANCE_IN_PROGRESS, ctx.api_version),
+            )
         elif group.state is _S.COMPLETING_REBALANCE:
-            if member.awaiting_sync is not None:
+            superseded = member.awaiting_sync
+            if superseded is not None:
                 out.reply(
-                    member.awaiting_sync.token,
-                    SyncGroupResponse(error_code=_E.REBALANCE_IN_PROGRESS),
+                    superseded.token,
+                    sync_group.error_response(
+                        superseded.request, _E.REBALANCE_IN_PROGRESS, superseded.api_version
+                    ),
                 )
-            _park_sync(member, token, ctx.api_version)
+            _park_sync(member, token, ctx.api_version, request)
             self._synced(group, member)
             if group.is_leader(member.member_id):
                 self._store_assignment(group, request, now_ms, out)
@@ -509,8 +518,8 @@ class ClassicMembership:
         for member_id, member in group.members.items():
             member.assignment = assignment[member_id]
         group.transition_to(_S.STABLE, now_ms)
-        tokens = self._propagate_assignment(group, _E.NONE, now_ms, out)
-        self.writes.emit(out, record, AssignmentWrite(group, group.generation_id, tuple(tokens)))
+        parked = self._propagate_assignment(group, _E.NONE, now_ms, out)
+        self.writes.emit(out, record, AssignmentWrite(group, group.generation_id, tuple(parked)))
 
     # --- Heartbeat, LeaveGroup -------------------------------------------------------------
 
@@ -593,10 +602,16 @@ class ClassicMembership:
         if member.awaiting_join is not None:
             parked, member.awaiting_join = member.awaiting_join, None
             member_id = member.member_id if error is _E.FENCED_INSTANCE_ID else ""
-            out.reply(parked.token, _join_error(parked.api_version, error, member_id))
+            out.reply(
+                parked.token,
+                _join_error(parked.request, parked.api_version, error, member_id),
+            )
         if member.awaiting_sync is not None:
-            parked, member.awaiting_sync = member.awaiting_sync, None
-            out.reply(parked.token, SyncGroupResponse(error_code=error))
+            syncing, member.awaiting_sync = member.awaiting_sync, None
+            out.reply(
+                syncing.token,
+                sync_group.error_response(syncing.request, error, syncing.api_version),
+            )
 
     def _rebalance_after_removal(self, group: Group, now_ms: int, out: OutcomeBuilder) -> None:
         """Members are gone: a settled group rebalances, a rebalancing one may be done."""
@@ -705,28 +720,18 @@ def _generation_started(group: Group) -> GenerationStarted:
     )
 
 
-def touch(member: Member, now_ms: int) -> None:
-    """A request from the member: its session runs from now.
-
-    A member waiting in a JoinGroup or SyncGroup keeps what it has (no deadline, or a
-    new member's join timeout), as Kafka counts it alive until it is answered.
-    """
-    if member.awaiting_join is None and member.awaiting_sync is None:
-        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
-
-
-def _park_join(member: Member, token: int, api_version: int) -> None:
+def _park_join(member: Member, token: int, api_version: int, request: JoinGroupRequest) -> None:
     """A known member waits in the join phase. It cannot heartbeat meanwhile (Kafka mutes
     the connection), so it is alive until answered, when its session restarts. A new
     member keeps its deadline: its first JoinGroup times out (NEW_MEMBER_JOIN_TIMEOUT_MS)."""
-    member.awaiting_join = Parked(token, api_version)
+    member.awaiting_join = Parked(token, api_version, request)
     if not member.is_new:
         member.heartbeat_deadline_ms = None
 
 
-def _park_sync(member: Member, token: int, api_version: int) -> None:
+def _park_sync(member: Member, token: int, api_version: int, request: SyncGroupRequest) -> None:
     """A member waits for the leader's assignment, alive until answered (as _park_join)."""
-    member.awaiting_sync = Parked(token, api_version)
+    member.awaiting_sync = Parked(token, api_version, request)
     member.heartbeat_deadline_ms = None
 
 
@@ -741,25 +746,6 @@ def _protocol_names(request: JoinGroupRequest) -> set[str]:
 def _rebalance_timeout_ms(ctx: RequestContext, request: JoinGroupRequest) -> int:
     """JoinGroup v0 has no rebalance timeout: the session timeout stands in (Kafka)."""
     return request.session_timeout_ms if ctx.api_version == 0 else request.rebalance_timeout_ms
-
-
-def member_error(group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
-    """Kafka's validateCurrentMember: a static member's instance id must map to the member id
-    sent (FENCED_INSTANCE_ID if another holds it); any other member must be known."""
-    if group_instance_id is not None:
-        current = group.static_members.get(group_instance_id)
-        if current is None:
-            return _E.UNKNOWN_MEMBER_ID
-        return None if current == member_id else _E.FENCED_INSTANCE_ID
-    return None if member_id in group.members else _E.UNKNOWN_MEMBER_ID
-
-
-def check_generation(group: Group, generation_id: int) -> None:
-    if generation_id != group.generation_id:
-        raise KafkaError(
-            _E.ILLEGAL_GENERATION,
-            f"group {group.group_id!r}: generation {generation_id} != {group.generation_id}",
-        )
 
 
 def _join_response(
@@ -791,5 +777,11 @@ def _join_response(
     )
 
 
-def _join_error(version: int, error: ErrorCode, member_id: str) -> JoinGroupResponse:
-    return _join_response(version, error=error, member_id=member_id)
+def _join_error(
+    request: JoinGroupRequest, version: int, error: ErrorCode, member_id: str
+) -> JoinGroupResponse:
+    """JoinGroup's error_response, with the member id the error is about (the one sent, or
+    the one assigned with MEMBER_ID_REQUIRED), which Kafka's error answers carry."""
+    response = join_group.error_response(request, error, version)
+    # Messages are dataclasses at runtime (protocol.schema.Struct); mypy cannot see it.
+    return replace(response, member_id=member_id)  # type: ignore[type-var]
