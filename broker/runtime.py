@@ -35,15 +35,11 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 import trio
 
 from broker.topics import OFFSETS_TOPIC
-from coordinator import (
-    CoordinatorConfig,
-    CoordinatorRecord,
-    GroupCoordinator,
-    Outcome,
-)
-from coordinator import (
-    RequestContext as CoordinatorContext,
-)
+from coordinator.config import CoordinatorConfig
+from coordinator.coordinator import GroupCoordinator
+from coordinator.outcome import Outcome
+from coordinator.outcome import RequestContext as CoordinatorContext
+from coordinator.records import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     delete_groups,
@@ -126,18 +122,8 @@ class _Appended:
 class CoordinatorRuntime:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        c = broker.config
         self.coordinator = GroupCoordinator(
-            CoordinatorConfig(
-                offsets_topic_num_partitions=c["offsets.topic.num.partitions"],
-                group_min_session_timeout_ms=c["group.min.session.timeout.ms"],
-                group_max_session_timeout_ms=c["group.max.session.timeout.ms"],
-                group_initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
-                group_max_size=c["group.max.size"],
-                offsets_retention_minutes=c["offsets.retention.minutes"],
-                offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
-                offset_metadata_max_bytes=c["offset.metadata.max.bytes"],
-            )
+            CoordinatorConfig.from_settings(broker.config.__getitem__)
         )
         self.loaded = False
         self.replayed_records = 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from broker.config import load_config
+from broker.config import SETTINGS, load_config
 from broker.connection import RequestContext
 from broker.handlers import (
     delete_groups,
@@ -26,6 +26,7 @@ from broker.handlers import (
 )
 from broker.runtime import CoordinatorRuntime
 from broker.server import Broker
+from coordinator.config import COORDINATOR_SETTINGS, CoordinatorConfig
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
@@ -94,3 +95,11 @@ async def test_other_group_apis_while_loading_get_coordinator_load_in_progress(
     with pytest.raises(KafkaError) as e:
         await handler.handle(_ctx(broker, version), request_)
     assert e.value.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def test_the_broker_settings_default_to_the_coordinator_table() -> None:
+    config = load_config()
+    assert CoordinatorConfig.from_settings(config.__getitem__) == CoordinatorConfig()
+    for name, setting in COORDINATOR_SETTINGS.items():
+        assert SETTINGS[name].default == setting.default
+    assert SETTINGS["group.initial.rebalance.delay.ms"].kafka_default == 3000

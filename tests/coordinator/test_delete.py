@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator import GroupCoordinator, GroupState, Outcome
+from coordinator.classic.state import GroupState
+from coordinator.coordinator import GroupCoordinator
+from coordinator.outcome import Outcome
 from protocol.errors import ErrorCode
 from protocol.messages.offset_delete import (
     OffsetDeleteRequest,

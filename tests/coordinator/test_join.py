@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import GenerationStarted, GroupState
+from coordinator.classic.state import GroupState
+from coordinator.outcome import GenerationStarted
 from protocol.errors import ErrorCode
 from tests.coordinator.builders import (
     GROUP,

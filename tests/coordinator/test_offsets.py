@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import CommittedOffset, GroupState
 from coordinator.classic.group import OffsetAndMetadata
+from coordinator.classic.state import GroupState
+from coordinator.offsets import CommittedOffset
 from protocol.errors import ErrorCode
 from tests.coordinator.builders import (
     GROUP,
