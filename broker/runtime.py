@@ -1,7 +1,8 @@
 """CoordinatorRuntime: drives the pure group coordinator from the trio world.
 
 The coordinator (coordinator/) is a synchronous state machine that returns
-`Outcome(replies, records)` and never waits. This runtime:
+`Outcome(replies, records)` and never waits. The group handlers call this runtime's typed
+methods, one per API (`join_group`, `sync_group`, ..., `list_groups`). This runtime:
 
   * issues an opaque token per request and parks the request until a reply for its token
     appears in some outcome (JoinGroup and SyncGroup wait for other members);
@@ -16,8 +17,11 @@ The coordinator (coordinator/) is a synchronous state machine that returns
     and, on a busy disk, slower than some clients' poll loops tolerate;
   * runs the timer task: sleep until `next_deadline_ms()` (or until a call may have moved
     it), then `expire(now_ms, wall_ms)`;
-  * replays __consumer_offsets at start. Until that is done, group requests are answered
-    with COORDINATOR_LOAD_IN_PROGRESS and `broker.ready` stays unset.
+  * replays __consumer_offsets at start. Until that is done, `broker.ready` stays unset
+    and group requests meet one gate: COORDINATOR_LOAD_IN_PROGRESS, or the API's own
+    answer in WHILE_LOADING;
+  * logs and counts what the outcomes report: rebalances (`generations`) and groups that
+    died (`dead_groups`).
 
 Coordinator methods are synchronous, so under trio they run without interruption: no locks.
 """
