@@ -155,22 +155,11 @@ def refresh_gauges(broker: Any) -> None:
     for state, count in by_state.items():
         metrics.groups.labels(state).set(count)
     metrics.consumer_lag.clear()
-    for group_id, topic, partition, committed in _committed_offsets(runtime):
-        t = broker.topics.get(topic)
-        if t is None or not 0 <= partition < len(t.partitions):
+    for c in runtime.coordinator.committed_offsets():
+        t = broker.topics.get(c.topic)
+        if t is None or not 0 <= c.partition < len(t.partitions):
             continue  # offsets of a deleted topic: no log end to compare with
-        end = t.partitions[partition].log.log_end_offset
-        metrics.consumer_lag.labels(group_id, topic, str(partition)).set(max(0, end - committed))
-
-
-def _committed_offsets(runtime: Any) -> list[tuple[str, str, int, int]]:
-    """(group_id, topic, partition, committed offset) of every live group, from memory."""
-    coordinator = runtime.coordinator
-    out = []
-    for group_id in coordinator.group_ids():
-        group = coordinator.group(group_id)
-        if group is None:
-            continue
-        for (topic, partition), committed in sorted(group.offsets.items()):
-            out.append((group_id, topic, partition, committed.offset))
-    return out
+        end = t.partitions[c.partition].log.log_end_offset
+        metrics.consumer_lag.labels(c.group_id, c.topic, str(c.partition)).set(
+            max(0, end - c.offset)
+        )

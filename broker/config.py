@@ -19,10 +19,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.config import COORDINATOR_SETTINGS
+
 __all__ = ["SETTINGS", "Config", "ConfigError", "Setting", "load_config", "parse_properties"]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+_GROUP = COORDINATOR_SETTINGS
 
 
 class ConfigError(ValueError):
@@ -345,26 +348,56 @@ SETTINGS: dict[str, Setting] = {
             min_value=0,
         ),
         # --- group coordinator ---
-        _s("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets."),
+        _s(
+            "offsets.topic.num.partitions",
+            "int",
+            _GROUP["offsets.topic.num.partitions"].default,
+            "Partitions of __consumer_offsets.",
+        ),
         _s("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets."),
-        _s("offsets.retention.minutes", "int", 10080, "How long committed offsets are kept."),
+        _s(
+            "offsets.retention.minutes",
+            "int",
+            _GROUP["offsets.retention.minutes"].default,
+            "How long committed offsets are kept.",
+        ),
         _s(
             "offsets.retention.check.interval.ms",
             "long",
-            600000,
+            _GROUP["offsets.retention.check.interval.ms"].default,
             "How often expired offsets are removed.",
         ),
-        _s("offset.metadata.max.bytes", "int", 4096, "Largest commit metadata string."),
-        _s("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout accepted."),
-        _s("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout accepted."),
+        _s(
+            "offset.metadata.max.bytes",
+            "int",
+            _GROUP["offset.metadata.max.bytes"].default,
+            "Largest commit metadata string.",
+        ),
+        _s(
+            "group.min.session.timeout.ms",
+            "int",
+            _GROUP["group.min.session.timeout.ms"].default,
+            "Smallest session timeout accepted.",
+        ),
+        _s(
+            "group.max.session.timeout.ms",
+            "int",
+            _GROUP["group.max.session.timeout.ms"].default,
+            "Largest session timeout accepted.",
+        ),
         _s(
             "group.initial.rebalance.delay.ms",
             "int",
-            0,
+            _GROUP["group.initial.rebalance.delay.ms"].default,
             "Wait for more members before the first rebalance of an empty group.",
-            kafka_default=3000,
+            kafka_default=_GROUP["group.initial.rebalance.delay.ms"].kafka_default,
         ),
-        _s("group.max.size", "int", INT_MAX, "Members a group may have."),
+        _s(
+            "group.max.size",
+            "int",
+            _GROUP["group.max.size"].default,
+            "Members a group may have.",
+        ),
     ]
 }
 

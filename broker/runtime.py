@@ -1,7 +1,8 @@
 """CoordinatorRuntime: drives the pure group coordinator from the trio world.
 
 The coordinator (coordinator/) is a synchronous state machine that returns
-`Outcome(replies, records)` and never waits. This runtime:
+`Outcome(replies, records)` and never waits. The group handlers call this runtime's typed
+methods, one per API (`join_group`, `sync_group`, ..., `list_groups`). This runtime:
 
   * issues an opaque token per request and parks the request until a reply for its token
     appears in some outcome (JoinGroup and SyncGroup wait for other members);
@@ -16,8 +17,11 @@ The coordinator (coordinator/) is a synchronous state machine that returns
     and, on a busy disk, slower than some clients' poll loops tolerate;
   * runs the timer task: sleep until `next_deadline_ms()` (or until a call may have moved
     it), then `expire(now_ms, wall_ms)`;
-  * replays __consumer_offsets at start. Until that is done, group requests are answered
-    with COORDINATOR_LOAD_IN_PROGRESS and `broker.ready` stays unset.
+  * replays __consumer_offsets at start. Until that is done, `broker.ready` stays unset
+    and group requests meet one gate: COORDINATOR_LOAD_IN_PROGRESS, or the API's own
+    answer in WHILE_LOADING;
+  * logs and counts what the outcomes report: rebalances (`generations`) and groups that
+    died (`dead_groups`).
 
 Coordinator methods are synchronous, so under trio they run without interruption: no locks.
 """
@@ -30,25 +34,90 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
-from broker.topics import OFFSETS_TOPIC
-from coordinator import (
-    CoordinatorConfig,
-    CoordinatorRecord,
-    GroupCoordinator,
-    Outcome,
-)
-from coordinator import (
-    RequestContext as CoordinatorContext,
-)
+from coordinator.config import CoordinatorConfig
+from coordinator.coordinator import GroupCoordinator
+from coordinator.outcome import Outcome
+from coordinator.outcome import RequestContext as CoordinatorContext
+from coordinator.records import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import (
+    delete_groups,
+    describe_groups,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_groups,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    sync_group,
+)
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.records import build_batch, decode_records, iter_batches, validate_batch
 from protocol.schema import DecodeError
+from storage.layout import OFFSETS_TOPIC
+
+if TYPE_CHECKING:
+    from broker.config import Config
+    from broker.durability import Durability
+    from broker.metrics import Metrics
+    from broker.topics import Topic, TopicRegistry
+    from protocol.records import BatchHeader
+    from storage.log import Log
 
 log = logging.getLogger("broker.runtime")
+
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+
+# What a group API answers while __consumer_offsets is loading, where that is not
+# COORDINATOR_LOAD_IN_PROGRESS. As Kafka's GroupCoordinator.handleSyncGroup (the state of the
+# rebalance is lost: REBALANCE_IN_PROGRESS makes the member rejoin without rediscovering
+# the coordinator) and handleHeartbeat ("the group is still loading, so respond just
+# blindly": NONE).
+WHILE_LOADING: dict[type, ErrorCode] = {
+    SyncGroupRequest: ErrorCode.REBALANCE_IN_PROGRESS,
+    HeartbeatRequest: ErrorCode.NONE,
+}
+
+
+class Broker(Protocol):
+    """What the runtime uses of broker.broker.Broker (a Protocol, so that the broker module,
+    which owns the runtime, is not imported back)."""
+
+    config: Config
+    topics: TopicRegistry
+    metrics: Metrics
+    durability: Durability
+    ready: trio.Event
+
+    def now_ms(self) -> int: ...
+    def wall_ms(self) -> int: ...
+
+
+class Caller(Protocol):
+    """What the runtime reads of a request's context (broker.connection.RequestContext)."""
+
+    @property
+    def api_version(self) -> int: ...
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def client_host(self) -> str: ...
+
 
 REPLAY_READ_BYTES = 4 * 1024 * 1024
 
@@ -58,7 +127,7 @@ class _Parked:
 
     def __init__(self) -> None:
         self.event = trio.Event()
-        self.response: Any = None
+        self.response: object = None
 
 
 class _Appended:
@@ -71,20 +140,10 @@ class _Appended:
 
 
 class CoordinatorRuntime:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        c = broker.config
         self.coordinator = GroupCoordinator(
-            CoordinatorConfig(
-                offsets_topic_num_partitions=c["offsets.topic.num.partitions"],
-                group_min_session_timeout_ms=c["group.min.session.timeout.ms"],
-                group_max_session_timeout_ms=c["group.max.session.timeout.ms"],
-                group_initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
-                group_max_size=c["group.max.size"],
-                offsets_retention_minutes=c["offsets.retention.minutes"],
-                offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
-                offset_metadata_max_bytes=c["offset.metadata.max.bytes"],
-            )
+            CoordinatorConfig.from_settings(broker.config.__getitem__)
         )
         self.loaded = False
         self.replayed_records = 0
@@ -98,32 +157,16 @@ class CoordinatorRuntime:
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
         self._pending: dict[int, collections.deque[_Appended]] = {}
-        self._generations: dict[str, int] = {}  # last generation logged, per group
 
     # --- startup ---------------------------------------------------------------------------
 
-    def offsets_topic(self) -> Any:
+    def offsets_topic(self) -> Topic:
         """__consumer_offsets, created on first need (a group FindCoordinator or the first
         record to write), as Kafka creates it: a broker whose clients never use groups
         does not pay for its 50 partitions at start."""
-        registry = self.broker.topics
-        topic = registry.get(OFFSETS_TOPIC)
-        if topic is None:
-            c = self.broker.config
-            topic = registry.create(
-                OFFSETS_TOPIC,
-                c["offsets.topic.num.partitions"],
-                {
-                    "cleanup.policy": "compact",
-                    "segment.bytes": str(c["offsets.topic.segment.bytes"]),
-                },
-                now_wall_ms=self.broker.wall_ms(),
-                internal=True,
-            )
-            log.info("created %s with %d partitions", OFFSETS_TOPIC, len(topic.partitions))
-        return topic
+        return self.broker.topics.offsets_topic(now_wall_ms=self.broker.wall_ms())
 
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
@@ -132,10 +175,6 @@ class CoordinatorRuntime:
             for p in topic.partitions if topic is not None else ():
                 await self._replay_partition(p.log)
             self.coordinator.finish_load(self.broker.now_ms())
-            for group_id in self.coordinator.group_ids():
-                group = self.coordinator.group(group_id)
-                if group is not None:
-                    self._generations[group_id] = group.generation_id
             self.loaded = True
             self.broker.ready.set()
             log.info(
@@ -146,13 +185,13 @@ class CoordinatorRuntime:
             )
             await self._timer()
 
-    async def _replay_partition(self, plog: Any) -> None:
+    async def _replay_partition(self, plog: Log) -> None:
         """Replay one partition: every record's effect is "the state of this key is now
         this value", so only the last record of each key matters (what the log cleaner
         keeps). The scan keeps the raw bytes of each key's last record, in the order of
         those last writes, and decodes only them: equivalent to replaying everything, and
         several times faster on an uncompacted log (decoding is most of replay's cost)."""
-        latest: dict[bytes, tuple[bytes | None, int, Any]] = {}
+        latest: dict[bytes, tuple[bytes | None, int, BatchHeader]] = {}
         offset = plog.log_start_offset
         end = plog.log_end_offset
         while offset < end:
@@ -189,7 +228,9 @@ class CoordinatorRuntime:
             if i % 4096 == 4095:
                 await trio.lowlevel.checkpoint()
 
-    def _skip(self, plog: Any, header: Any, error: Exception, offset: int | None = None) -> None:
+    def _skip(
+        self, plog: Log, header: BatchHeader, error: Exception, offset: int | None = None
+    ) -> None:
         """A damaged __consumer_offsets batch or record: Kafka fails the load of that
         partition; kmock skips what it cannot read, says so, and loads the rest, so one
         flipped bit costs the offsets it held, not every group on the partition."""
@@ -201,52 +242,125 @@ class CoordinatorRuntime:
         self.replay_errors += 1
         log.error("skipped unreadable %s of %s during replay: %s", where, plog.path.name, error)
 
+    # --- the group APIs --------------------------------------------------------------------
+    #
+    # One typed method per API, each named after it. Every one passes the one gate
+    # (`_while_loading`) first, then runs its coordinator verb.
+
+    async def join_group(self, ctx: Caller, request: JoinGroupRequest) -> JoinGroupResponse:
+        return await self._call(ctx, request, join_group.error_response, self.coordinator.join)
+
+    async def sync_group(self, ctx: Caller, request: SyncGroupRequest) -> SyncGroupResponse:
+        return await self._call(ctx, request, sync_group.error_response, self.coordinator.sync)
+
+    async def heartbeat(self, ctx: Caller, request: HeartbeatRequest) -> HeartbeatResponse:
+        return await self._call(
+            ctx,
+            request,
+            heartbeat.error_response,
+            self.coordinator.heartbeat,
+            postpones_only=True,
+        )
+
+    async def leave_group(self, ctx: Caller, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        return await self._call(ctx, request, leave_group.error_response, self.coordinator.leave)
+
+    async def offset_commit(
+        self, ctx: Caller, request: OffsetCommitRequest
+    ) -> OffsetCommitResponse:
+        wall_ms = self.broker.wall_ms()
+
+        def commit(c: CoordinatorContext, r: OffsetCommitRequest, token: int, now: int) -> Outcome:
+            return self.coordinator.commit_offsets(c, r, token, now, wall_ms)
+
+        return await self._call(
+            ctx, request, offset_commit.error_response, commit, postpones_only=True
+        )
+
+    async def offset_delete(
+        self, ctx: Caller, request: OffsetDeleteRequest
+    ) -> OffsetDeleteResponse:
+        return await self._call(
+            ctx, request, offset_delete.error_response, self.coordinator.delete_offsets
+        )
+
+    async def delete_groups(
+        self, ctx: Caller, request: DeleteGroupsRequest
+    ) -> DeleteGroupsResponse:
+        return await self._call(
+            ctx, request, delete_groups.error_response, self.coordinator.delete_groups
+        )
+
+    def offset_fetch(self, ctx: Caller, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        self._while_loading(ctx, request, offset_fetch.error_response)
+        return self.coordinator.fetch_offsets(self.context(ctx), request, self.broker.now_ms())
+
+    def describe_groups(
+        self, ctx: Caller, request: DescribeGroupsRequest
+    ) -> DescribeGroupsResponse:
+        self._while_loading(ctx, request, describe_groups.error_response)
+        return self.coordinator.describe_groups(self.context(ctx), request)
+
+    def list_groups(self, ctx: Caller, request: ListGroupsRequest) -> ListGroupsResponse:
+        self._while_loading(ctx, request, list_groups.error_response)
+        return self.coordinator.list_groups(self.context(ctx), request)
+
     # --- calls -----------------------------------------------------------------------------
 
-    def context(self, ctx: Any) -> CoordinatorContext:
+    def context(self, ctx: Caller) -> CoordinatorContext:
         return CoordinatorContext(
             api_version=ctx.api_version, client_id=ctx.client_id, client_host=ctx.client_host
         )
 
-    def check_loaded(self) -> None:
-        if not self.loaded:
+    def _while_loading(
+        self, ctx: Caller, request: _Req, error_response: Callable[[_Req, ErrorCode, int], _Resp]
+    ) -> _Resp | None:
+        """The one "not loaded yet" gate: None once __consumer_offsets is replayed; before,
+        the API's answer from WHILE_LOADING (placed by its `error_response`), or
+        COORDINATOR_LOAD_IN_PROGRESS raised for the dispatch site to place."""
+        if self.loaded:
+            return None
+        code = WHILE_LOADING.get(type(request))
+        if code is None:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "replaying __consumer_offsets")
+        return error_response(request, code, ctx.api_version)
 
-    async def call(
+    async def _call(
         self,
-        method: Callable[..., Outcome],
-        ctx: Any,
-        request: Any,
+        ctx: Caller,
+        request: _Req,
+        error_response: Callable[[_Req, ErrorCode, int], _Resp],
+        verb: Callable[[CoordinatorContext, _Req, int, int], Outcome],
         *,
         postpones_only: bool = False,
-        **kw: Any,
-    ) -> Any:
-        """Run a coordinator method that takes a token; wait for the reply to that token.
+    ) -> _Resp:
+        """Run a coordinator verb that takes a token; wait for the reply to that token.
 
-        `postpones_only`: the method can move deadlines only later (Heartbeat, OffsetCommit:
+        `postpones_only`: the verb can move deadlines only later (Heartbeat, OffsetCommit:
         a member's session restarts; a member that is not parked in a join or sync always
         has a deadline already), so the timer task need not wake to recompute the next one,
         a scan of every group; at worst it wakes at the old deadline and finds nothing due.
         """
-        self.check_loaded()
+        answer = self._while_loading(ctx, request, error_response)
+        if answer is not None:
+            return answer
         token = next(self._tokens)
         slot = self._parked[token] = _Parked()
         try:
-            outcome = method(self.context(ctx), request, token, self.broker.now_ms(), **kw)
+            outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
             if not postpones_only:
                 self._wake.set()
-            group_id = getattr(request, "group_id", None)
-            if group_id is not None:
-                self._note_generation(group_id)
             await self.complete(outcome)
             if not slot.event.is_set():  # usually it is (not a JoinGroup parked for others)
                 await slot.event.wait()
-            return slot.response
+            # The coordinator answers each token with its API's response.
+            return cast(_Resp, slot.response)
         finally:
             self._parked.pop(token, None)
 
     async def complete(self, outcome: Outcome) -> None:
         """Append the outcome's records (durably), apply them, then deliver its replies."""
+        self._report(outcome)
         if not outcome.records:
             self._deliver(outcome)
             return
@@ -268,7 +382,9 @@ class CoordinatorRuntime:
                 for p in entry.partitions:
                     self._pending[p].remove(entry)
                 self._apply_ready(entry.partitions)
-            self._deliver(self.coordinator.on_append_failed(outcome, code, self.broker.now_ms()))
+            failed = self.coordinator.on_append_failed(outcome, code, self.broker.now_ms())
+            self._report(failed)
+            self._deliver(failed)
             self._wake.set()
             return
         if durable:
@@ -303,24 +419,22 @@ class CoordinatorRuntime:
                 self._apply(entry.outcome)
                 queue = self._pending.get(p)
 
-    def _note_generation(self, group_id: str) -> None:
-        """One INFO line and one metric per rebalance: a group entered a new generation."""
-        group = self.coordinator.group(group_id)
-        if group is None:
-            self._generations.pop(group_id, None)
-            return
-        if group.generation_id != self._generations.get(group_id, 0):
-            self._generations[group_id] = group.generation_id
+    def _report(self, outcome: Outcome) -> None:
+        """One INFO line and one metric per rebalance (a group entered a new generation),
+        one INFO line per group that died."""
+        for g in outcome.generations:
             log.info(
                 "group %s rebalanced: generation %d, %d members, protocol %s/%s, leader %s",
-                group_id,
-                group.generation_id,
-                len(group.members),
-                group.protocol_type,
-                group.protocol_name,
-                group.leader_id,
+                g.group_id,
+                g.generation_id,
+                g.members,
+                g.protocol_type,
+                g.protocol_name,
+                g.leader_id,
             )
-            self.broker.metrics.rebalances.labels(group_id).inc()
+            self.broker.metrics.rebalances.labels(g.group_id).inc()
+        for group_id in outcome.dead_groups:
+            log.info("group %s is dead: deleted, or its last offset expired", group_id)
 
     def _deliver(self, outcome: Outcome) -> None:
         for reply in outcome.replies:
@@ -339,8 +453,7 @@ class CoordinatorRuntime:
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
             batch = build_batch((r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records)
-            partition.log.append(batch, wall_ms=wall_ms)
-            partition.notify()
+            partition.append(batch, wall_ms=wall_ms)
             waits.append((partition.log, partition.log.log_end_offset))
         for plog, end in waits:
             if durable:
@@ -359,10 +472,8 @@ class CoordinatorRuntime:
             self._wake = trio.Event()
             if trio.current_time() * 1000 >= (deadline_ms if deadline_ms is not None else math.inf):
                 outcome = self.coordinator.expire(self.broker.now_ms(), self.broker.wall_ms())
-                for group_id in list(self._generations) + [
-                    g for g in self.coordinator.group_ids() if g not in self._generations
-                ]:
-                    self._note_generation(group_id)
                 if outcome.records or outcome.replies:
                     assert self._nursery is not None
                     self._nursery.start_soon(self.complete, outcome)
+                else:
+                    self._report(outcome)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from coordinator.group import Group, OffsetAndMetadata
+from coordinator.classic.group import Group, OffsetAndMetadata
 from protocol.consumer_offsets import (
     GroupMetadataKey,
     GroupMetadataValue,

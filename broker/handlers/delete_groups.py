@@ -6,4 +6,4 @@ from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsRes
 
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     runtime = ctx.broker.coordinator
-    return await runtime.call(runtime.coordinator.delete_groups, ctx, request)
+    return await runtime.delete_groups(ctx, request)

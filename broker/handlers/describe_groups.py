@@ -6,5 +6,4 @@ from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGro
 
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     runtime = ctx.broker.coordinator
-    runtime.check_loaded()
-    return runtime.coordinator.describe_groups(runtime.context(ctx), request)
+    return runtime.describe_groups(ctx, request)

@@ -28,7 +28,7 @@ from protocol.messages.fetch import (
 
 
 def _partition_data(
-    ctx: Any, topic: Any, fp: Any, budget: int, first: bool
+    ctx: RequestContext, topic: Any, fp: Any, budget: int, first: bool
 ) -> tuple[PartitionData, int]:
     if topic is None:
         return PartitionData(
@@ -59,7 +59,7 @@ def _partition_data(
     return PartitionData(error_code=ErrorCode.NONE, records=data, **base), len(data)
 
 
-def _resolve(ctx: Any, request: FetchRequest) -> list[tuple[Any, Any, Any]]:
+def _resolve(ctx: RequestContext, request: FetchRequest) -> list[tuple[Any, Any, Any]]:
     registry = ctx.broker.topics
     out: list[tuple[Any, Any, Any]] = []
     for ft in request.topics:
@@ -70,7 +70,9 @@ def _resolve(ctx: Any, request: FetchRequest) -> list[tuple[Any, Any, Any]]:
     return out
 
 
-def _build(ctx: Any, request: FetchRequest, resolved: list[Any]) -> tuple[FetchResponse, int, bool]:
+def _build(
+    ctx: RequestContext, request: FetchRequest, resolved: list[Any]
+) -> tuple[FetchResponse, int, bool]:
     budget = request.max_bytes
     total = 0
     has_error = False

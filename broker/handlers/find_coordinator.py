@@ -6,8 +6,6 @@ COORDINATOR_NOT_AVAILABLE and an explanation.
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.find_coordinator import (
@@ -19,7 +17,7 @@ from protocol.messages.find_coordinator import (
 GROUP, TRANSACTION = 0, 1
 
 
-def _lookup(ctx: Any, key: str, key_type: int) -> Coordinator:
+def _lookup(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     if key_type != GROUP:
         return Coordinator(
             key=key,

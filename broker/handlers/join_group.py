@@ -6,4 +6,4 @@ from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     runtime = ctx.broker.coordinator
-    return await runtime.call(runtime.coordinator.join, ctx, request)
+    return await runtime.join_group(ctx, request)

@@ -6,4 +6,4 @@ from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     runtime = ctx.broker.coordinator
-    return await runtime.call(runtime.coordinator.leave, ctx, request)
+    return await runtime.leave_group(ctx, request)

@@ -6,5 +6,4 @@ from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 
 async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     runtime = ctx.broker.coordinator
-    runtime.check_loaded()
-    return runtime.coordinator.list_groups(runtime.context(ctx), request)
+    return runtime.list_groups(ctx, request)

@@ -10,8 +10,6 @@ them at once, which clients accept as the end state they would have retried for.
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.cluster import ALL_CLUSTER_OPERATIONS, ALL_TOPIC_OPERATIONS, NOT_REQUESTED
 from broker.context import RequestContext
 from broker.topics import Topic, validate_topic_name
@@ -26,7 +24,9 @@ from protocol.messages.metadata import (
 from storage.layout import OFFSETS_TOPIC
 
 
-def describe_topic(ctx: Any, topic: Topic, include_operations: bool) -> MetadataResponseTopic:
+def describe_topic(
+    ctx: RequestContext, topic: Topic, include_operations: bool
+) -> MetadataResponseTopic:
     node = ctx.broker.node_id
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE,
@@ -49,7 +49,7 @@ def describe_topic(ctx: Any, topic: Topic, include_operations: bool) -> Metadata
     )
 
 
-def brokers(ctx: Any) -> list[MetadataResponseBroker]:
+def brokers(ctx: RequestContext) -> list[MetadataResponseBroker]:
     host, port = ctx.broker.advertised[0]
     return [MetadataResponseBroker(node_id=ctx.broker.node_id, host=host, port=port, rack=None)]
 

@@ -6,10 +6,4 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     runtime = ctx.broker.coordinator
-    return await runtime.call(
-        runtime.coordinator.commit_offsets,
-        ctx,
-        request,
-        postpones_only=True,
-        wall_ms=ctx.broker.wall_ms(),
-    )
+    return await runtime.offset_commit(ctx, request)

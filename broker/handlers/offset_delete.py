@@ -6,4 +6,4 @@ from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteRes
 
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     runtime = ctx.broker.coordinator
-    return await runtime.call(runtime.coordinator.delete_offsets, ctx, request)
+    return await runtime.offset_delete(ctx, request)

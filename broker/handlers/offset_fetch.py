@@ -6,5 +6,4 @@ from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRespon
 
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     runtime = ctx.broker.coordinator
-    runtime.check_loaded()
-    return runtime.coordinator.fetch_offsets(runtime.context(ctx), request, ctx.broker.now_ms())
+    return runtime.offset_fetch(ctx, request)

@@ -13,14 +13,10 @@ from typing import Any
 
 import pytest
 
-from coordinator import (
-    CoordinatorConfig,
-    CoordinatorRecord,
-    GroupCoordinator,
-    Outcome,
-    RequestContext,
-)
-from coordinator.records import group_metadata_record
+from coordinator.config import CoordinatorConfig
+from coordinator.coordinator import GroupCoordinator
+from coordinator.outcome import Outcome, RequestContext
+from coordinator.records import CoordinatorRecord, group_metadata_record
 from protocol.consumer_protocol import ConsumerProtocolSubscription, encode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.delete_groups import DeleteGroupsRequest

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from coordinator import GroupCoordinator, GroupState
+from coordinator.classic.state import GroupState
+from coordinator.coordinator import GroupCoordinator
 from protocol.errors import ErrorCode, KafkaError
 from tests.coordinator.builders import (
     GROUP,

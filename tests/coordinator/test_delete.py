@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator import GroupCoordinator, GroupState, Outcome
+from coordinator.classic.state import GroupState
+from coordinator.coordinator import GroupCoordinator
+from coordinator.outcome import Outcome
 from protocol.errors import ErrorCode
 from protocol.messages.offset_delete import (
     OffsetDeleteRequest,
@@ -130,6 +132,7 @@ def test_delete_of_unknown_or_dead_groups_returns_group_id_not_found() -> None:
     assert len(reply(outcome, token).results) == 2  # one result per group named
     token, again = delete_groups(c, 3, GROUP)  # Dead, its tombstones not written yet
     assert results(again, token) == {GROUP: E.GROUP_ID_NOT_FOUND}
+    assert (outcome.dead_groups, again.dead_groups) == ((GROUP,), ())
 
 
 def test_failed_tombstone_write_fails_the_delete_but_the_group_stays_deleted() -> None:

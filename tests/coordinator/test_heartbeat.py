@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import GroupState
+from coordinator.classic.state import GroupState
 from protocol.errors import ErrorCode
 from tests.coordinator.builders import (
     GROUP,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import GroupState
+from coordinator.classic.state import GroupState
+from coordinator.outcome import GenerationStarted
 from protocol.errors import ErrorCode
 from tests.coordinator.builders import (
     GROUP,
@@ -425,3 +426,27 @@ def test_protocol_named_empty_is_sent_as_null_from_v7(version: int, name: str | 
     member_id = new_member_id(c, 0, version=version, protocols=protocols)
     token, _ = join(c, 0, member_id, version=version, protocols=protocols)
     assert reply(c.expire(0, WALL), token).protocol_name == name
+
+
+def test_outcome_reports_each_new_generation_with_its_members_protocol_and_leader() -> None:
+    c = coordinator()
+    ids, done = joined_group(c, 2)
+    assert done.generations == (
+        GenerationStarted(
+            group_id=GROUP,
+            generation_id=1,
+            members=2,
+            protocol_type="consumer",
+            protocol_name="range",
+            leader_id=ids[0],
+        ),
+    )
+    _, left = leave(c, 10, (ids[0], None), (ids[1], None))
+    assert [(g.generation_id, g.members, g.leader_id) for g in left.generations] == [(2, 0, None)]
+
+
+def test_outcome_of_a_call_that_starts_no_generation_reports_none() -> None:
+    c, ids = stable_group(2)
+    _, outcome = commit(c, 5, {("t", 0): 1}, member_id=ids[0], generation_id=1)
+    assert outcome.generations == ()
+    assert outcome.dead_groups == ()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import GroupState
-from coordinator.group import OffsetAndMetadata
+from coordinator.classic.group import OffsetAndMetadata
+from coordinator.classic.state import GroupState
+from coordinator.offsets import CommittedOffset
 from protocol.errors import ErrorCode
 from tests.coordinator.builders import (
     GROUP,
@@ -298,6 +299,7 @@ def test_empty_group_offsets_expire_from_the_time_it_became_empty() -> None:
         ("OffsetCommitKey", None),
         ("GroupMetadataKey", None),
     ]
+    assert outcome.dead_groups == (GROUP,)
     assert c.group(GROUP).state is GroupState.DEAD
     c.on_appended(outcome, 0)
     assert c.group(GROUP) is None
@@ -412,3 +414,17 @@ def test_subscribed_topics_come_from_every_members_subscription() -> None:
     join(c, 0, b, protocols=(("range", subscription("v")),))
     c.expire(0, WALL)
     assert c.group(GROUP).subscribed_topics == {"t", "u", "v"}
+
+
+def test_committed_offsets_lists_durable_offsets_of_live_groups_only() -> None:
+    c = coordinator()
+    c.on_appended(commit(c, 0, {("t", 1): 7, ("t", 0): 5})[1], 0)
+    c.on_appended(commit(c, 0, {("u", 0): 3}, group_id="other")[1], 0)
+    commit(c, 1, {("t", 2): 9})  # not durable yet
+    assert c.committed_offsets() == [
+        CommittedOffset(GROUP, "t", 0, 5),
+        CommittedOffset(GROUP, "t", 1, 7),
+        CommittedOffset("other", "u", 0, 3),
+    ]
+    delete_groups(c, 2, "other")  # Dead until its tombstones are written
+    assert [o.group_id for o in c.committed_offsets()] == [GROUP, GROUP]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator import CoordinatorRecord, GroupCoordinator, GroupState, Outcome
+from coordinator.classic.state import GroupState
+from coordinator.coordinator import GroupCoordinator
+from coordinator.outcome import Outcome
+from coordinator.records import CoordinatorRecord
 from protocol.consumer_offsets import (
     GroupMetadataKey,
     GroupMetadataValue,

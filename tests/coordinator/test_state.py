@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from coordinator import TRANSITIONS, GroupState
-from coordinator.group import Group
+from coordinator.classic.group import Group
+from coordinator.classic.state import TRANSITIONS, GroupState
 
 ALL_MOVES = list(itertools.product(GroupState, GroupState))
 

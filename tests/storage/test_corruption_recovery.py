@@ -31,7 +31,8 @@ import pytest
 import trio
 
 from broker.topics import OFFSETS_TOPIC, TopicRegistry
-from coordinator import CoordinatorConfig, GroupCoordinator
+from coordinator.config import CoordinatorConfig
+from coordinator.coordinator import GroupCoordinator
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, decode_records, iter_batches
 from tests.conftest import broker_config

@@ -1,7 +1,7 @@
 """Group and Member: the plain data the coordinator owns, with the bookkeeping rules on it.
 
 Kafka keeps this in GroupMetadata/MemberMetadata (ClassicGroup/ClassicGroupMember). What
-happens on a request lives in `coordinator.py`; this module holds the membership rules that
+happens on a request lives in `membership.py`; this module holds the membership rules that
 do not depend on the request: who leads, which protocols are candidates, how the vote goes,
 which topics the group subscribes to, and the one place that changes the state.
 
@@ -14,13 +14,25 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from coordinator.state import TRANSITIONS, GroupState
+from coordinator.classic.state import TRANSITIONS, GroupState
 from protocol.consumer_protocol import decode_subscription
-from protocol.messages.join_group import JoinGroupResponseMember
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponseMember
+from protocol.messages.sync_group import SyncGroupRequest
 from protocol.primitives import DecodeError
 
-__all__ = ["CONSUMER_PROTOCOL_TYPE", "Group", "Member", "OffsetAndMetadata", "Parked"]
+__all__ = [
+    "CONSUMER_PROTOCOL_TYPE",
+    "Group",
+    "Member",
+    "OffsetAndMetadata",
+    "Parked",
+    "check_generation",
+    "member_error",
+    "touch",
+]
 
 # The protocol type of Kafka consumers; only their subscriptions are parsed (offset expiry
 # and OffsetDelete need the subscribed topics).
@@ -29,12 +41,17 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 TopicPartition = tuple[str, int]
 
 
+_Request = TypeVar("_Request", JoinGroupRequest, SyncGroupRequest)
+
+
 @dataclass(frozen=True, slots=True)
-class Parked:
-    """A JoinGroup or SyncGroup waiting for its reply: the broker's token and the version."""
+class Parked(Generic[_Request]):
+    """A JoinGroup or SyncGroup waiting for its reply: the broker's token, the version and
+    the request (from which the API's `error_response` builds a failed reply)."""
 
     token: int
     api_version: int
+    request: _Request
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +78,8 @@ class Member:
     assignment: bytes = b""
     # True from a member's first JoinGroup until that rebalance completes.
     is_new: bool = False
-    awaiting_join: Parked | None = None
-    awaiting_sync: Parked | None = None
+    awaiting_join: Parked[JoinGroupRequest] | None = None
+    awaiting_sync: Parked[SyncGroupRequest] | None = None
     heartbeat_deadline_ms: int | None = None
 
     def metadata(self, protocol: str) -> bytes:
@@ -282,3 +299,35 @@ class Group:
     def has_offsets(self) -> bool:
         """Committed offsets, or commits on their way to the log."""
         return bool(self.offsets) or bool(self.pending_offset_commits)
+
+
+# --- checks and sessions, for every request from a member ----------------------------------
+
+
+def touch(member: Member, now_ms: int) -> None:
+    """A request from the member: its session runs from now.
+
+    A member waiting in a JoinGroup or SyncGroup keeps what it has (no deadline, or a
+    new member's join timeout), as Kafka counts it alive until it is answered.
+    """
+    if member.awaiting_join is None and member.awaiting_sync is None:
+        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+
+
+def member_error(group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
+    """Kafka's validateCurrentMember: a static member's instance id must map to the member id
+    sent (FENCED_INSTANCE_ID if another holds it); any other member must be known."""
+    if group_instance_id is not None:
+        current = group.static_members.get(group_instance_id)
+        if current is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return None if current == member_id else ErrorCode.FENCED_INSTANCE_ID
+    return None if member_id in group.members else ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def check_generation(group: Group, generation_id: int) -> None:
+    if generation_id != group.generation_id:
+        raise KafkaError(
+            ErrorCode.ILLEGAL_GENERATION,
+            f"group {group.group_id!r}: generation {generation_id} != {group.generation_id}",
+        )

@@ -1,0 +1,482 @@
+"""OffsetManager: committed offsets, as Kafka's OffsetMetadataManager keeps them.
+
+OffsetCommit, OffsetFetch, OffsetDelete, the deletion of a group with its offsets
+(DeleteGroups and expiry both end there), and offsets.retention.minutes. A commit is
+acknowledged only once its record is durable; memory changes then (`committed`), so
+OffsetFetch never shows an offset that a crash could take back. Offsets are kept on the
+group they belong to (`Group.offsets`), whichever group type that is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from coordinator.classic.group import (
+    CONSUMER_PROTOCOL_TYPE,
+    Group,
+    Member,
+    OffsetAndMetadata,
+    TopicPartition,
+    check_generation,
+    member_error,
+    touch,
+)
+from coordinator.classic.state import GroupState
+from coordinator.clock import WallClock
+from coordinator.config import CoordinatorConfig
+from coordinator.outcome import Outcome, OutcomeBuilder, RequestContext
+from coordinator.records import (
+    CoordinatorRecord,
+    group_tombstone,
+    offset_commit_record,
+    offset_tombstone,
+)
+from coordinator.writes import CommitWrite, TombstoneWrite, Writes, group_write_error
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import offset_delete
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+
+__all__ = ["CommittedOffset", "OffsetManager"]
+
+_S = GroupState
+_E = ErrorCode
+
+_Topic = TypeVar("_Topic", OffsetFetchResponseTopic, OffsetFetchResponseTopics)
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """A group's committed offset of one partition, as OffsetFetch would answer it."""
+
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
+
+
+class OffsetManager:
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        groups: dict[str, Group],
+        writes: Writes,
+        clock: WallClock,
+    ) -> None:
+        self.config = config
+        self.groups = groups  # shared with the facade, which owns it
+        self.writes = writes
+        self.clock = clock
+
+    # --- OffsetCommit ----------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        ctx: RequestContext,
+        request: OffsetCommitRequest,
+        token: int,
+        now_ms: int,
+        wall_ms: int,
+    ) -> Outcome:
+        """Write the offsets as records; memory changes only when they are durable.
+
+        Members commit with their generation; generation -1 without a member id commits
+        for a group without members (standalone consumers, admin tools), creating it if
+        need be. v1: a partition's commit_timestamp other than -1 is its commit time. v2-4:
+        retention_time_ms other than -1 sets an expire timestamp. v9: an unknown group with
+        a generation is GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION before).
+        """
+        self.clock.seen(now_ms, wall_ms)
+        version = ctx.api_version
+        group_id = request.group_id
+        generation_id = request.generation_id_or_member_epoch
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                code = _E.GROUP_ID_NOT_FOUND if version >= 9 else _E.ILLEGAL_GENERATION
+                raise KafkaError(code, f"group {group_id!r} does not exist")
+            group = self.groups[group_id] = Group(group_id, _S.EMPTY, now_ms)
+        member = self._check_offset_commit(group, generation_id, request)
+        if member is not None:
+            touch(member, now_ms)
+
+        retention_ms = request.retention_time_ms if 2 <= version <= 4 else -1
+        expire_ms = None if retention_ms == -1 else wall_ms + retention_ms
+        out = OutcomeBuilder()
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and _java_length(metadata) > (
+                    self.config.offset_metadata_max_bytes
+                ):
+                    code = _E.OFFSET_METADATA_TOO_LARGE
+                else:
+                    code = _E.NONE
+                    offset = OffsetAndMetadata(
+                        offset=p.committed_offset,
+                        leader_epoch=p.committed_leader_epoch,
+                        metadata=metadata or "",
+                        # v1 may name the commit time; -1 (and every later version): now.
+                        commit_timestamp_ms=wall_ms
+                        if version != 1 or p.commit_timestamp == -1
+                        else p.commit_timestamp,
+                        expire_timestamp_ms=expire_ms,
+                    )
+                    partition = (topic.name, p.partition_index)
+                    group.pending_offset_commits[partition] += 1
+                    self.writes.emit(
+                        out,
+                        offset_commit_record(group_id, topic.name, p.partition_index, offset),
+                        CommitWrite(group, partition, offset, token),
+                    )
+                partitions.append(
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
+                )
+            topics.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
+        out.reply(token, OffsetCommitResponse(topics=topics))
+        return out.outcome()
+
+    def _check_offset_commit(
+        self, group: Group, generation_id: int, request: OffsetCommitRequest
+    ) -> Member | None:
+        """Who may commit: the group's members with its generation, or anyone with
+        generation -1 while the group has no members. Returns the committing member."""
+        if group.state is _S.DEAD:
+            raise KafkaError(_E.COORDINATOR_NOT_AVAILABLE, f"group {group.group_id!r} is Dead")
+        if generation_id < 0 and group.state is _S.EMPTY:
+            return None
+        member_id, instance_id = request.member_id, request.group_instance_id
+        if generation_id < 0 and not member_id and instance_id is None:
+            raise KafkaError(
+                _E.UNKNOWN_MEMBER_ID,
+                f"group {group.group_id!r} has members: only they may commit",
+            )
+        error = member_error(group, member_id, instance_id)
+        if error is not None:
+            raise KafkaError(error, f"group {group.group_id!r}: member {member_id!r}")
+        check_generation(group, generation_id)
+        if group.state is _S.COMPLETING_REBALANCE:
+            # The member has this generation's JoinGroup response but no assignment yet.
+            raise KafkaError(_E.REBALANCE_IN_PROGRESS, f"group {group.group_id!r}")
+        return group.members[member_id]
+
+    # --- OffsetFetch -----------------------------------------------------------------------
+
+    def fetch_offsets(
+        self, ctx: RequestContext, request: OffsetFetchRequest, now_ms: int
+    ) -> OffsetFetchResponse:
+        """Committed offsets from memory (-1 where none). Topics None: every partition the
+        group has offsets for. v7 require_stable: UNSTABLE_OFFSET_COMMIT for a partition
+        with a commit not yet durable. v8+: many groups per request."""
+        stable = request.require_stable
+        if ctx.api_version >= 8:
+            return OffsetFetchResponse(
+                groups=[
+                    OffsetFetchResponseGroup(
+                        group_id=g.group_id,
+                        topics=self._fetch(
+                            g.group_id,
+                            _wanted(g.topics),
+                            stable,
+                            OffsetFetchResponseTopics,
+                            OffsetFetchResponsePartitions,
+                        ),
+                    )
+                    for g in request.groups
+                ]
+            )
+        return OffsetFetchResponse(
+            topics=self._fetch(
+                request.group_id,
+                _wanted(request.topics),
+                stable,
+                OffsetFetchResponseTopic,
+                OffsetFetchResponsePartition,
+            ),
+            error_code=_E.NONE,
+        )
+
+    def _fetch(
+        self,
+        group_id: str,
+        wanted: list[tuple[str, list[int]]] | None,
+        require_stable: bool,
+        topic_type: Callable[..., _Topic],
+        partition_type: Callable[..., object],
+    ) -> list[_Topic]:
+        """The answer for one group, in the response shape of the version (v8 renamed the
+        nested structs; the fields are the same)."""
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        pending = group.pending_offset_commits if group is not None else {}
+        if wanted is None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in sorted(offsets):
+                by_topic.setdefault(topic, []).append(partition)
+            wanted = list(by_topic.items())
+        result = []
+        for topic, partitions in wanted:
+            answers = []
+            for partition in partitions:
+                offset = offsets.get((topic, partition))
+                if require_stable and (topic, partition) in pending:
+                    code, offset = _E.UNSTABLE_OFFSET_COMMIT, None
+                else:
+                    code = _E.NONE
+                answers.append(
+                    partition_type(
+                        partition_index=partition,
+                        committed_offset=-1 if offset is None else offset.offset,
+                        committed_leader_epoch=-1 if offset is None else offset.leader_epoch,
+                        metadata="" if offset is None else offset.metadata,
+                        error_code=code,
+                    )
+                )
+            result.append(topic_type(name=topic, partitions=answers))
+        return result
+
+    def committed(self, effect: CommitWrite) -> None:
+        """The commit's record is durable: the offset takes effect (unless cancelled)."""
+        if not effect.cancelled:
+            _commit_done(effect)
+            effect.group.offsets[effect.partition] = effect.offset
+
+    def commit_failed(self, effect: CommitWrite) -> None:
+        """The commit's record was not written: memory keeps the offset it had."""
+        if not effect.cancelled:
+            _commit_done(effect)
+
+    def committed_offsets(self) -> list[CommittedOffset]:
+        """Every live group's committed offsets (durable ones only), by group, then by
+        topic and partition: for admin tools and metrics, which must not read `Group`."""
+        return [
+            CommittedOffset(group.group_id, topic, partition, committed.offset)
+            for group in self.groups.values()
+            if group.state is not _S.DEAD
+            for (topic, partition), committed in sorted(group.offsets.items())
+        ]
+
+    def failed_commit(self, response: object, code: ErrorCode) -> OffsetCommitResponse:
+        """An OffsetCommit answer whose records were not written (`code`, a storage error):
+        the partitions written carry the error, those refused before keep theirs, as
+        Kafka's GroupMetadataManager.storeOffsets answers (OFFSET_METADATA_TOO_LARGE stays)."""
+        assert isinstance(response, OffsetCommitResponse), response
+        error = _offset_write_error(code)
+        return OffsetCommitResponse(
+            topics=[
+                OffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        OffsetCommitResponsePartition(
+                            partition_index=p.partition_index,
+                            error_code=error if p.error_code == _E.NONE else p.error_code,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in response.topics
+            ]
+        )
+
+    # --- OffsetDelete, and a group's end ------------------------------------------------
+
+    def delete_offsets(
+        self, ctx: RequestContext, request: OffsetDeleteRequest, token: int, now_ms: int
+    ) -> Outcome:
+        """Delete committed offsets of an Empty group, or of topics a "consumer" group does
+        not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC for those it does)."""
+        group_id = request.group_id
+        if not group_id:
+            raise KafkaError(_E.INVALID_GROUP_ID, "the group id is empty")
+        group = self.groups.get(group_id)
+        if group is None or group.state is _S.DEAD:
+            raise KafkaError(_E.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist")
+        if group.state is not _S.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            raise KafkaError(_E.NON_EMPTY_GROUP, f"group {group_id!r} has members")
+        out = OutcomeBuilder()
+        topics = []
+        eligible: dict[TopicPartition, None] = {}
+        for topic in request.topics:
+            subscribed = group.state is not _S.EMPTY and group.is_subscribed_to_topic(topic.name)
+            code = _E.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else _E.NONE
+            if not subscribed:
+                eligible.update(
+                    dict.fromkeys((topic.name, p.partition_index) for p in topic.partitions)
+                )
+            topics.append(
+                OffsetDeleteResponseTopic(
+                    name=topic.name,
+                    partitions=[
+                        OffsetDeleteResponsePartition(
+                            partition_index=p.partition_index, error_code=code
+                        )
+                        for p in topic.partitions
+                    ],
+                )
+            )
+        removed = [
+            tp for tp in eligible if tp in group.offsets or tp in group.pending_offset_commits
+        ]
+        tombstones = self.drop_offsets(group, removed)
+        version = ctx.api_version
+
+        def failed(error: ErrorCode) -> OffsetDeleteResponse:
+            return offset_delete.error_response(request, error, version)
+
+        if group.state is _S.EMPTY and not group.has_offsets():
+            self.bury(group, tombstones, now_ms, out, (token, failed))
+        else:
+            self.writes.emit_all(out, tombstones, TombstoneWrite(None, (token, failed)))
+        out.reply(token, OffsetDeleteResponse(error_code=_E.NONE, topics=topics))
+        return out.outcome()
+
+    def drop_offsets(
+        self, group: Group, partitions: list[TopicPartition]
+    ) -> list[CoordinatorRecord]:
+        """Forget offsets (and cancel commits on their way); their tombstones."""
+        self.writes.cancel_commits(group, partitions)
+        for tp in partitions:
+            group.offsets.pop(tp, None)
+            group.pending_offset_commits.pop(tp, None)
+        return [offset_tombstone(group.group_id, topic, p) for topic, p in partitions]
+
+    def bury(
+        self,
+        group: Group,
+        tombstones: list[CoordinatorRecord],
+        now_ms: int,
+        out: OutcomeBuilder,
+        reply: tuple[int, Callable[[ErrorCode], object]] | None,
+    ) -> None:
+        """An Empty group without a future: Dead, with tombstones for what is left of it.
+
+        The group tombstone is written only if a GroupMetadata record may exist (generation
+        above 0), as Kafka does. The group leaves memory once the tombstones are written.
+        """
+        left = sorted(set(group.offsets) | set(group.pending_offset_commits))
+        records = tombstones + self.drop_offsets(group, left)
+        if group.generation_id > 0:
+            records.append(group_tombstone(group.group_id))
+        group.pending_members.clear()
+        group.join_deadline_ms = group.sync_deadline_ms = None
+        group.transition_to(_S.DEAD, now_ms)
+        out.dead_groups.append(group.group_id)
+        if records:
+            self.writes.emit_all(out, records, TombstoneWrite(group, reply))
+        else:
+            del self.groups[group.group_id]
+
+    # --- expiry ---------------------------------------------------------------------------
+
+    def expire_offsets(self, now_ms: int, wall_ms: int, out: OutcomeBuilder) -> None:
+        """offsets.retention.minutes: tombstone expired offsets; an Empty group with no
+        offsets left is Dead (Kafka's cleanupGroupMetadata)."""
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        for group in list(self.groups.values()):
+            if group.state is _S.DEAD:
+                continue
+            expired = self._expired_offsets(group, wall_ms, retention_ms)
+            tombstones = self.drop_offsets(group, expired)
+            if group.state is _S.EMPTY and not group.has_offsets():
+                self.bury(group, tombstones, now_ms, out, None)
+            else:
+                out.records.extend(tombstones)
+
+    def _expired_offsets(
+        self, group: Group, wall_ms: int, retention_ms: int
+    ) -> list[TopicPartition]:
+        """Which offsets have outlived offsets.retention.minutes.
+
+        Standalone commits (a group that never had members) count from their commit time.
+        An Empty group's offsets count from the time it became Empty. A Stable "consumer"
+        group whose subscriptions are known loses only offsets of topics it no longer
+        subscribes to, counting from their commit time. Other groups keep theirs. An offset
+        committed with a retention time (OffsetCommit v2-4) expires at its own time.
+        """
+        base_ms: int | None = None
+        skip: frozenset[str] = frozenset()
+        if group.protocol_type is not None:
+            if group.state is _S.EMPTY:
+                base_ms = group.state_wall_ms(self.clock.offset_ms)
+            elif (
+                group.protocol_type == CONSUMER_PROTOCOL_TYPE
+                and group.subscribed_topics is not None
+                and group.state is _S.STABLE
+            ):
+                skip = group.subscribed_topics
+            else:
+                return []
+        expired = []
+        for tp, offset in group.offsets.items():
+            if tp in group.pending_offset_commits or tp[0] in skip:
+                continue
+            if offset.expire_timestamp_ms is not None:
+                is_expired = wall_ms >= offset.expire_timestamp_ms
+            else:
+                since_ms = offset.commit_timestamp_ms if base_ms is None else base_ms
+                is_expired = wall_ms - since_ms >= retention_ms
+            if is_expired:
+                expired.append(tp)
+        return expired
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _wanted(
+    topics: Sequence[OffsetFetchRequestTopic | OffsetFetchRequestTopics] | None,
+) -> list[tuple[str, list[int]]] | None:
+    return None if topics is None else [(t.name, t.partition_indexes) for t in topics]
+
+
+def _java_length(text: str) -> int:
+    """String.length() in Java: UTF-16 code units (what offset.metadata.max.bytes counts)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _commit_done(effect: CommitWrite) -> None:
+    pending = effect.group.pending_offset_commits
+    pending[effect.partition] -= 1
+    if pending[effect.partition] <= 0:
+        del pending[effect.partition]
+
+
+def _offset_write_error(code: ErrorCode) -> ErrorCode:
+    """The same for OffsetCommit, where a record too large is INVALID_COMMIT_OFFSET_SIZE.
+
+    We differ from Kafka for a failed disk: Kafka answers NOT_COORDINATOR (its coordinator
+    may move to a healthy broker); kmock is the only broker, so it says what happened,
+    KAFKA_STORAGE_ERROR, which clients treat as retriable as well.
+    """
+    if code in (_E.MESSAGE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE, _E.INVALID_FETCH_SIZE):
+        return _E.INVALID_COMMIT_OFFSET_SIZE
+    if code == _E.KAFKA_STORAGE_ERROR:
+        return code
+    return group_write_error(code)

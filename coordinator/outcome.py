@@ -1,0 +1,77 @@
+"""What every coordinator returns: the replies to send and the records to append first.
+
+Shared by every coordinator kmock has or will have (the group coordinator today; a
+transaction coordinator and KIP-848 group types would return the same), as Kafka's
+`CoordinatorResult(records, response)` is shared by its coordinator shards.
+
+The broker issues an opaque token per request. A call returns an `Outcome`: `replies` for
+any tokens it can answer now (its own, or parked ones of other requests), `records` for
+__consumer_offsets that must be appended before those replies go out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coordinator.records import CoordinatorRecord
+
+__all__ = ["GenerationStarted", "Outcome", "OutcomeBuilder", "Reply", "RequestContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    api_version: int
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    token: int  # opaque, issued by the broker per request
+    response: object  # a protocol response dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationStarted:
+    """A group's join phase ended and its next generation began (a rebalance completed)."""
+
+    group_id: str
+    generation_id: int
+    members: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    replies: tuple[Reply, ...] = ()
+    records: tuple[CoordinatorRecord, ...] = ()  # to append to __consumer_offsets first
+    # What the broker reports (logs, metrics) without reading the coordinator's state:
+    # groups that started a new generation, and groups that died (deleted, or their last
+    # offset expired), in the order it happened.
+    generations: tuple[GenerationStarted, ...] = ()
+    dead_groups: tuple[str, ...] = ()
+
+
+class OutcomeBuilder:
+    """Replies and records collected while handling one call."""
+
+    __slots__ = ("dead_groups", "generations", "records", "replies")
+
+    def __init__(self) -> None:
+        self.replies: list[Reply] = []
+        self.records: list[CoordinatorRecord] = []
+        self.generations: list[GenerationStarted] = []
+        self.dead_groups: list[str] = []
+
+    def reply(self, token: int, response: object) -> None:
+        self.replies.append(Reply(token, response))
+
+    def outcome(self) -> Outcome:
+        return Outcome(
+            tuple(self.replies),
+            tuple(self.records),
+            tuple(self.generations),
+            tuple(self.dead_groups),
+        )

@@ -1,0 +1,147 @@
+"""The write bookkeeping: what happens when a record is durable, or is not.
+
+A call's records go out in its `Outcome`; the broker appends them and then reports back
+(`on_appended` or `on_append_failed`). Some records carry an effect that waits for that
+answer: an offset commit changes memory only once durable, a SyncGroup's assignment fails
+its replies if lost, and so on. `Writes` keeps each such record's effect until the answer
+comes, keyed by the record object itself (Kafka keeps the same in its CoordinatorRuntime's
+deferred events, completed when the high watermark passes the write).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from coordinator.classic.group import Group, OffsetAndMetadata, Parked, TopicPartition
+from coordinator.outcome import OutcomeBuilder
+from coordinator.records import CoordinatorRecord
+from protocol.errors import ErrorCode
+from protocol.messages.sync_group import SyncGroupRequest
+
+__all__ = [
+    "AssignmentWrite",
+    "CommitWrite",
+    "Effect",
+    "StaticMemberWrite",
+    "TombstoneWrite",
+    "Writes",
+    "group_write_error",
+]
+
+
+@dataclass(eq=False, slots=True)
+class CommitWrite:
+    """An offset commit: applied to memory once durable, unless a deletion cancelled it."""
+
+    group: Group
+    partition: TopicPartition
+    offset: OffsetAndMetadata
+    token: int
+    cancelled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentWrite:
+    """The leader's assignment; the parked SyncGroups answered with it stand or fall with it."""
+
+    group: Group
+    generation_id: int
+    parked: tuple[Parked[SyncGroupRequest], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticMemberWrite:
+    """A static member replaced without a rebalance; undone if the record is not durable."""
+
+    group: Group
+    group_instance_id: str
+    old_member_id: str
+    new_member_id: str
+    old_protocols: list[tuple[str, bytes]]
+    old_rebalance_timeout_ms: int
+    old_session_timeout_ms: int
+    leader_before: str | None
+    token: int
+    api_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneWrite:
+    """Tombstones: a Dead `group` leaves memory once they are written (durable or not)."""
+
+    group: Group | None
+    # The DeleteGroups/OffsetDelete reply that depends on them, and that reply should they
+    # not be written, given the error (None: expiry, which nobody waits for).
+    reply: tuple[int, Callable[[ErrorCode], object]] | None
+
+
+Effect = CommitWrite | AssignmentWrite | StaticMemberWrite | TombstoneWrite
+
+
+_E = ErrorCode
+
+
+class Writes:
+    """Records on their way to the log, and the effect each has once the append answers."""
+
+    __slots__ = ("_effects",)
+
+    def __init__(self) -> None:
+        # id(record) -> (record, what to do once it is durable or failed).
+        self._effects: dict[int, tuple[CoordinatorRecord, Effect]] = {}
+
+    def emit(
+        self, out: OutcomeBuilder, record: CoordinatorRecord, effect: Effect | None = None
+    ) -> None:
+        out.records.append(record)
+        if effect is not None:
+            self._effects[id(record)] = (record, effect)
+
+    def emit_all(
+        self, out: OutcomeBuilder, records: list[CoordinatorRecord], effect: Effect
+    ) -> None:
+        """Records that stand or fall together: the effect rides on the last one."""
+        for record in records[:-1]:
+            self.emit(out, record)
+        if records:
+            self.emit(out, records[-1], effect)
+
+    def take(self, record: CoordinatorRecord) -> Effect | None:
+        """The record's effect, now that its append has answered (None if it has none)."""
+        entry = self._effects.get(id(record))
+        if entry is None or entry[0] is not record:
+            return None
+        del self._effects[id(record)]
+        return entry[1]
+
+    def cancel_commits(self, group: Group, partitions: Iterable[TopicPartition]) -> None:
+        """Commits of these partitions on their way to the log must not take effect."""
+        wanted = set(partitions)
+        for _, effect in self._effects.values():
+            if (
+                isinstance(effect, CommitWrite)
+                and effect.group is group
+                and effect.partition in wanted
+            ):
+                effect.cancelled = True
+
+
+def group_write_error(code: ErrorCode) -> ErrorCode:
+    """A failed __consumer_offsets write, as Kafka reports it to group requests."""
+    if code in (
+        _E.UNKNOWN_TOPIC_OR_PARTITION,
+        _E.NOT_ENOUGH_REPLICAS,
+        _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        _E.REQUEST_TIMED_OUT,
+    ):
+        return _E.COORDINATOR_NOT_AVAILABLE
+    if code in (_E.NOT_LEADER_OR_FOLLOWER, _E.KAFKA_STORAGE_ERROR):
+        return _E.NOT_COORDINATOR
+    if code in (
+        _E.MESSAGE_TOO_LARGE,
+        _E.RECORD_LIST_TOO_LARGE,
+        _E.INVALID_FETCH_SIZE,
+    ):
+        return _E.UNKNOWN_SERVER_ERROR
+    return code
