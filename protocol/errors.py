@@ -142,6 +142,7 @@ class ErrorCode(IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
 
     # kafka-python's spellings of the three codes whose Java names differ (aliases).
     MESSAGE_SIZE_TOO_LARGE = 10
