@@ -150,8 +150,8 @@ class ConsumerGroupCoordinator:
         topics_metadata: Mapping[str, TopicImage],
         *,
         version: int = 1,
-        client_id: str = "",
-        client_host: str = "",
+        client_id: str | None = None,
+        client_host: str | None = None,
         wall_ms: int = -1,
     ) -> CoordinatorResult:
         """Answer one ConsumerGroupHeartbeat.
@@ -159,6 +159,8 @@ class ConsumerGroupCoordinator:
         Args:
           topics_metadata: every topic of the cluster by name, as of now.
           version: the request's version (v0: the coordinator makes the member id).
+          client_id/client_host: from the request header (Kafka updates them on every
+            heartbeat); None keeps what the member had.
           wall_ms: wall-clock time for the regex records' timestamp (-1 when unknown).
 
         Raises:
@@ -186,6 +188,7 @@ class ConsumerGroupCoordinator:
             # A static member takes the place of the instance that left with epoch -2, or
             # a dynamic member rejoins with epoch 0 and starts over.
             old = replaced or group.members[member_id]
+            old_target = group.target_assignment.get(old.member_id, {})
             for record in self._member_tombstones(group_id, old.member_id):
                 self._write(out, record)
             self._session_deadlines.pop((group_id, old.member_id), None)
@@ -193,8 +196,8 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(group_id, group)
 
         updated = member.replace(
-            client_id=client_id,
-            client_host=client_host,
+            client_id=member.client_id if client_id is None else client_id,
+            client_host=member.client_host if client_host is None else client_host,
             instance_id=request.instance_id or member.instance_id,
             rack_id=member.rack_id if request.rack_id is None else request.rack_id,
             rebalance_timeout_ms=(
@@ -230,9 +233,7 @@ class ConsumerGroupCoordinator:
         if replaced is not None:
             self._write(
                 out,
-                r.target_assignment_record(
-                    group_id, member_id, group.target_assignment.get(replaced.member_id, {})
-                ),
+                r.target_assignment_record(group_id, member_id, old_target),
             )
             self._write(out, r.current_assignment_record(group_id, updated))
         group = self.groups[group_id]
