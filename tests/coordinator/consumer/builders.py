@@ -102,50 +102,64 @@ def response_of(result: CoordinatorResult) -> ConsumerGroupHeartbeatResponse:
 
 
 class Client:
-    """A consumer's view: what it owns (its last assignment), and its epoch. It revokes at
-    once what the coordinator no longer assigns, and reports what it owns on every
-    heartbeat, as the Java client and librdkafka do."""
+    """A consumer's view, as real clients behave: it starts consuming newly assigned
+    partitions at once, but a partition taken away is released only when the client has
+    finished with it (committed, ran its callback), which here is at its next heartbeat; it
+    reports what it still owns on every heartbeat."""
 
     def __init__(self, coordinator: ConsumerGroupCoordinator, member_id: str) -> None:
         self.coordinator = coordinator
         self.member_id = member_id
         self.epoch = 0
-        self.owned: dict[uuid.UUID, set[int]] = {}
+        self.owned: dict[uuid.UUID, set[int]] = {}  # consuming now, including revoking
+        self.target: dict[uuid.UUID, set[int]] = {}  # the last assignment received
         self.active = False
 
     def _apply(self, result: CoordinatorResult) -> ConsumerGroupHeartbeatResponse:
         response = response_of(result)
         self.epoch = response.member_epoch
         if response.assignment is not None:
-            self.owned = {
+            self.target = {
                 t.topic_id: set(t.partitions) for t in response.assignment.topic_partitions
             }
+            for topic_id, partitions in self.target.items():
+                self.owned.setdefault(topic_id, set()).update(partitions)
         return response
 
-    def join(self, names: list[str], now_ms: int, metadata: dict[str, TopicImage]) -> object:
+    def join(
+        self,
+        names: list[str],
+        now_ms: int,
+        metadata: dict[str, TopicImage],
+        assignor: str | None = None,
+    ) -> object:
         self.active = True
-        self.owned = {}
-        return self._apply(
-            self.coordinator.consumer_group_heartbeat(
-                join_request(self.member_id, names), now_ms, metadata
-            )
-        )
+        self.owned, self.target = {}, {}
+        request = join_request(self.member_id, names, assignor=assignor)
+        return self._apply(self.coordinator.consumer_group_heartbeat(request, now_ms, metadata))
 
     def heartbeat(self, now_ms: int, metadata: dict[str, TopicImage]) -> object:
+        # Revocation done: keep only what the last assignment lists.
+        self.owned = {
+            t: ps & self.target.get(t, set()) for t, ps in self.owned.items() if t in self.target
+        }
         request = ConsumerGroupHeartbeatRequest(
             group_id=GROUP,
             member_id=self.member_id,
             member_epoch=self.epoch,
             topic_partitions=[
-                TopicPartitions(topic_id=t, partitions=sorted(ps)) for t, ps in self.owned.items()
+                TopicPartitions(topic_id=t, partitions=sorted(ps))
+                for t, ps in self.owned.items()
+                if ps
             ],
         )
         return self._apply(self.coordinator.consumer_group_heartbeat(request, now_ms, metadata))
 
     def leave(self, now_ms: int, metadata: dict[str, TopicImage]) -> None:
+        # Leaving: the client stops consuming first, then says so.
+        self.active = False
+        self.owned, self.target = {}, {}
         request = ConsumerGroupHeartbeatRequest(
             group_id=GROUP, member_id=self.member_id, member_epoch=-1
         )
         self.coordinator.consumer_group_heartbeat(request, now_ms, metadata)
-        self.active = False
-        self.owned = {}
