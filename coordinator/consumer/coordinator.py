@@ -9,7 +9,9 @@ heartbeat, in order:
   1. validate the request (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION);
   2. epoch -1 or -2: the member leaves (-2: a static member that will come back keeps its
      assignment until its session times out);
-  3. find the member, or create it on epoch 0: GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID,
+  3. find the member, or create it on epoch 0 (a known dynamic member id that rejoins with
+     epoch 0 starts over: its old self is removed and its partitions released first):
+     GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID,
      GROUP_MAX_SIZE_REACHED, FENCED_MEMBER_EPOCH, and for static members (instance_id)
      UNRELEASED_INSTANCE_ID (another member holds the instance id) or FENCED_INSTANCE_ID
      (the instance id now belongs to another member id);

@@ -304,3 +304,33 @@ def test_config_names_the_setting_it_refuses():
         ConsumerGroupConfig(assignors=("cooperative-sticky",))
     with pytest.raises(ValueError, match=r"group\.consumer\.session\.timeout\.ms"):
         ConsumerGroupConfig(session_timeout_ms=0)
+
+
+def test_v0_join_without_member_id_gets_one_from_the_coordinator():
+    c = coordinator()
+    request = dataclasses.replace(join_request("", ["orders"]))
+    response = response_of(c.consumer_group_heartbeat(request, 0, METADATA, version=0))
+    assert response.member_id
+    assert set(c.groups[GROUP].members) == {response.member_id}
+    with pytest.raises(KafkaError) as e:  # v1: the client names itself (KIP-1082)
+        c.consumer_group_heartbeat(request, 0, METADATA, version=1)
+    assert e.value.code == ErrorCode.INVALID_REQUEST
+
+
+def test_dynamic_member_rejoining_with_epoch_0_starts_over():
+    c = coordinator()
+    two_members_stable(c)
+    epoch = c.groups[GROUP].group_epoch
+    result = c.consumer_group_heartbeat(join_request("b", ["orders"]), 2000, METADATA)
+    # b's old self is removed first (its partitions released), then b joins anew.
+    assert [rec.value for rec in result.records[:3]] == [None, None, None]
+    b = response_of(result)
+    assert (b.member_epoch, assigned(b)) == (epoch + 1, {"orders": [2, 3]})
+
+
+def test_revoking_in_time_cancels_the_rebalance_timeout():
+    c = coordinator(session_timeout_ms=60000)
+    two_members_stable(c)  # a revoked at 1200, before its 30 s rebalance timeout
+    assert c.next_deadline_ms() == 1200 + 60000
+    c.expire(1100 + 30000)
+    assert set(c.groups[GROUP].members) == {"a", "b"}
