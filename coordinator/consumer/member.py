@@ -177,28 +177,31 @@ def reconcile(
     Raises:
       KafkaError(FENCED_MEMBER_EPOCH): an UNKNOWN member that still owns partitions.
     """
+
+    def next_assignment(member_epoch: int) -> ConsumerGroupMember:
+        return _next_assignment(
+            member, member_epoch, target_epoch, target, subscribed_topic_ids, owned,
+            partition_epoch,
+        )  # fmt: skip
+
     state = member.state
     if state is MemberState.STABLE:
         if member.member_epoch == target_epoch:
             return member
-        return _next_assignment(member, member.member_epoch, target_epoch, target,
-                                subscribed_topic_ids, owned, partition_epoch)  # fmt: skip
+        return next_assignment(member.member_epoch)
     if state is MemberState.UNREVOKED_PARTITIONS:
         if _owns_any(owned, member.partitions_pending_revocation):
             return member
-        return _next_assignment(member, member.member_epoch, target_epoch, target,
-                                subscribed_topic_ids, owned, partition_epoch)  # fmt: skip
+        return next_assignment(member.member_epoch)
     if state is MemberState.UNRELEASED_PARTITIONS:
-        return _next_assignment(member, member.member_epoch, target_epoch, target,
-                                subscribed_topic_ids, owned, partition_epoch)  # fmt: skip
+        return next_assignment(member.member_epoch)
     if owned is None or any(ps for _, ps in owned):
         raise KafkaError(
             ErrorCode.FENCED_MEMBER_EPOCH,
             f"member {member.member_id} is in an unknown state: it must abandon all its "
             "partitions and rejoin",
         )
-    return _next_assignment(member, target_epoch, target_epoch, target,
-                            subscribed_topic_ids, owned, partition_epoch)  # fmt: skip
+    return next_assignment(target_epoch)
 
 
 def _next_assignment(
