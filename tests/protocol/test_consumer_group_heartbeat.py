@@ -4,10 +4,12 @@ marker byte, and the error response. Expected bytes are assembled from the JSON 
 import dataclasses
 import struct
 import uuid
+from pathlib import Path
 
 import pytest
 
 from protocol.errors import ErrorCode
+from protocol.frames import parse_request_header, peek_request_key
 from protocol.messages.consumer_group_heartbeat import (
     Assignment,
     ConsumerGroupHeartbeatRequest,
@@ -128,3 +130,57 @@ def test_error_response_carries_the_code_at_the_top_level(version):
         assignment=None,
     )
     assert_roundtrip(response, version)
+
+
+# --- golden frames: librdkafka with group.protocol=consumer ---------------------------------
+
+GOLDEN = Path(__file__).parent / "golden" / "librdkafka_consumer_group"
+GOLDEN_FILES = sorted(GOLDEN.glob("*.hex"))
+
+
+def decode_golden(path: Path) -> tuple[int, ConsumerGroupHeartbeatRequest]:
+    frame = bytes.fromhex(path.read_text())
+    key, version, _ = peek_request_key(frame)
+    header, start = parse_request_header(frame, ConsumerGroupHeartbeatRequest.is_flexible(version))
+    assert (key, header.client_id) == (68, "kmock-golden")
+    request = decode(ConsumerGroupHeartbeatRequest, version, frame, start)
+    assert encode(request, version) == frame[start:]
+    return version, request
+
+
+def test_golden_frames_cover_join_heartbeat_and_leave_for_each_mode():
+    assert [p.name for p in GOLDEN_FILES] == [
+        f"{mode}_{step}.hex"
+        for mode in ("dynamic", "regex", "static")
+        for step in ("heartbeat", "join", "leave")
+    ]
+
+
+@pytest.mark.parametrize("path", GOLDEN_FILES, ids=lambda p: p.stem)
+def test_librdkafka_frames_decode_and_reencode_to_the_same_bytes(path):
+    version, request = decode_golden(path)
+    mode, step = path.stem.split("_")
+    assert version == 1
+    assert request.group_id == "golden-group"
+    assert request.instance_id == ("golden-instance" if mode == "static" else None)
+    if step == "leave":
+        assert request.member_epoch == (-2 if mode == "static" else -1)
+        assert request.subscribed_topic_names is None
+        assert request.topic_partitions is None
+        return
+    assert request.member_epoch == (0 if step == "join" else 1)
+    assert request.rebalance_timeout_ms == 300000
+    assert request.server_assignor == "range"
+    assert request.topic_partitions == []
+    if mode == "regex":
+        # librdkafka sends its regex subscriptions as one alternation, each in parentheses.
+        assert (request.subscribed_topic_names, request.subscribed_topic_regex) == (
+            [],
+            "(^golden-.*)",
+        )
+    else:
+        # ... and an empty regex (not null) beside topic names.
+        assert (request.subscribed_topic_names, request.subscribed_topic_regex) == (
+            ["golden-orders"],
+            "",
+        )
