@@ -84,6 +84,11 @@ class ConsumerGroupConfig:
         ):
             if value < 1:
                 raise ValueError(f"{setting} must be at least 1, not {value}")
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError(
+                f"group.consumer.heartbeat.interval.ms ({self.heartbeat_interval_ms}) must be "
+                f"less than group.consumer.session.timeout.ms ({self.session_timeout_ms})"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,9 +442,12 @@ class ConsumerGroupCoordinator:
         in_use = {m.subscribed_topic_regex for m in group.members.values()}
         for stale in sorted(set(group.resolved_regular_expressions) - in_use):
             self._write(out, r.regular_expression_tombstone(group.group_id, stale))
+        regexes = sorted(x for x in in_use if x)
+        if not regexes:
+            return False
         version = _metadata_version(topics_metadata)
         changed = False
-        for regex in sorted(x for x in in_use if x):
+        for regex in regexes:
             old = group.resolved_regular_expressions.get(regex)
             if old is not None and old.version == version:
                 continue

@@ -304,6 +304,8 @@ def test_config_names_the_setting_it_refuses():
         ConsumerGroupConfig(assignors=("cooperative-sticky",))
     with pytest.raises(ValueError, match=r"group\.consumer\.session\.timeout\.ms"):
         ConsumerGroupConfig(session_timeout_ms=0)
+    with pytest.raises(ValueError, match=r"must be less than group\.consumer\.session"):
+        ConsumerGroupConfig(session_timeout_ms=5000, heartbeat_interval_ms=5000)
 
 
 def test_v0_join_without_member_id_gets_one_from_the_coordinator():
