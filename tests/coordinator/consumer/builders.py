@@ -107,9 +107,15 @@ class Client:
     finished with it (committed, ran its callback), which here is at its next heartbeat; it
     reports what it still owns on every heartbeat."""
 
-    def __init__(self, coordinator: ConsumerGroupCoordinator, member_id: str) -> None:
+    def __init__(
+        self,
+        coordinator: ConsumerGroupCoordinator,
+        member_id: str,
+        instance_id: str | None = None,
+    ) -> None:
         self.coordinator = coordinator
         self.member_id = member_id
+        self.instance_id = instance_id  # a static member: leaves with -2, may come back
         self.epoch = 0
         self.owned: dict[uuid.UUID, set[int]] = {}  # consuming now, including revoking
         self.target: dict[uuid.UUID, set[int]] = {}  # the last assignment received
@@ -135,7 +141,9 @@ class Client:
     ) -> object:
         self.active = True
         self.owned, self.target = {}, {}
-        request = join_request(self.member_id, names, assignor=assignor)
+        request = join_request(
+            self.member_id, names, assignor=assignor, instance_id=self.instance_id
+        )
         return self._apply(self.coordinator.consumer_group_heartbeat(request, now_ms, metadata))
 
     def heartbeat(self, now_ms: int, metadata: dict[str, TopicImage]) -> object:
@@ -147,6 +155,7 @@ class Client:
             group_id=GROUP,
             member_id=self.member_id,
             member_epoch=self.epoch,
+            instance_id=self.instance_id,
             topic_partitions=[
                 TopicPartitions(topic_id=t, partitions=sorted(ps))
                 for t, ps in self.owned.items()
@@ -160,6 +169,9 @@ class Client:
         self.active = False
         self.owned, self.target = {}, {}
         request = ConsumerGroupHeartbeatRequest(
-            group_id=GROUP, member_id=self.member_id, member_epoch=-1
+            group_id=GROUP,
+            member_id=self.member_id,
+            member_epoch=-1 if self.instance_id is None else -2,
+            instance_id=self.instance_id,
         )
         self.coordinator.consumer_group_heartbeat(request, now_ms, metadata)
