@@ -255,7 +255,7 @@ def decode_row(
         row["record_type"] = "corrupt"
         row["error"] = str(e)
         return row
-    if isinstance(k, UnknownRecordKey):
+    if isinstance(k, UnknownRecordKey) or not isinstance(k, OffsetCommitKey | GroupMetadataKey):
         row["record_type"] = "unknown"
     elif isinstance(k, OffsetCommitKey):
         row["record_type"] = "offset_commit"

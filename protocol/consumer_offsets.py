@@ -10,12 +10,28 @@ A record's key and value (the Kafka record's own key and value) are:
 
     key_version 0, 1   OffsetCommitKey(group, topic, partition)   -> OffsetCommitValue v0-4
     key_version 2      GroupMetadataKey(group)                    -> GroupMetadataValue v0-4
-    key_version 3+     the KIP-848 consumer-group and share-group records: UnknownRecordKey
+    the KIP-848 consumer group; each key ConsumerGroup<X>Key goes with ConsumerGroup<X>Value v0:
+    key_version 3      ConsumerGroupMetadataKey(group_id): the group epoch
+    key_version 4      ConsumerGroupPartitionMetadataKey(group_id): subscribed topics
+    key_version 5      ConsumerGroupMemberMetadataKey(group_id, member_id): subscription
+    key_version 6      ConsumerGroupTargetAssignmentMetadataKey(group_id): assignment epoch
+    key_version 7      ConsumerGroupTargetAssignmentMemberKey(group_id, member_id)
+    key_version 8      ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id)
+    key_version 16     ConsumerGroupRegularExpressionKey(group_id, regular_expression)
+    other versions     share and streams groups, share state: UnknownRecordKey
 
-The key version is the record type (Kafka's GroupCoordinatorRecordSerde). Kafka writes
-OffsetCommitKey with version 1 (0 is identical on the wire) and GroupMetadataKey with 2. It
-skips record types it does not know while loading, so `decode_record` returns them as
+The key version is the record type (Kafka's GroupCoordinatorRecordSerde; since 4.0 the
+JSON calls it the record's apiKey), and a key's fields exist only at that version. Kafka
+writes OffsetCommitKey with version 1 (0 is identical on the wire) and GroupMetadataKey with
+2. It skips record types it does not know while loading, so `decode_record` returns them as
 `UnknownRecordKey` for replay to skip, without decoding the value.
+
+The consumer-group layouts are those of coordinator-records/ConsumerGroup*.json, plus two
+things of Kafka 4.1 that file set predates: ConsumerGroupMetadataValue's tagged
+metadata_hash (tag 0, KIP-1101) and the ConsumerGroupRegularExpression record (type 16,
+a regex subscription's resolved topics). The TopicPartitions struct of the current
+assignment and the TopicPartition struct of the target assignment have one layout and are
+one class here.
 
 Value versions, flexible from 4 (KIP-915: later versions only add tagged fields, so a value
 newer than 4 is read with the version-4 layout and its unknown tags skipped, as Kafka does):
@@ -30,6 +46,7 @@ Pure: stdlib and `protocol` only (the PySpark pipeline imports this module).
 from __future__ import annotations
 
 import struct
+import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -37,23 +54,44 @@ from protocol.primitives import DecodeError
 from protocol.schema import (
     Array,
     Bytes,
+    Int8,
     Int32,
     Int64,
     String,
     Struct,
+    Uuid,
     decode_versioned,
     encode_versioned,
     wire,
 )
 
 __all__ = [
+    "ClassicMemberMetadata",
+    "ClassicProtocol",
+    "ConsumerGroupCurrentMemberAssignmentKey",
+    "ConsumerGroupCurrentMemberAssignmentValue",
+    "ConsumerGroupMemberMetadataKey",
+    "ConsumerGroupMemberMetadataValue",
+    "ConsumerGroupMetadataKey",
+    "ConsumerGroupMetadataValue",
+    "ConsumerGroupPartitionMetadataKey",
+    "ConsumerGroupPartitionMetadataValue",
+    "ConsumerGroupRegularExpressionKey",
+    "ConsumerGroupRegularExpressionValue",
+    "ConsumerGroupTargetAssignmentMemberKey",
+    "ConsumerGroupTargetAssignmentMemberValue",
+    "ConsumerGroupTargetAssignmentMetadataKey",
+    "ConsumerGroupTargetAssignmentMetadataValue",
     "GroupMetadataKey",
     "GroupMetadataValue",
     "MemberMetadata",
     "OffsetCommitKey",
     "OffsetCommitValue",
+    "PartitionMetadata",
     "RecordKey",
     "RecordValue",
+    "TopicMetadata",
+    "TopicPartitions",
     "UnknownRecordKey",
     "decode_record",
     "encode_key",
@@ -107,6 +145,142 @@ class GroupMetadataValue(Struct):
     members: list[MemberMetadata] = wire(Array(MemberMetadata))
 
 
+# --- the KIP-848 consumer group records --------------------------------------------------
+
+
+class ConsumerGroupMetadataKey(Struct):
+    VERSIONS: ClassVar[range] = range(3, 4)
+    FLEXIBLE_FROM: ClassVar[int | None] = None
+    group_id: str = wire(String, since=3, until=3)
+
+
+class ConsumerGroupMetadataValue(Struct):
+    VERSIONS: ClassVar[range] = range(0, 1)
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    epoch: int = wire(Int32)
+    metadata_hash: int = wire(Int64, tag=0)
+
+
+class ConsumerGroupPartitionMetadataKey(Struct):
+    VERSIONS: ClassVar[range] = range(4, 5)
+    FLEXIBLE_FROM: ClassVar[int | None] = None
+    group_id: str = wire(String, since=4, until=4)
+
+
+class PartitionMetadata(Struct):
+    partition: int = wire(Int32)
+    racks: list[str] = wire(Array(String))
+
+
+class TopicMetadata(Struct):
+    topic_id: uuid.UUID = wire(Uuid)
+    topic_name: str = wire(String)
+    num_partitions: int = wire(Int32)
+    partition_metadata: list[PartitionMetadata] = wire(Array(PartitionMetadata))
+
+
+class ConsumerGroupPartitionMetadataValue(Struct):
+    VERSIONS: ClassVar[range] = range(0, 1)
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    topics: list[TopicMetadata] = wire(Array(TopicMetadata))
+
+
+class ConsumerGroupMemberMetadataKey(Struct):
+    VERSIONS: ClassVar[range] = range(5, 6)
+    FLEXIBLE_FROM: ClassVar[int | None] = None
+    group_id: str = wire(String, since=5, until=5)
+    member_id: str = wire(String, since=5, until=5)
+
+
+class ClassicProtocol(Struct):
+    name: str = wire(String)
+    metadata: bytes = wire(Bytes)
+
+
+class ClassicMemberMetadata(Struct):
+    session_timeout_ms: int = wire(Int32)
+    supported_protocols: list[ClassicProtocol] = wire(Array(ClassicProtocol))
+
+
+class ConsumerGroupMemberMetadataValue(Struct):
+    VERSIONS: ClassVar[range] = range(0, 1)
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    instance_id: str | None = wire(String, nullable=0, default=None)
+    rack_id: str | None = wire(String, nullable=0, default=None)
+    client_id: str = wire(String)
+    client_host: str = wire(String)
+    subscribed_topic_names: list[str] = wire(Array(String))
+    subscribed_topic_regex: str | None = wire(String, nullable=0, default=None)
+    rebalance_timeout_ms: int = wire(Int32, default=-1)
+    server_assignor: str | None = wire(String, nullable=0, default=None)
+    # Set for a classic-protocol member of a consumer group (migration); null otherwise.
+    classic_member_metadata: ClassicMemberMetadata | None = wire(
+        ClassicMemberMetadata, nullable=0, tag=0, default=None
+    )
+
+
+class ConsumerGroupTargetAssignmentMetadataKey(Struct):
+    VERSIONS: ClassVar[range] = range(6, 7)
+    FLEXIBLE_FROM: ClassVar[int | None] = None
+    group_id: str = wire(String, since=6, until=6)
+
+
+class ConsumerGroupTargetAssignmentMetadataValue(Struct):
+    VERSIONS: ClassVar[range] = range(0, 1)
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    assignment_epoch: int = wire(Int32)
+
+
+class TopicPartitions(Struct):
+    topic_id: uuid.UUID = wire(Uuid)
+    partitions: list[int] = wire(Array(Int32))
+
+
+class ConsumerGroupTargetAssignmentMemberKey(Struct):
+    VERSIONS: ClassVar[range] = range(7, 8)
+    FLEXIBLE_FROM: ClassVar[int | None] = None
+    group_id: str = wire(String, since=7, until=7)
+    member_id: str = wire(String, since=7, until=7)
+
+
+class ConsumerGroupTargetAssignmentMemberValue(Struct):
+    VERSIONS: ClassVar[range] = range(0, 1)
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    topic_partitions: list[TopicPartitions] = wire(Array(TopicPartitions))
+
+
+class ConsumerGroupCurrentMemberAssignmentKey(Struct):
+    VERSIONS: ClassVar[range] = range(8, 9)
+    FLEXIBLE_FROM: ClassVar[int | None] = None
+    group_id: str = wire(String, since=8, until=8)
+    member_id: str = wire(String, since=8, until=8)
+
+
+class ConsumerGroupCurrentMemberAssignmentValue(Struct):
+    VERSIONS: ClassVar[range] = range(0, 1)
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    member_epoch: int = wire(Int32)
+    previous_member_epoch: int = wire(Int32)
+    state: int = wire(Int8)  # MemberState: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_...
+    assigned_partitions: list[TopicPartitions] = wire(Array(TopicPartitions))
+    partitions_pending_revocation: list[TopicPartitions] = wire(Array(TopicPartitions))
+
+
+class ConsumerGroupRegularExpressionKey(Struct):
+    VERSIONS: ClassVar[range] = range(16, 17)
+    FLEXIBLE_FROM: ClassVar[int | None] = None
+    group_id: str = wire(String, since=16, until=16)
+    regular_expression: str = wire(String, since=16, until=16)
+
+
+class ConsumerGroupRegularExpressionValue(Struct):
+    VERSIONS: ClassVar[range] = range(0, 1)
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    topics: list[str] = wire(Array(String))
+    version: int = wire(Int64)  # the topic metadata version it was resolved against
+    timestamp: int = wire(Int64)  # wall-clock ms of the resolution
+
+
 @dataclass(frozen=True, slots=True)
 class UnknownRecordKey:
     """A record type (key version) we do not decode; `raw` is the whole key as read."""
@@ -115,25 +289,66 @@ class UnknownRecordKey:
     raw: bytes
 
 
-RecordKey = OffsetCommitKey | GroupMetadataKey | UnknownRecordKey
-RecordValue = OffsetCommitValue | GroupMetadataValue
+ConsumerGroupRecordKey = (
+    ConsumerGroupMetadataKey
+    | ConsumerGroupPartitionMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
+    | ConsumerGroupRegularExpressionKey
+)
+ConsumerGroupRecordValue = (
+    ConsumerGroupMetadataValue
+    | ConsumerGroupPartitionMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+    | ConsumerGroupRegularExpressionValue
+)
+RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | UnknownRecordKey
+RecordValue = OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue
 
 # Key version Kafka writes for each key type.
-_KEY_VERSION: dict[type[Struct], int] = {OffsetCommitKey: 1, GroupMetadataKey: 2}
+_KEY_VERSION: dict[type[Struct], int] = {
+    OffsetCommitKey: 1,
+    GroupMetadataKey: 2,
+    ConsumerGroupMetadataKey: 3,
+    ConsumerGroupPartitionMetadataKey: 4,
+    ConsumerGroupMemberMetadataKey: 5,
+    ConsumerGroupTargetAssignmentMetadataKey: 6,
+    ConsumerGroupTargetAssignmentMemberKey: 7,
+    ConsumerGroupCurrentMemberAssignmentKey: 8,
+    ConsumerGroupRegularExpressionKey: 16,
+}
 # Value type stored under each key type.
 _VALUE_FOR_KEY: dict[type[Struct], type[Struct]] = {
     OffsetCommitKey: OffsetCommitValue,
     GroupMetadataKey: GroupMetadataValue,
+    ConsumerGroupMetadataKey: ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey: ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupMemberMetadataKey: ConsumerGroupMemberMetadataValue,
+    ConsumerGroupTargetAssignmentMetadataKey: ConsumerGroupTargetAssignmentMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey: ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupCurrentMemberAssignmentKey: ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupRegularExpressionKey: ConsumerGroupRegularExpressionValue,
+}
+# Key type of each key version that we decode.
+_KEY_FOR_VERSION: dict[int, type[Struct]] = {0: OffsetCommitKey} | {
+    version: key_cls for key_cls, version in _KEY_VERSION.items()
 }
 
 
-def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
-    """The record key, with the key version Kafka writes (1 for offsets, 2 for groups)."""
+def encode_key(key: OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey) -> bytes:
+    """The record key, with the key version Kafka writes (1 for offsets, 2 for groups, the
+    record type for the consumer-group records)."""
     return encode_versioned(key, _KEY_VERSION[type(key)])
 
 
 def encode_value(value: RecordValue, version: int) -> bytes:
-    """The record value at `version` (0-4). A tombstone is a null value, not encoded here."""
+    """The record value at `version` (0-4; 0 for the consumer-group values). A tombstone is a
+    null value, not encoded here."""
     return encode_versioned(value, version)
 
 
@@ -143,8 +358,8 @@ def decode_record(
     """Decode one __consumer_offsets record; a null value (tombstone) decodes to None.
 
     Returns:
-      (key, value). For a key version other than 0-2 the key is `UnknownRecordKey` and the
-      value is not decoded (None).
+      (key, value). For a key version other than 0-8 and 16 the key is `UnknownRecordKey`
+      and the value is not decoded (None).
 
     Raises:
       DecodeError: a key or value that is short, has bytes left over, or is invalid.
@@ -152,11 +367,8 @@ def decode_record(
     if len(key) < 2:
         raise DecodeError(f"record key of {len(key)} bytes has no version")
     (version,) = struct.unpack_from(">h", key, 0)
-    if version in (0, 1):
-        key_cls: Any = OffsetCommitKey
-    elif version == 2:
-        key_cls = GroupMetadataKey
-    else:
+    key_cls: Any = _KEY_FOR_VERSION.get(version)
+    if key_cls is None:
         return UnknownRecordKey(version, bytes(key)), None
     decoded_key = decode_versioned(key_cls, key)
     if value is None:

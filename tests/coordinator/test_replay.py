@@ -186,7 +186,7 @@ def test_loaded_members_must_heartbeat_within_their_session() -> None:
 
 def test_replay_skips_record_types_it_does_not_know() -> None:
     c = coordinator()
-    c.replay(b"\x00\x05anything", b"\x00\x00whatever")
+    c.replay(b"\x00\x0banything", b"\x00\x00whatever")
     c.finish_load(0)
     assert c.group_ids() == []
 

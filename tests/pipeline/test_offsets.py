@@ -150,7 +150,7 @@ def test_group_tombstone() -> None:
 
 
 def test_unknown_key_version_and_garbage() -> None:
-    assert _row(b"\x00\x05abc", b"\x00\x00")["record_type"] == "unknown"
+    assert _row(b"\x00\x0babc", b"\x00\x00")["record_type"] == "unknown"
     bad = _row(b"\x00\x01\x00", b"\x00\x03")
     assert bad["record_type"] == "corrupt"
     assert bad["error"]

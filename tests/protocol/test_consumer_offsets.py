@@ -223,7 +223,7 @@ def test_tombstone_decodes_to_none(key_bytes, key):
     assert decode_record(key_bytes, None) == (key, None)
 
 
-@pytest.mark.parametrize("version", [3, 8, 15, 16, -1])
+@pytest.mark.parametrize("version", [9, 11, 15, 17, -1])
 def test_other_record_types_are_returned_unknown_without_decoding_the_value(version):
     key = int16(version) + string("group-a")
     assert decode_record(key, b"\xff") == (UnknownRecordKey(version, key), None)
