@@ -73,7 +73,8 @@ def test_kafka_python_reads_our_markers(control_type):
     )
     batch = DefaultRecordBatch(data)
     assert batch.validate_crc()
-    assert batch.is_control_batch and batch.is_transactional
+    assert batch.is_control_batch
+    assert batch.is_transactional
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (4000, 7, -1)
     (record,) = list(batch)
     assert record.offset == 100
