@@ -154,7 +154,7 @@ def _replay(log):
     entries = {}
     for segment in log.segments:
         batches = (
-            (header, lambda p=position, h=header: segment.read(p, h.size))
+            (header, lambda s=segment, p=position, h=header: s.read(p, h.size))
             for position, header in segment.iter_batches()
         )
         found = replay_segment(tracker, batches)
