@@ -76,7 +76,10 @@ def prepare_init(
         )
     if state is _S.ONGOING:
         return metadata.prepare_fence_producer_epoch()
-    raise IllegalTransition(f"{metadata.transactional_id}: InitProducerId in {state}")
+    # Dead and PrepareEpochFence are only ever pending, never a state a request meets.
+    raise IllegalTransition(  # pragma: no cover
+        f"{metadata.transactional_id}: InitProducerId in {state}"
+    )
 
 
 def end_transaction(
@@ -184,4 +187,5 @@ def end_transaction(
         if v2 and not commit:
             return prepare(_S.PREPARE_ABORT, True), False
         raise invalid
-    raise IllegalTransition(f"{tid}: EndTxn in {state}")
+    # Dead and PrepareEpochFence are only ever pending, never a state a request meets.
+    raise IllegalTransition(f"{tid}: EndTxn in {state}")  # pragma: no cover

@@ -1,5 +1,7 @@
 """The aborted-transactions index: Kafka's .txnindex entries, its search, and its file."""
 
+import os
+
 import pytest
 
 from storage.txn_index import (
@@ -114,3 +116,32 @@ def test_collect_across_segments_stops_once_complete(tmp_path):
     assert collect_aborted_across([second, third], 13, 28) == []  # it ended before 13
     assert collect_aborted_across([second, third], 13, 31) == [AbortedTxn(3, 25, 26, 40)]
     assert collect_aborted_across([third], 31, 50) == []
+
+
+def test_read_file_without_a_file_is_empty_and_delete_removes_it(tmp_path):
+    index = TransactionIndex(tmp_path, 0)
+    assert index.read_file() == []
+    index.append(AbortedTxn(1, 0, 1, 2))
+    index.flush()
+    index.truncate_to(50)  # nothing at or after 50: nothing changes
+    assert index.read_file() == [AbortedTxn(1, 0, 1, 2)]
+    index.delete()
+    assert not index.path.exists()
+    index.delete()  # deleting twice is fine
+
+
+def test_a_failed_write_leaves_neither_file_nor_memory_changed(tmp_path, monkeypatch):
+    index = TransactionIndex(tmp_path, 0)
+    index.append(AbortedTxn(1, 0, 1, 2))
+    real_write = os.write
+
+    def short_write(fd, data):  # a disk that takes 5 bytes and then fails
+        return real_write(fd, data[:5])
+
+    monkeypatch.setattr(os, "write", short_write)
+    with pytest.raises(OSError, match="short write"):
+        index.append(AbortedTxn(2, 1, 3, 4))
+    monkeypatch.undo()
+    assert index.entries == [AbortedTxn(1, 0, 1, 2)]
+    assert index.read_file() == [AbortedTxn(1, 0, 1, 2)]
+    index.close()
