@@ -14,22 +14,44 @@ transaction, else the marker's offset + 1). A marker for a producer with no open
 transaction (a transaction that wrote nothing here, or a marker written again after a
 restart) closes an empty one starting at the marker, as Kafka's appendEndTxnMarker does.
 
-Pure: the tracker sees headers (and a marker's type, read from its record key) and keeps
-no files. `Log` calls `observe` after each batch is written and rebuilds the tracker on
-recovery with `replay_segment`, which returns each segment's entries.
+The tracker is pure: it sees headers (and a marker's type, read from its record key) and
+keeps no files. `PartitionTransactions` is what `Log` holds: the tracker plus one
+`TransactionIndex` per segment, rebuilt from the segments on recovery, appended to after
+each write, searched by read_committed fetches. Log calls it at five points:
+
+    open:        self.transactions = PartitionTransactions(self.path)
+                 reports = self.transactions.recover(self._segments)      # after recovery
+    append:      self.transactions.on_append(active.base_offset, written)  # after the write
+    fetch:       log.transactions.last_stable_offset(log.high_watermark)
+                 log.transactions.aborted_transactions(fetch_offset, upper_bound_offset)
+    retention:   self.transactions.remove_segments(bases, self._log_start_offset)
+    truncation:  self.transactions.recover(self._segments)                 # rebuilt
+    flush/close: self.transactions.flush() / close()
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import NamedTuple, Protocol
 
 from protocol.compression import BytesLike
 from protocol.control_records import read_txn_marker
 from protocol.records import BatchHeader, ControlRecordType
-from storage.txn_index import AbortedTxn
+from storage.txn_index import (
+    TXN_INDEX_SUFFIX,
+    AbortedTxn,
+    TransactionIndex,
+    collect_aborted_across,
+)
 
-__all__ = ["CompletedTxn", "TransactionTracker", "marker_type", "replay_segment"]
+__all__ = [
+    "CompletedTxn",
+    "PartitionTransactions",
+    "TransactionTracker",
+    "marker_type",
+    "replay_segment",
+]
 
 
 class CompletedTxn(NamedTuple):
@@ -148,3 +170,119 @@ def replay_segment(
         if entry is not None:
             entries.append(entry)
     return entries
+
+
+class SegmentBatches(Protocol):
+    """What `PartitionTransactions` reads of a segment (storage.segment.Segment has it)."""
+
+    @property
+    def base_offset(self) -> int: ...
+
+    def iter_batches(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]: ...
+
+    def read(self, position: int, size: int) -> bytes: ...
+
+
+class PartitionTransactions:
+    """A partition's open transactions and its segments' aborted-transaction indexes."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.tracker = TransactionTracker()
+        self._indexes: dict[int, TransactionIndex] = {}  # by segment base offset, in order
+
+    def index(self, base_offset: int) -> TransactionIndex:
+        """The index of the segment starting at `base_offset` (made on first use)."""
+        index = self._indexes.get(base_offset)
+        if index is None:
+            index = self._indexes[base_offset] = TransactionIndex(self.directory, base_offset)
+        return index
+
+    def recover(self, segments: Sequence[SegmentBatches]) -> list[str]:
+        """Rebuild everything from `segments` (the whole log, in order): open transactions,
+        each segment's entries, and its `.txnindex` file, which is rewritten if it
+        disagrees and deleted if it belongs to no segment.
+
+        Returns:
+          What had to be rewritten or removed, e.g. ["00000000000000000000.txnindex:
+          missing"], for the recovery report.
+        """
+        self.close()
+        self.tracker = TransactionTracker()
+        self._indexes = {}
+        reports = []
+        for segment in segments:
+            batches = (
+                (header, _reader(segment, position, header.size))
+                for position, header in segment.iter_batches()
+            )
+            index = self.index(segment.base_offset)
+            index.reset(replay_segment(self.tracker, batches))
+            why = index.sync_file()
+            if why is not None:
+                reports.append(f"{index.path.name}: {why}")
+        for path in sorted(self.directory.glob(f"*{TXN_INDEX_SUFFIX}")):
+            stem = path.name[: -len(TXN_INDEX_SUFFIX)]
+            if not (stem.isdigit() and int(stem) in self._indexes):
+                path.unlink()
+                reports.append(f"{path.name}: belongs to no segment")
+        return reports
+
+    def on_append(
+        self, segment_base_offset: int, written: Iterable[tuple[BatchHeader, BytesLike]]
+    ) -> None:
+        """Account for batches just written to the segment at `segment_base_offset`:
+        (header as stored, the batch's bytes as received) each; only markers' bytes are
+        read.
+
+        Raises:
+          OSError: an entry could not be written to the `.txnindex` (the tracker is up to
+            date; the next recovery rewrites the file).
+        """
+        entries = []
+        for header, batch in written:
+            if not header.is_transactional:
+                continue
+            kind = marker_type(batch) if header.is_control else None
+            entry = self.tracker.observe(header, kind)
+            if entry is not None:
+                entries.append(entry)
+        index = self.index(segment_base_offset)
+        for entry in entries:
+            index.append(entry)
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        return self.tracker.last_stable_offset(high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed fetch of [fetch_offset,
+        upper_bound_offset) must report (for FetchResponse's aborted_transactions)."""
+        bases = sorted(self._indexes)
+        start = 0
+        for i, base in enumerate(bases):
+            if base <= fetch_offset:
+                start = i
+        indexes = [self._indexes[b] for b in bases[start:]]
+        return collect_aborted_across(indexes, fetch_offset, upper_bound_offset)
+
+    def remove_segments(self, base_offsets: Iterable[int], log_start_offset: int) -> None:
+        """Segments went (retention, DeleteRecords): delete their indexes, and forget open
+        transactions that started below the new log start."""
+        for base in base_offsets:
+            index = self._indexes.pop(base, None)
+            if index is None:
+                index = TransactionIndex(self.directory, base)
+            index.delete()
+        self.tracker.evict_below(log_start_offset)
+
+    def flush(self) -> None:
+        for index in self._indexes.values():
+            index.flush()
+
+    def close(self) -> None:
+        for index in self._indexes.values():
+            index.close()
+
+
+def _reader(segment: SegmentBatches, position: int, size: int) -> Callable[[], bytes]:
+    return lambda: segment.read(position, size)

@@ -5,7 +5,12 @@ import pytest
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import ControlRecordType, build_control_batch, parse_batch_header
-from storage.transactions import TransactionTracker, marker_type, replay_segment
+from storage.transactions import (
+    PartitionTransactions,
+    TransactionTracker,
+    marker_type,
+    replay_segment,
+)
 from storage.txn_index import AbortedTxn, TransactionIndex, collect_aborted_across
 from tests.storage.helpers import T0, make_batch
 
@@ -214,4 +219,99 @@ def test_indexes_built_from_the_log_answer_a_read_committed_fetch(open_log, log_
     assert collect_aborted_across(indexes, 4, 9) == [AbortedTxn(P3, 6, 8, 9)]
     for index in indexes:
         index.close()
+    log.close()
+
+
+# --- PartitionTransactions: what Log holds -------------------------------------------------------
+
+
+def _append_all(log, transactions):
+    for batch in _client_batches():
+        if batch == "roll":
+            log.roll(wall_ms=T0)
+            continue
+        info = log.append(batch, wall_ms=T0)
+        header = parse_batch_header(batch)._replace(base_offset=info.base_offset)
+        transactions.on_append(log.segments[-1].base_offset, [(header, batch)])
+
+
+def test_partition_transactions_write_index_files_and_answer_fetches(open_log, log_dir):
+    log = open_log()
+    transactions = PartitionTransactions(log_dir)
+    assert transactions.recover(log.segments) == []
+    _append_all(log, transactions)
+    assert sorted(p.name for p in log_dir.glob("*.txnindex")) == [
+        "00000000000000000000.txnindex",
+        "00000000000000000007.txnindex",
+    ]
+    assert transactions.index(0).read_file() == [AbortedTxn(P1, 0, 3, 1)]
+    assert transactions.last_stable_offset(log.high_watermark) == log.high_watermark
+    assert transactions.aborted_transactions(0, 5) == [AbortedTxn(P1, 0, 3, 1)]
+    assert transactions.aborted_transactions(7, 9) == [AbortedTxn(P3, 6, 8, 9)]
+    assert transactions.aborted_transactions(4, 6) == []
+    transactions.flush()
+    transactions.close()
+    log.close()
+
+
+def test_recovery_rebuilds_and_repairs_the_index_files(open_log, log_dir):
+    log = open_log()
+    transactions = PartitionTransactions(log_dir)
+    transactions.recover(log.segments)
+    _append_all(log, transactions)
+    transactions.close()
+    log.close()
+    (log_dir / "00000000000000000007.txnindex").unlink()
+    (log_dir / "00000000000000000000.txnindex").write_bytes(b"\xff" * 34)
+    (log_dir / "00000000000000000099.txnindex").write_bytes(b"")
+    reopened = open_log()
+    again = PartitionTransactions(log_dir)
+    assert again.recover(reopened.segments) == [
+        "00000000000000000000.txnindex: inconsistent (34 bytes on disk, 34 expected)",
+        "00000000000000000007.txnindex: missing",
+        "00000000000000000099.txnindex: belongs to no segment",
+    ]
+    assert again.index(0).read_file() == [AbortedTxn(P1, 0, 3, 1)]
+    assert again.index(7).read_file() == [AbortedTxn(P3, 6, 8, 9)]
+    assert again.recover(reopened.segments) == []  # now everything is right
+    again.close()
+    reopened.close()
+
+
+def test_an_open_transaction_across_a_restart_holds_the_lso_until_its_marker(open_log, log_dir):
+    log = open_log()
+    transactions = PartitionTransactions(log_dir)
+    transactions.recover(log.segments)
+    first = make_batch(2, producer_id=P1, producer_epoch=0, base_sequence=0, is_transactional=True)
+    info = log.append(make_batch(1), wall_ms=T0)
+    info = log.append(first, wall_ms=T0)
+    transactions.on_append(
+        0, [(parse_batch_header(first)._replace(base_offset=info.base_offset), first)]
+    )
+    log.close()
+    reopened = open_log()
+    again = PartitionTransactions(log_dir)
+    again.recover(reopened.segments)
+    assert again.last_stable_offset(reopened.high_watermark) == 1
+    abort = build_control_batch(
+        ABORT, producer_id=P1, producer_epoch=0, coordinator_epoch=0, timestamp=T0
+    )
+    info = reopened.append(abort, wall_ms=T0)
+    again.on_append(0, [(parse_batch_header(abort)._replace(base_offset=info.base_offset), abort)])
+    assert again.last_stable_offset(reopened.high_watermark) == reopened.high_watermark == 4
+    assert again.aborted_transactions(1, 4) == [AbortedTxn(P1, 1, 3, 4)]
+    again.close()
+    reopened.close()
+
+
+def test_removed_segments_take_their_index_and_evicted_transactions_with_them(open_log, log_dir):
+    log = open_log()
+    transactions = PartitionTransactions(log_dir)
+    transactions.recover(log.segments)
+    _append_all(log, transactions)
+    transactions.remove_segments([0], log_start_offset=7)
+    assert not (log_dir / "00000000000000000000.txnindex").exists()
+    assert transactions.aborted_transactions(7, 9) == [AbortedTxn(P3, 6, 8, 9)]
+    transactions.remove_segments([3], log_start_offset=7)  # no such index: nothing to do
+    transactions.close()
     log.close()
