@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from coordinator.outcome import Reply
 from coordinator.transactions.answers import (
     append_error,
     describe_transactions,
@@ -55,6 +56,7 @@ from coordinator.transactions.answers import (
     verify,
     with_error,
 )
+from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.epochs import end_transaction, prepare_init
 from coordinator.transactions.metadata import (
     NO_PRODUCER_EPOCH,
@@ -65,13 +67,7 @@ from coordinator.transactions.metadata import (
     TransactionMetadata,
     TxnTransit,
 )
-from coordinator.transactions.outcome import (
-    Outcome,
-    Reply,
-    TransactionConfig,
-    TxnMarker,
-    partition_for,
-)
+from coordinator.transactions.outcome import Outcome, TxnMarker, partition_for
 from coordinator.transactions.records import (
     TxnRecord,
     metadata_from_value,
@@ -97,18 +93,10 @@ from protocol.messages.list_transactions import ListTransactionsRequest, ListTra
 from protocol.records import ControlRecordType
 from protocol.transaction_log import TransactionLogKey, decode_record
 
-__all__ = [
-    "Outcome",
-    "Reply",
-    "TransactionConfig",
-    "TransactionCoordinator",
-    "TxnMarker",
-    "partition_for",
-]
+__all__ = ["TransactionCoordinator"]
 
 _S = TransactionState
 _E = ErrorCode
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class _After(Enum):
@@ -372,19 +360,28 @@ class TransactionCoordinator:
         return out.outcome()
 
     def add_offsets(
-        self, token: int, request: AddOffsetsToTxnRequest, version: int, now_ms: int
+        self,
+        token: int,
+        request: AddOffsetsToTxnRequest,
+        version: int,
+        now_ms: int,
+        *,
+        offsets_partition: TopicPartition,
     ) -> Outcome:
         """Add the group's __consumer_offsets partition to the transaction (Kafka's
-        handleAddOffsetsToTxnRequest)."""
+        handleAddOffsetsToTxnRequest).
+
+        Args:
+          offsets_partition: the group's partition of __consumer_offsets, which the broker
+            asks the group coordinator for, as KafkaApis does (`partitionFor(groupId)`).
+        """
         self._check_loaded()
-        # The group's partition: the same hash, over offsets.topic.num.partitions.
-        partition = partition_for(request.group_id, self.config.offsets_topic_num_partitions)
         try:
             effect = self._add(
                 request.transactional_id,
                 request.producer_id,
                 request.producer_epoch,
-                frozenset({(OFFSETS_TOPIC, partition)}),
+                frozenset({offsets_partition}),
                 TV_0,
                 now_ms,
             )

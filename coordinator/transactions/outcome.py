@@ -1,7 +1,9 @@
-"""What the transaction coordinator returns and is configured with.
+"""What the transaction coordinator returns.
 
-`Outcome` is the coordinator's answer to every call: replies to send, __transaction_state
-records to append first, and transaction markers to write once those records are durable.
+`Outcome` is its answer to every call: replies to send (`Reply`, shared with the group
+coordinator), __transaction_state records to append first, and transaction markers to write
+once those records are durable. Its records are `TxnRecord`s, not the group coordinator's
+CoordinatorRecords, and it carries markers, so it is a class of its own.
 """
 
 from __future__ import annotations
@@ -9,32 +11,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from coordinator.transactions.metadata import TV_2, TopicPartition
+from coordinator.outcome import Reply
+from coordinator.transactions.metadata import TopicPartition
 from coordinator.transactions.records import TxnRecord
 from protocol.records import ControlRecordType
 
-__all__ = ["Outcome", "Reply", "TransactionConfig", "TxnMarker", "partition_for"]
-
-
-@dataclass(frozen=True, slots=True)
-class TransactionConfig:
-    transaction_max_timeout_ms: int = 900000  # transaction.max.timeout.ms
-    transactional_id_expiration_ms: int = 604800000  # transactional.id.expiration.ms
-    # transaction.abort.timed.out.transaction.cleanup.interval.ms
-    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
-    # transaction.remove.expired.transaction.cleanup.interval.ms
-    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3600000
-    transaction_state_log_num_partitions: int = 50  # transaction.state.log.num.partitions
-    offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions (AddOffsetsToTxn)
-    # The transaction.version feature level: 2 (Kafka 4.x's default) bumps the epoch per
-    # transaction for clients that use EndTxn v5, and writes TransactionLogValue v1.
-    transaction_version: int = TV_2
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    token: int  # opaque, issued by the broker per request
-    response: object  # a protocol response dataclass
+__all__ = ["Outcome", "Reply", "TxnMarker", "partition_for"]
 
 
 @dataclass(frozen=True, slots=True)

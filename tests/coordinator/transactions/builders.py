@@ -13,13 +13,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.transactions import (
-    Outcome,
-    TransactionConfig,
-    TransactionCoordinator,
-    TxnMarker,
-    TxnRecord,
-)
+from coordinator.transactions.config import TransactionConfig
+from coordinator.transactions.coordinator import TransactionCoordinator
+from coordinator.transactions.outcome import Outcome, TxnMarker
+from coordinator.transactions.records import TxnRecord
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from protocol.messages.add_partitions_to_txn import (
@@ -145,7 +142,13 @@ class Broker:
         return reply(self.append(outcome, now_ms, **kw), tok)
 
     def add_offsets(
-        self, producer: Any, group_id: str = "g", now_ms: int = T0, *, version: int = 4
+        self,
+        producer: Any,
+        group_id: str = "g",
+        now_ms: int = T0,
+        *,
+        version: int = 4,
+        offsets_partition: tuple[str, int] = ("__consumer_offsets", 7),
     ) -> Any:
         tok = token()
         request = AddOffsetsToTxnRequest(
@@ -155,7 +158,13 @@ class Broker:
             group_id=group_id,
         )
         return reply(
-            self.append(self.coordinator.add_offsets(tok, request, version, now_ms), now_ms), tok
+            self.append(
+                self.coordinator.add_offsets(
+                    tok, request, version, now_ms, offsets_partition=offsets_partition
+                ),
+                now_ms,
+            ),
+            tok,
         )
 
     def end(

@@ -2,13 +2,10 @@
 
 import pytest
 
-from coordinator.transactions import (
-    TransactionConfig,
-    TransactionCoordinator,
-    TransactionState,
-    TxnMarker,
-    partition_for,
-)
+from coordinator.transactions.config import TransactionConfig
+from coordinator.transactions.coordinator import TransactionCoordinator
+from coordinator.transactions.outcome import TxnMarker, partition_for
+from coordinator.transactions.state import TransactionState
 from protocol.errors import ErrorCode
 from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
@@ -266,10 +263,10 @@ def test_add_while_a_commit_is_being_written_is_concurrent_transactions():
 def test_add_offsets_adds_the_groups_offsets_partition():
     broker = Broker()
     producer = broker.init()
-    assert broker.add_offsets(producer, "my-group").error_code == 0
-    assert broker.coordinator.transaction("txn").topic_partitions == {
-        ("__consumer_offsets", partition_for("my-group", 50))
-    }
+    offsets_partition = ("__consumer_offsets", 31)  # the broker's answer for "my-group"
+    response = broker.add_offsets(producer, "my-group", offsets_partition=offsets_partition)
+    assert response.error_code == 0
+    assert broker.coordinator.transaction("txn").topic_partitions == {offsets_partition}
 
 
 def test_v4_add_answers_per_transaction_and_verify_only_checks_membership():

@@ -3,12 +3,9 @@ epoch overflow with transaction version 2, and the verify-only checks."""
 
 import pytest
 
-from coordinator.transactions import (
-    IllegalTransition,
-    TransactionConfig,
-    TransactionMetadata,
-    TransactionState,
-)
+from coordinator.transactions.config import TransactionConfig
+from coordinator.transactions.metadata import IllegalTransition, TransactionMetadata
+from coordinator.transactions.state import TransactionState
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import (
@@ -38,6 +35,7 @@ _S = TransactionState
 _E = ErrorCode
 SHORT_MAX = 2**15 - 1
 ORDERS = [AddPartitionsToTxnTopic(name="orders", partitions=[0])]
+OFFSETS = ("__consumer_offsets", 3)
 
 
 def started(broker, partitions=None, now_ms=T0):
@@ -170,12 +168,15 @@ def test_add_offsets_failures():
     request = AddOffsetsToTxnRequest(
         transactional_id="txn", producer_id=old.producer_id, producer_epoch=0, group_id="g"
     )
-    assert code_of(broker.coordinator.add_offsets, 1, request, 1, T0) == _E.INVALID_PRODUCER_EPOCH
+    assert (
+        code_of(broker.coordinator.add_offsets, 1, request, 1, T0, offsets_partition=OFFSETS)
+        == _E.INVALID_PRODUCER_EPOCH
+    )
     tok = token()
     request = AddOffsetsToTxnRequest(
         transactional_id="txn", producer_id=producer.producer_id, producer_epoch=1, group_id="g"
     )
-    outcome = broker.coordinator.add_offsets(tok, request, 4, T0)
+    outcome = broker.coordinator.add_offsets(tok, request, 4, T0, offsets_partition=OFFSETS)
     failed = broker.coordinator.on_append_failed(outcome, _E.REQUEST_TIMED_OUT, T0)
     assert reply(failed, tok) == AddOffsetsToTxnResponse(error_code=_E.COORDINATOR_NOT_AVAILABLE)
 

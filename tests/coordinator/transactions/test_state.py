@@ -2,12 +2,8 @@ import dataclasses
 
 import pytest
 
-from coordinator.transactions import (
-    TRANSITIONS,
-    IllegalTransition,
-    TransactionMetadata,
-    TransactionState,
-)
+from coordinator.transactions.metadata import IllegalTransition, TransactionMetadata
+from coordinator.transactions.state import TRANSITIONS, TransactionState
 
 _S = TransactionState
 

@@ -4,7 +4,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from coordinator.transactions import TransactionConfig, TransactionState
+from coordinator.transactions.config import TransactionConfig
+from coordinator.transactions.state import TransactionState
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.init_producer_id import InitProducerIdResponse
 from tests.coordinator.transactions.builders import T0, Broker
