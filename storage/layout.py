@@ -2,6 +2,8 @@
 
     <data dir>/<topic>-<partition>/                  one directory per partition
     <topic>-<partition>/<20-digit base offset>.log   a segment, with .index and .timeindex
+                                                     (and .txnindex once a transaction in
+                                                     it is aborted)
 
 The broker, the pipeline and `kmock dump-log` all call these functions instead of
 formatting names themselves (Kafka: `UnifiedLog.logDirName`, `LogFileUtils.logFile`,
@@ -20,6 +22,7 @@ __all__ = [
     "OFFSETS_TOPIC",
     "SWAP_SUFFIX",
     "TIMEINDEX_SUFFIX",
+    "TXN_INDEX_SUFFIX",
     "is_offsets_partition_dir",
     "parse_partition_dir",
     "parse_segment_name",
@@ -36,6 +39,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"  # aborted transactions (storage.txn_index)
 # Compaction's output while it is written, and once it is complete (see compaction.py).
 CLEANED_SUFFIX = LOG_SUFFIX + ".cleaned"
 SWAP_SUFFIX = LOG_SUFFIX + ".swap"

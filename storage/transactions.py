@@ -38,8 +38,8 @@ from typing import NamedTuple, Protocol
 from protocol.compression import BytesLike
 from protocol.control_records import read_txn_marker
 from protocol.records import BatchHeader, ControlRecordType
+from storage.layout import TXN_INDEX_SUFFIX, parse_segment_name
 from storage.txn_index import (
-    TXN_INDEX_SUFFIX,
     AbortedTxn,
     TransactionIndex,
     collect_aborted_across,
@@ -222,8 +222,7 @@ class PartitionTransactions:
             if why is not None:
                 reports.append(f"{index.path.name}: {why}")
         for path in sorted(self.directory.glob(f"*{TXN_INDEX_SUFFIX}")):
-            stem = path.name[: -len(TXN_INDEX_SUFFIX)]
-            if not (stem.isdigit() and int(stem) in self._indexes):
+            if parse_segment_name(path.name, TXN_INDEX_SUFFIX) not in self._indexes:
                 path.unlink()
                 reports.append(f"{path.name}: belongs to no segment")
         return reports

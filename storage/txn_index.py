@@ -31,9 +31,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from storage.layout import TXN_INDEX_SUFFIX, segment_path
+
 __all__ = [
     "ABORTED_TXN_SIZE",
-    "TXN_INDEX_SUFFIX",
     "AbortedTxn",
     "CorruptTxnIndexError",
     "TransactionIndex",
@@ -43,7 +44,6 @@ __all__ = [
     "decode_entries",
 ]
 
-TXN_INDEX_SUFFIX = ".txnindex"
 ABORTED_TXN_VERSION = 0  # AbortedTxn.CURRENT_VERSION
 _ENTRY = struct.Struct(">hqqqq")
 ABORTED_TXN_SIZE = _ENTRY.size  # AbortedTxn.TOTAL_SIZE, 34
@@ -126,7 +126,7 @@ class TransactionIndex:
 
     def __init__(self, directory: Path, base_offset: int) -> None:
         self.base_offset = base_offset
-        self.path = directory / f"{base_offset:020d}{TXN_INDEX_SUFFIX}"
+        self.path = segment_path(directory, base_offset, TXN_INDEX_SUFFIX)
         self.entries: list[AbortedTxn] = []
         self._fd: int | None = None
 
