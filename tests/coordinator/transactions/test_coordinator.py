@@ -703,3 +703,24 @@ def test_replay_of_a_tombstone_removes_the_id_and_skips_unknown_record_types():
     replayed.finish_load(T0 + 2)
     assert replayed.transaction("txn") is None
     assert [r.value is None for r in broker.log] == [False, True]
+
+
+def test_replay_of_a_malformed_record_raises_a_clear_error():
+    from protocol.primitives import DecodeError
+    from protocol.transaction_log import encode_key, encode_value
+
+    coordinator = TransactionCoordinator(TransactionConfig(), lambda: 1)
+    with pytest.raises(DecodeError):
+        coordinator.replay(encode_key("txn"), b"\x00\x00\x01")
+    value = TransactionLogValue(
+        producer_id=1,
+        producer_epoch=0,
+        transaction_timeout_ms=1000,
+        transaction_status=9,
+        transaction_last_update_timestamp_ms=T0,
+        transaction_start_timestamp_ms=-1,
+    )
+    with pytest.raises(ValueError, match="unknown transaction state id 9"):
+        coordinator.replay(encode_key("txn"), encode_value(value, 1))
+    coordinator.finish_load(T0)
+    assert coordinator.transaction("txn") is None
