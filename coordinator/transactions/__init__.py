@@ -12,6 +12,8 @@ callable passed in.
     metadata.py      TransactionMetadata: one id's state and its two-step transitions
     epochs.py        the epoch and fencing rules of InitProducerId and EndTxn
     answers.py       responses it builds, and their failed forms
+    pending_offsets.py  offsets of TxnOffsetCommit waiting for their marker (for the group
+                     coordinator's OffsetManager)
     outcome.py       Outcome, TxnMarker, partition_for
     records.py       the __transaction_state records it writes and replays
     config.py        TransactionConfig and the one table of its settings and defaults
