@@ -17,13 +17,14 @@ restart) closes an empty one starting at the marker, as Kafka's appendEndTxnMark
 The tracker is pure: it sees headers (and a marker's type, read from its record key) and
 keeps no files. `PartitionTransactions` is what `Log` holds: the tracker plus one
 `TransactionIndex` per segment, rebuilt from the segments on recovery, appended to after
-each write, searched by read_committed fetches. Log calls it at five points:
+each write, searched by read_committed fetches. Log calls it at a few points:
 
     open:        self.transactions = PartitionTransactions(self.path)
                  reports = self.transactions.recover(self._segments)      # after recovery
     append:      self.transactions.on_append(active.base_offset, written)  # after the write
     fetch:       log.transactions.last_stable_offset(log.high_watermark)
                  log.transactions.aborted_transactions(fetch_offset, upper_bound_offset)
+    describe:    active_producers(log.producer_state.producers, log.transactions.tracker)
     retention:   self.transactions.remove_segments(bases, self._log_start_offset)
     truncation:  self.transactions.recover(self._segments)                 # rebuilt
     flush/close: self.transactions.flush() / close()
@@ -31,7 +32,8 @@ each write, searched by read_committed fetches. Log calls it at five points:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -39,6 +41,7 @@ from protocol.compression import BytesLike
 from protocol.control_records import read_txn_marker
 from protocol.records import BatchHeader, ControlRecordType
 from storage.layout import TXN_INDEX_SUFFIX, parse_segment_name
+from storage.producer_state import ProducerEntry
 from storage.txn_index import (
     AbortedTxn,
     TransactionIndex,
@@ -46,9 +49,11 @@ from storage.txn_index import (
 )
 
 __all__ = [
+    "ActiveProducer",
     "CompletedTxn",
     "PartitionTransactions",
     "TransactionTracker",
+    "active_producers",
     "marker_type",
     "replay_segment",
 ]
@@ -78,6 +83,8 @@ class TransactionTracker:
         # producer id -> first offset of its open transaction, in order of first offset
         # (producers open transactions in offset order, and a dict keeps insertion order).
         self._ongoing: dict[int, int] = {}
+        # producer id -> coordinator epoch of its last marker.
+        self._coordinator_epochs: dict[int, int] = {}
 
     def ongoing(self) -> dict[int, int]:
         """Open transactions: producer id -> first offset (a copy)."""
@@ -93,13 +100,18 @@ class TransactionTracker:
         return high_watermark if first is None else min(first, high_watermark)
 
     def observe(
-        self, header: BatchHeader, control_type: ControlRecordType | None = None
+        self,
+        header: BatchHeader,
+        control_type: ControlRecordType | None = None,
+        coordinator_epoch: int = -1,
     ) -> AbortedTxn | None:
         """Account for one batch just written, with its final offsets.
 
         Args:
           header: the batch's header as stored (base offset assigned).
           control_type: for a transaction marker, its type (see `marker_type`).
+          coordinator_epoch: for a marker, the coordinator epoch it carries (what
+            DescribeProducers reports per producer).
 
         Returns:
           The entry to append to the `.txnindex` of the segment holding the batch, for an
@@ -113,6 +125,7 @@ class TransactionTracker:
             return None
         if control_type is None:
             raise ValueError(f"marker at {header.base_offset} observed without its type")
+        self._coordinator_epochs[producer_id] = coordinator_epoch
         completed = CompletedTxn(
             producer_id,
             self._ongoing.get(producer_id, header.base_offset),
@@ -136,6 +149,10 @@ class TransactionTracker:
             if producer_id != completed.producer_id:
                 return first_offset
         return completed.last_offset + 1
+
+    def coordinator_epoch(self, producer_id: int) -> int:
+        """The coordinator epoch of the producer's last marker here, or -1."""
+        return self._coordinator_epochs.get(producer_id, -1)
 
     def evict_below(self, offset: int) -> None:
         """Forget open transactions that start below `offset` (the log start moved past
@@ -165,11 +182,19 @@ def replay_segment(
     for header, read in batches:
         if not header.is_transactional:
             continue
-        kind = marker_type(read()) if header.is_control else None
-        entry = tracker.observe(header, kind)
+        entry = _observe(tracker, header, read)
         if entry is not None:
             entries.append(entry)
     return entries
+
+
+def _observe(
+    tracker: TransactionTracker, header: BatchHeader, read: Callable[[], BytesLike]
+) -> AbortedTxn | None:
+    if not header.is_control:
+        return tracker.observe(header)
+    marker = read_txn_marker(read())
+    return tracker.observe(header, marker.control_type, marker.coordinator_epoch)
 
 
 class SegmentBatches(Protocol):
@@ -242,8 +267,7 @@ class PartitionTransactions:
         for header, batch in written:
             if not header.is_transactional:
                 continue
-            kind = marker_type(batch) if header.is_control else None
-            entry = self.tracker.observe(header, kind)
+            entry = _observe(self.tracker, header, functools.partial(bytes, batch))
             if entry is not None:
                 entries.append(entry)
         index = self.index(segment_base_offset)
@@ -285,3 +309,37 @@ class PartitionTransactions:
 
 def _reader(segment: SegmentBatches, position: int, size: int) -> Callable[[], bytes]:
     return lambda: segment.read(position, size)
+
+
+class ActiveProducer(NamedTuple):
+    """One row of DescribeProducers (its ProducerState, with Kafka's defaults of -1)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
+
+
+def active_producers(
+    producers: Mapping[int, ProducerEntry], tracker: TransactionTracker
+) -> list[ActiveProducer]:
+    """What DescribeProducers reports for a partition: every producer the log has state
+    for (`ProducerStateManager.producers`), with its open transaction's first offset
+    (Kafka's ReplicaManager.activeProducerState)."""
+    ongoing = tracker.ongoing()
+    rows = []
+    for producer_id, entry in sorted(producers.items()):
+        last = entry.batches[-1] if entry.batches else None
+        rows.append(
+            ActiveProducer(
+                producer_id,
+                entry.producer_epoch,
+                -1 if last is None else last.last_seq,
+                -1 if last is None else last.max_timestamp,
+                tracker.coordinator_epoch(producer_id),
+                ongoing.get(producer_id, -1),
+            )
+        )
+    return rows

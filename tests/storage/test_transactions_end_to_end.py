@@ -12,7 +12,7 @@ from protocol.messages.add_partitions_to_txn import (
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.records import build_control_batch, decode_records, parse_batch_header
-from storage.transactions import PartitionTransactions
+from storage.transactions import ActiveProducer, PartitionTransactions, active_producers
 from storage.txn_index import AbortedTxn
 from tests.storage.helpers import T0, make_batch
 
@@ -178,5 +178,28 @@ def test_a_new_producer_fences_the_open_transaction_and_aborts_it(open_log, log_
     cluster.produce(second, [b"fresh"], 0)
     cluster.end(second, committed=True)
     assert cluster.read_committed() == [b"fresh"]
+    cluster.transactions.close()
+    cluster.log.close()
+
+
+def test_active_producers_report_epoch_sequence_marker_epoch_and_open_transaction(
+    open_log, log_dir
+):
+    cluster = Cluster(open_log, log_dir)
+    producer = cluster.init()
+    cluster.add(producer)
+    cluster.produce(producer, [b"a", b"b"], 0)
+    producer = cluster.end(producer, committed=True)
+    cluster.add(producer)
+    cluster.produce(producer, [b"c"], 0)
+    plain = make_batch(1, producer_id=77, producer_epoch=3, base_sequence=9, timestamp=T0 + 5)
+    cluster.write(plain)
+    rows = active_producers(cluster.log.producer_state.producers, cluster.transactions.tracker)
+    assert rows == [
+        ActiveProducer(77, 3, 9, T0 + 5, -1, -1),
+        # Epoch 1 after the v5 commit; its marker carried coordinator epoch 1; the open
+        # transaction started at offset 3, after two records and the marker.
+        ActiveProducer(producer.producer_id, 1, 0, T0, 1, 3),
+    ]
     cluster.transactions.close()
     cluster.log.close()
