@@ -220,7 +220,7 @@ def stack(images: None) -> Iterator[Stack]:
 
 
 @pytest.fixture
-def container_names() -> Iterator[list[str]]:
+def container_names(images: None) -> Iterator[list[str]]:
     """Containers a test starts with `docker run`, removed afterwards with their volumes."""
     names: list[str] = []
     yield names
