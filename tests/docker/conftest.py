@@ -221,8 +221,10 @@ def stack(images: None) -> Iterator[Stack]:
 
 @pytest.fixture
 def container_names(images: None) -> Iterator[list[str]]:
-    """Containers a test starts with `docker run`, removed afterwards with their volumes."""
+    """Containers a test starts with `docker run`, removed afterwards with their volumes
+    (anonymous, and the `<name>-data` of the README's command)."""
     names: list[str] = []
     yield names
     for name in names:
         docker("rm", "--force", "--volumes", name, check=False)
+        docker("volume", "rm", f"{name}-data", check=False)
