@@ -8,12 +8,14 @@
 # Build stage: a wheel of the project, so that the final image holds no sources or tests.
 FROM python:3.11-slim AS build
 WORKDIR /src
-# The dependencies' wheels first, in a layer that only a change of pyproject.toml rebuilds.
+# The dependencies' wheels and the build requirements first, in a layer that only a change
+# of pyproject.toml rebuilds.
 COPY pyproject.toml .
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > requirements.txt \
-    && pip wheel --no-cache-dir --wheel-dir /wheels -r requirements.txt
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); print('\n'.join(p['project']['dependencies'])); print('\n'.join(p['build-system']['requires']), file=open('build.txt', 'w'))" > requirements.txt \
+    && pip wheel --no-cache-dir --wheel-dir /wheels -r requirements.txt \
+    && pip install --no-cache-dir -r build.txt
 COPY . .
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \

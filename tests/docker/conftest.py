@@ -207,10 +207,11 @@ def images() -> None:
     Stack().compose("build", timeout=2 * STEP_S + 60)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def stack(images: None) -> Iterator[Stack]:
     """The compose file as the README runs it (one-listener override until the broker has
-    named listeners), broker started and healthy."""
+    named listeners), broker started and healthy. One per module, to save the engine's
+    time: each test uses its own topics and groups, and leaves the broker healthy."""
     s = Stack() if NAMED_LISTENERS else Stack(ONE_LISTENER_OVERRIDE)
     try:
         s.up()

@@ -102,5 +102,8 @@ def test_runs_as_a_non_root_user_owning_its_data(stack):
 def test_compose_up_runs_the_example_client(stack):
     # `docker compose up` of the README, on the stack whose broker is already up: the client
     # waits for the health check, then produces and reads back its records.
-    out = stack.compose("up", "--no-build", "--exit-code-from", "example-client")
-    assert "ok: every record came back" in out
+    try:
+        out = stack.compose("up", "--no-build", "--exit-code-from", "example-client")
+        assert "ok: every record came back" in out
+    finally:
+        stack.up()  # --exit-code-from stopped the broker too
