@@ -52,6 +52,17 @@ def start_readme_run(names: list[str], command: str, **replace: str) -> tuple[st
     return name, port
 
 
+def test_base_image_has_python_pip_and_venv(images):
+    # What the Dockerfile needs of its base, python:3.11-slim or the stand-in CI makes for it.
+    base = re.findall(r"^FROM\s+(\S+)", (ROOT / "Dockerfile").read_text(), re.M)[-1]
+    script = "python -m venv /tmp/v && /tmp/v/bin/python -m pip --version && python --version"
+    out = docker("run", "--rm", "--user", "nobody", base, "sh", "-c", script).splitlines()
+    assert out[0].startswith("pip ")
+    assert " from /tmp/v/" in out[0]  # the venv's own pip
+    major, minor = map(int, out[1].split()[1].split(".")[:2])
+    assert (major, minor) >= (3, 11)
+
+
 def test_readme_docker_run_serves_the_host(container_names):
     (command,) = [c for c in readme_docker_runs() if "kmock-data" in c]
     name, port = start_readme_run(container_names, command)
