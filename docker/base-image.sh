@@ -53,6 +53,8 @@ if [ ! -s "$tarball" ]; then
         "$root"/usr/share/man/* "$root"/usr/share/locale/* "$root"/var/log/*
     tar --numeric-owner -C "$root" -cf "$tarball.tmp" .
     mv "$tarball.tmp" "$tarball"
+    rm -rf "$root"
+    trap - EXIT
 fi
 
 # The machine's CA bundle is appended at import, not cached: it may change between runs.
