@@ -97,6 +97,11 @@ fmt: venv ## Format and autofix with ruff
 bench: venv ## Run the benchmarks (writes bench/RESULTS.md)
 	$(VENV)/bin/python bench/run.py
 
+.PHONY: docker-test
+# Installs and starts a Docker engine if need be (root), stops the one it started.
+docker-test: venv ## Build and run the image and docker-compose.yml in a Docker engine (tests/docker)
+	docker/ci.sh $(VENV)/bin/python $(PYTEST_ARGS)
+
 reliability: venv ## Restart/crash cycles against a live broker (CYCLES=100)
 	$(VENV)/bin/python -m pytest tests/reliability -q -m reliability --cycles $(CYCLES)
 

@@ -6,12 +6,12 @@
 #   KAFKA_LOG_DIRS              /var/lib/kmock             (the image's volume)
 #   KAFKA_ADMIN_PORT            8080                       (health checks, /metrics)
 #   KAFKA_ADMIN_HOST            0.0.0.0
-#   KAFKA_ADVERTISED_LISTENERS  PLAINTEXT://localhost:<listener port>
+#   KAFKA_ADVERTISED_LISTENERS  each listener as NAME://localhost:<its port>
 #                               what clients are told to connect to after bootstrapping.
 #                               The default suits `docker run -p 9092:9092` and clients on
 #                               the host; clients in other containers need the name they
-#                               reach this one by, e.g. PLAINTEXT://kmock:9092 in a compose
-#                               file (kmock advertises one address to every client).
+#                               reach this one by, e.g. PLAINTEXT://kmock:29092 beside
+#                               PLAINTEXT_HOST://127.0.0.1:9092 in docker-compose.yml.
 # Every other KAFKA_* variable is read by kmock itself (broker/config.py: KAFKA_LOG_DIRS ->
 # log.dirs, `__` for `_`, `___` for `-`). Arguments go to `kmock serve` (flags, or a
 # properties file); an admin command (`topics list ...`) runs that instead of the broker.
@@ -29,9 +29,9 @@ esac
 : "${KAFKA_ADMIN_PORT=8080}"
 : "${KAFKA_ADMIN_HOST=0.0.0.0}"
 if [ -z "${KAFKA_ADVERTISED_LISTENERS+set}" ]; then
-    port="${KAFKA_LISTENERS%%,*}"  # the first listener's port, as published with -p
-    port="${port##*:}"
-    KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://localhost:${port}"
+    # NAME://host:port,... -> NAME://localhost:port,... (the ports as published with -p)
+    KAFKA_ADVERTISED_LISTENERS="$(printf '%s\n' "$KAFKA_LISTENERS" | tr ',' '\n' \
+        | sed -n 's|^ *\([^:]*\)://.*:\([0-9]*\) *$|\1://localhost:\2|p' | paste -sd, -)"
 fi
 export KAFKA_LISTENERS KAFKA_LOG_DIRS KAFKA_ADMIN_PORT KAFKA_ADMIN_HOST KAFKA_ADVERTISED_LISTENERS
 

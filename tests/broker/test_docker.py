@@ -2,9 +2,7 @@
 sh, `kmock` replaced by a stub that prints what it got), the mapping of its environment to
 settings through load_config, docker-compose.yml's structure and health check (run against
 a live admin endpoint), the Dockerfile's essentials, and the compose demo client against a
-live broker.
-
-`docker compose config` is not used: the docker client here has no compose plugin.
+live broker. tests/docker/ runs all of it in a real engine (`make docker-test`).
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from broker.server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
+EXAMPLE_CLIENT = ROOT / "docker" / "client" / "example_client.py"
 SCENARIO_S = 60
 
 STUB = """#!/bin/sh
@@ -120,23 +119,36 @@ def compose() -> dict:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
-def test_compose_services_volume_and_health_check():
+def test_compose_services_listeners_volume_and_health_check():
     c = compose()
+    assert "name" not in c  # docker-compose 1.29 refuses a top-level name
     assert set(c["services"]) == {"kmock", "example-client"}
     broker = c["services"]["kmock"]
     assert broker["build"] == "."
     assert "kmock-data:/var/lib/kmock" in broker["volumes"]
     assert "kmock-data" in c["volumes"]
-    assert {"9092:9092", "8080:8080"} <= set(broker["ports"])
-    assert broker["environment"]["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://kmock:9092"
+    assert set(broker["ports"]) == {
+        "127.0.0.1:${KMOCK_HOST_PORT:-9092}:9092",
+        "127.0.0.1:${KMOCK_ADMIN_PORT:-8080}:8080",
+    }
+    env = broker["environment"]
+    assert env["KAFKA_LISTENERS"] == "PLAINTEXT://0.0.0.0:29092,PLAINTEXT_HOST://0.0.0.0:9092"
+    assert (
+        env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+        == "PLAINTEXT:PLAINTEXT,PLAINTEXT_HOST:PLAINTEXT"
+    )
+    assert env["KAFKA_ADVERTISED_LISTENERS"] == (
+        "PLAINTEXT://kmock:29092,PLAINTEXT_HOST://127.0.0.1:${KMOCK_HOST_PORT:-9092}"
+    )
+    assert "restart" not in broker  # a bad setting must not become a restart loop
     test = broker["healthcheck"]["test"]
     assert test[:3] == ["CMD", "python", "-c"]
     assert "http://127.0.0.1:8080/readyz" in test[3]
     client = c["services"]["example-client"]
+    assert client["build"] == "docker/client"
     assert client["depends_on"] == {"kmock": {"condition": "service_healthy"}}
-    assert client["environment"]["BOOTSTRAP_SERVERS"] == "kmock:9092"
-    assert "./docker/example_client.py:/app/example_client.py:ro" in client["volumes"]
-    assert (ROOT / "docker" / "example_client.py").exists()
+    assert client["environment"]["BOOTSTRAP_SERVERS"] == "kmock:29092"
+    assert EXAMPLE_CLIENT.exists()
 
 
 def test_dockerfile_essentials():
@@ -151,7 +163,8 @@ def test_dockerfile_essentials():
     assert any(line.startswith("EXPOSE 9092") for line in lines)
     assert 'ENTRYPOINT ["/opt/kmock/docker/entrypoint.sh"]' in lines
     assert "COPY docker/entrypoint.sh /opt/kmock/docker/entrypoint.sh" in lines
-    assert "pip install /wheels/*.whl" in text
+    assert "pip install --no-index /wheels/*.whl" in text
+    assert any(line.startswith("HEALTHCHECK ") for line in lines)
     assert os.access(ENTRYPOINT, os.X_OK)
 
 
@@ -187,7 +200,7 @@ async def test_compose_example_client_against_a_live_broker(nursery, tmp_path):
     with trio.fail_after(SCENARIO_S):
         await broker.ready.wait()
         done = await trio.run_process(
-            [sys.executable, str(ROOT / "docker" / "example_client.py")],
+            [sys.executable, str(EXAMPLE_CLIENT)],
             env=env,
             capture_stdout=True,
             capture_stderr=True,

@@ -1,6 +1,6 @@
 """The docker-compose demo client: produce a few records to kmock and read them back.
 
-Runs in the `example-client` service (BOOTSTRAP_SERVERS=kmock:9092) once the broker's
+Runs in the `example-client` service (BOOTSTRAP_SERVERS=kmock:29092) once the broker's
 /readyz health check passes; exits 0 when every record came back, 1 otherwise.
 """
 
