@@ -275,6 +275,35 @@ class KafkaClient:
                 return len(t.partitions)
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r}")
 
+    def create_topics(
+        self,
+        names: Iterable[str],
+        *,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> list[CreatableTopicResult]:
+        """Create several topics in one request; each result carries its own error code
+        (not raised: Kafka creates the topics that pass and refuses the others)."""
+        request = CreateTopicsRequest(
+            topics=[
+                CreatableTopic(
+                    name=name,
+                    num_partitions=num_partitions,
+                    replication_factor=replication_factor,
+                    assignments=[],
+                    configs=[
+                        CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                    ],
+                )
+                for name in names
+            ],
+            timeout_ms=int(self.timeout_s * 1000),
+            validate_only=validate_only,
+        )
+        return list(self.send(request).topics)
+
     def create_topic(
         self,
         name: str,
@@ -306,17 +335,23 @@ class KafkaClient:
         return result
 
     def delete_topic(self, name: str) -> None:
+        for _, code, message in self.delete_topics([name]):
+            _check(code, f"delete topic {name!r}", message)
+
+    def delete_topics(self, names: Iterable[str]) -> list[tuple[str, int, str | None]]:
+        """Delete several topics in one request: (name, error code, error message) each,
+        not raised."""
+        names = list(names)
         version = self.version_for(DeleteTopicsRequest)
         timeout_ms = int(self.timeout_s * 1000)
         if version >= 6:
             request = DeleteTopicsRequest(
-                topics=[DeleteTopicState(name=name)], timeout_ms=timeout_ms
+                topics=[DeleteTopicState(name=n) for n in names], timeout_ms=timeout_ms
             )
         else:
-            request = DeleteTopicsRequest(topic_names=[name], timeout_ms=timeout_ms)
+            request = DeleteTopicsRequest(topic_names=names, timeout_ms=timeout_ms)
         response = self.send(request, version)
-        for result in response.responses:
-            _check(result.error_code, f"delete topic {name!r}", result.error_message)
+        return [(r.name, r.error_code, r.error_message) for r in response.responses]
 
     def describe_configs(
         self, resource_type: int, name: str
