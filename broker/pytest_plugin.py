@@ -213,7 +213,7 @@ class KmockBroker:
                 raise ValueError(f"{where(r.line)}: no topic (name one in the record or the call)")
         if self.broker is None:
             raise RuntimeError("kmock is not running")
-        return trio.from_thread.run(  # type: ignore[no-any-return]
+        return trio.from_thread.run(
             _seed_records, self.broker, records, topic, where, trio_token=self._token
         )
 
@@ -276,14 +276,16 @@ async def _seed_records(
         version = request.VERSIONS.stop - 1
         return RequestContext(broker, version, "kmock-seed", "127.0.0.1", 0, routes)
 
-    names = sorted({r.topic or default_topic for r in records})
-    request = MetadataRequest(
-        topics=[MetadataRequestTopic(name=n) for n in names],
+    def topic_of(record: Any) -> str:
+        return str(record.topic or default_topic)  # the caller checked one of them is set
+
+    lookup = MetadataRequest(
+        topics=[MetadataRequestTopic(name=n) for n in sorted({topic_of(r) for r in records})],
         allow_auto_topic_creation=True,
         include_topic_authorized_operations=False,
     )
     counts = {}
-    for t in (await metadata.handle(ctx(request), request)).topics:
+    for t in (await metadata.handle(ctx(lookup), lookup)).topics:
         if t.error_code:
             raise KafkaError(ErrorCode(t.error_code), f"seeding topic {t.name!r}")
         counts[t.name] = len(t.partitions)
@@ -291,7 +293,7 @@ async def _seed_records(
     placed: list[tuple[str, int]] = []
     by_partition: dict[tuple[str, int], list[Any]] = {}
     for r in records:
-        topic = r.topic or default_topic
+        topic = topic_of(r)
         if r.partition is not None:
             partition = r.partition
             if partition >= counts[topic]:
@@ -311,7 +313,7 @@ async def _seed_records(
     firsts: dict[tuple[str, int], int] = {}
     for (topic, partition), items in by_partition.items():
         for start in range(0, len(items), _SEED_BATCH):
-            request = ProduceRequest(
+            request: Any = ProduceRequest(
                 acks=-1,
                 timeout_ms=30_000,
                 topic_data=[
@@ -326,7 +328,7 @@ async def _seed_records(
                     )
                 ],
             )
-            response = await produce.handle(ctx(request), request)
+            response: Any = await produce.handle(ctx(request), request)
             if isinstance(response, Deferred):
                 response = await response.finish()
             result = response.responses[0].partition_responses[0]

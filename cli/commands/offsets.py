@@ -140,7 +140,9 @@ def _timestamp_ms(args: argparse.Namespace) -> int | None:
 def _counts(client: KafkaClient, topics: Iterable[str]) -> dict[str, tuple[int, int]]:
     """{topic: (error code, partition count)}, without creating any topic."""
     response = client.metadata(sorted(set(topics)))
-    return {t.name: (t.error_code, len(t.partitions)) for t in response.topics}
+    return {
+        t.name: (t.error_code, len(t.partitions)) for t in response.topics if t.name is not None
+    }
 
 
 def _existing(

@@ -175,7 +175,7 @@ def cmd_topics_describe(args: argparse.Namespace, out: Output) -> int:
     names = _distinct(args.topic) if args.topic else None
     with connect(args) as client:
         response = client.metadata(names)
-        by_name = {t.name: t for t in response.topics}
+        by_name: dict[str, Any] = {t.name: t for t in response.topics if t.name is not None}
         for name in names or []:
             code = (
                 by_name[name].error_code
@@ -186,7 +186,7 @@ def cmd_topics_describe(args: argparse.Namespace, out: Output) -> int:
                 raise KafkaError(ErrorCode(code), f"topic {name!r} does not exist")
             if code:
                 raise KafkaError(ErrorCode(code), f"topic {name!r}")
-        topics = [
+        topics: list[Any] = [
             by_name[n]
             for n in (names or sorted(by_name))
             if not (args.exclude_internal and by_name[n].is_internal)
