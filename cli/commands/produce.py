@@ -51,8 +51,9 @@ def _format(args: argparse.Namespace) -> tuple[str, str]:
             fmt = "jsonl"
         else:
             fmt = "lines"
-    elif args.key_separator is not None and fmt != "keyed":
-        raise UsageError(f"--key-separator needs --format keyed, not {fmt}")
+    elif fmt != "keyed" and (args.key_separator is not None or parse_key == "true"):
+        flag = "--key-separator" if args.key_separator is not None else "parse.key=true"
+        raise UsageError(f"{flag} needs --format keyed, not {fmt}")
     return fmt, sep
 
 

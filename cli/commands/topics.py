@@ -99,7 +99,18 @@ def cmd_topics_create(args: argparse.Namespace, out: Output) -> int:
         results = {r.name: r for r in checked}
         if todo and not args.dry_run:
             created = client.create_topics(todo, **options)
-            _refuse_any("create", [(r.name, r.error_code, r.error_message) for r in created], 1)
+            for r in created:
+                if args.if_not_exists and r.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                    existing.add(r.name)  # created by someone else since the validation
+            _refuse_any(
+                "create",
+                [
+                    (r.name, r.error_code, r.error_message)
+                    for r in created
+                    if r.name not in existing
+                ],
+                1,
+            )
             results.update({r.name: r for r in created})
     rows = [
         {
