@@ -99,9 +99,9 @@ def cmd_topics_create(args: argparse.Namespace, out: Output) -> int:
         results = {r.name: r for r in checked}
         if todo and not args.dry_run:
             created = client.create_topics(todo, **options)
-            for r in created:
-                if args.if_not_exists and r.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
-                    existing.add(r.name)  # created by someone else since the validation
+            for result in created:
+                if args.if_not_exists and result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                    existing.add(result.name)  # created by someone else since the validation
             _refuse_any(
                 "create",
                 [
