@@ -161,7 +161,9 @@ class KmockBroker:
         A record is a mapping with the fields of a jsonl line (protocol.record_file: topic,
         partition, timestamp, key, value, headers, and the *_b64 forms), where key, value
         and header values may also be bytes; or just its value (bytes or str). `topic` is
-        for the records that name none. Every record is checked before the first is written.
+        for the records that name none. Keyless records that name no partition go to
+        partition 0, so that a test knows where they are; keyed ones go where Kafka's
+        partitioner puts them. Every record is checked before the first is written.
 
         Raises:
           ValueError: a record that is not one, or names no topic ("records[3]: ...").

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from cli.main import main
-from client import KafkaClient
+from client import LATEST, KafkaClient
+from protocol.errors import KafkaError
 from protocol.partitioner import default_partition
 from tests.integration.harness import REQUEST_TIMEOUT_MS, confluent_conf, deadline
 
@@ -201,3 +202,10 @@ def test_a_bad_seed_line_names_file_and_line_and_writes_nothing(kmock, tmp_path)
         kmock.seed(None, [b"where to?"])
     with KafkaClient(kmock.bootstrap_servers) as client:
         assert [t.name for t in client.metadata(None).topics] == []
+    # A partition the topic lacks: the lookup auto-created the topic, nothing was written.
+    with pytest.raises(
+        KafkaError, match=r"records\[1\]: topic 'one' has no partition 5 \(it has 1\)"
+    ):
+        kmock.seed("one", [{"value": "a"}, {"partition": 5, "value": "b"}])
+    with KafkaClient(kmock.bootstrap_servers) as client:
+        assert client.list_offsets([("one", 0)], LATEST) == {("one", 0): 0}
