@@ -19,6 +19,17 @@ Settings, by Kafka name, in increasing precedence:
 `KAFKA_*` environment variables are not read: a test suite gets the same broker on every
 machine.
 
+Seed data, produced before the test body runs and read back by any client like produced data:
+  * `kmock.seed("orders", [{"key": "k", "value": "v", "headers": {"h": "1"}}, b"raw", ...])`
+  * `kmock.seed_file("tests/data/orders.jsonl")` (the jsonl, lines and keyed formats of
+    `kmock produce --file`; see protocol.record_file)
+  * `@pytest.mark.kmock_seed("data/orders.jsonl")` or
+    `@pytest.mark.kmock_seed(topic="orders", records=[...])` (`kmock` only; a relative path is
+    relative to the test's file; module and class marks are seeded before the function's)
+Each call checks every record before it writes the first, then appends them through the
+broker's own Metadata (topic auto-creation) and Produce (acks=all) handlers, so they are
+validated and stored exactly as a producer's.
+
 One default differs from `kmock serve`'s: offsets.topic.num.partitions is 1 (FIXTURE_DEFAULTS),
 so that a fresh broker per test does not create 50 __consumer_offsets partitions when its
 test first uses a group.
@@ -29,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +154,71 @@ class KmockBroker:
             error, self._error = self._error, None
             raise _unwrap(error)
 
+    def seed(self, topic: str | None, records: Iterable[Any]) -> list[tuple[str, int, int]]:
+        """Produce `records` (acks=all) before going on; returns each record's
+        (topic, partition, offset), in order.
+
+        A record is a mapping with the fields of a jsonl line (protocol.record_file: topic,
+        partition, timestamp, key, value, headers, and the *_b64 forms), where key, value
+        and header values may also be bytes; or just its value (bytes or str). `topic` is
+        for the records that name none. Keyless records that name no partition go to
+        partition 0, so that a test knows where they are; keyed ones go where Kafka's
+        partitioner puts them. Every record is checked before the first is written.
+
+        Raises:
+          ValueError: a record that is not one, or names no topic ("records[3]: ...").
+          KafkaError: what the broker answered (no such partition, topic not auto-created).
+        """
+        from protocol.record_file import record_from_mapping
+
+        parsed = []
+        for i, item in enumerate(records):
+            if isinstance(item, bytes | bytearray | str):
+                item = {"value": item}
+            try:
+                parsed.append(record_from_mapping(item, line=i, allow_bytes=True))
+            except ValueError as e:
+                raise ValueError(f"records[{i}]: {e}") from None
+        return self._seed(parsed, topic, lambda i: f"records[{i}]")
+
+    def seed_file(
+        self,
+        path: str | Path,
+        *,
+        topic: str | None = None,
+        format: str | None = None,
+        key_separator: str = "\t",
+    ) -> list[tuple[str, int, int]]:
+        """Produce the records of a file, as `kmock produce --file` does; see `seed`.
+
+        `format` is jsonl, lines or keyed; by default jsonl for *.jsonl and *.ndjson files,
+        else lines. `topic` is for the records that name none (required for lines/keyed).
+
+        Raises:
+          ValueError: a line that is not a record ("orders.jsonl line 3: not JSON ...").
+        """
+        from protocol.record_file import read_records
+
+        path = Path(path)
+        fmt = format or ("jsonl" if path.suffix in (".jsonl", ".ndjson") else "lines")
+        with path.open("rb") as f:
+            parsed = list(read_records(f, fmt, str(path), key_separator=key_separator))
+        return self._seed(parsed, topic, lambda line: f"{path} line {line}")
+
+    def _seed(
+        self, records: list[Any], topic: str | None, where: Any
+    ) -> list[tuple[str, int, int]]:
+        import trio
+
+        for r in records:
+            if r.topic is None and topic is None:
+                raise ValueError(f"{where(r.line)}: no topic (name one in the record or the call)")
+        if self.broker is None:
+            raise RuntimeError("kmock is not running")
+        return trio.from_thread.run(
+            _seed_records, self.broker, records, topic, where, trio_token=self._token
+        )
+
     def restart(self) -> None:
         """stop(), then start() on the same port with the same data directory."""
         self.stop()
@@ -175,6 +251,102 @@ class KmockBroker:
             self.broker = await nursery.start(serve, self.config)
             self._token = trio.lowlevel.current_trio_token()
             self._started.set()
+
+
+# Records per batch when seeding (kmock produce's default --batch-size).
+_SEED_BATCH = 500
+
+
+async def _seed_records(
+    broker: Any, records: list[Any], default_topic: str | None, where: Any
+) -> list[tuple[str, int, int]]:
+    """In the broker's thread: look the topics up (auto-creating them as a producer's
+    Metadata request does), place every record (Kafka's partitioner for keyed records,
+    one partition per topic for the others), check the partitions exist, then Produce."""
+    import time
+
+    from broker import routes
+    from broker.context import RequestContext
+    from broker.handlers import Deferred, metadata, produce
+    from protocol.errors import ErrorCode, KafkaError
+    from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+    from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from protocol.partitioner import default_partition
+    from protocol.records import build_batch
+
+    def ctx(request: Any) -> RequestContext:
+        version = request.VERSIONS.stop - 1
+        return RequestContext(broker, version, "kmock-seed", "127.0.0.1", 0, routes)
+
+    def topic_of(record: Any) -> str:
+        return str(record.topic or default_topic)  # the caller checked one of them is set
+
+    lookup = MetadataRequest(
+        topics=[MetadataRequestTopic(name=n) for n in sorted({topic_of(r) for r in records})],
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    )
+    counts = {}
+    for t in (await metadata.handle(ctx(lookup), lookup)).topics:
+        if t.error_code:
+            raise KafkaError(ErrorCode(t.error_code), f"seeding topic {t.name!r}")
+        counts[t.name] = len(t.partitions)
+    now_ms = int(time.time() * 1000)
+    placed: list[tuple[str, int]] = []
+    by_partition: dict[tuple[str, int], list[Any]] = {}
+    for r in records:
+        topic = topic_of(r)
+        if r.partition is not None:
+            partition = r.partition
+            if partition >= counts[topic]:
+                raise KafkaError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"{where(r.line)}: topic {topic!r} has no partition {partition} "
+                    f"(it has {counts[topic]})",
+                )
+        elif r.key is not None:
+            partition = default_partition(r.key, counts[topic])
+        else:
+            partition = 0
+        placed.append((topic, partition))
+        by_partition.setdefault((topic, partition), []).append(
+            (r.key, r.value, r.headers, now_ms if r.timestamp_ms is None else r.timestamp_ms)
+        )
+    firsts: dict[tuple[str, int], int] = {}
+    for (topic, partition), items in by_partition.items():
+        for start in range(0, len(items), _SEED_BATCH):
+            request: Any = ProduceRequest(
+                acks=-1,
+                timeout_ms=30_000,
+                topic_data=[
+                    TopicProduceData(
+                        name=topic,
+                        partition_data=[
+                            PartitionProduceData(
+                                index=partition,
+                                records=build_batch(items[start : start + _SEED_BATCH]),
+                            )
+                        ],
+                    )
+                ],
+            )
+            response: Any = await produce.handle(ctx(request), request)
+            if isinstance(response, Deferred):
+                response = await response.finish()
+            result = response.responses[0].partition_responses[0]
+            if result.error_code:
+                raise KafkaError(
+                    ErrorCode(result.error_code),
+                    f"seeding {topic}-{partition}: {result.error_message or ''}".rstrip(": "),
+                )
+            firsts.setdefault((topic, partition), result.base_offset)
+    nth: dict[tuple[str, int], int] = {}
+    out = []
+    for key in placed:
+        i = nth.get(key, 0)
+        nth[key] = i + 1
+        out.append((key[0], key[1], firsts[key] + i))
+    return out
 
 
 def _unwrap(error: BaseException) -> BaseException:
@@ -219,6 +391,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "kmock_config(settings=None, **kw): broker settings (Kafka names; `_` for `.` in "
         "keywords) for this test's `kmock` fixture",
+    )
+    config.addinivalue_line(
+        "markers",
+        "kmock_seed(path=None, *, topic=None, records=None, format=None): records the `kmock` "
+        "fixture produces before the test runs (a file, relative to the test's file, or a list)",
     )
     # Checked here, so that a typo fails the run at once rather than every test using kmock.
     config.stash[_SETTINGS_KEY] = {
@@ -283,5 +460,30 @@ def kmock(
     }
     broker = KmockBroker(tmp_path_factory.mktemp("kmock"), overrides)
     broker.start()
+    try:
+        _seed_from_markers(broker, request)
+    except BaseException:
+        broker.stop()
+        raise
     yield broker
     broker.stop()
+
+
+def _seed_from_markers(broker: KmockBroker, request: pytest.FixtureRequest) -> None:
+    """Seed what the test's `kmock_seed` marks name: module and class marks first."""
+    for marker in reversed(list(request.node.iter_markers("kmock_seed"))):
+        kwargs = dict(marker.kwargs)
+        records = kwargs.pop("records", None)
+        topic = kwargs.pop("topic", None)
+        if marker.args and records is None:
+            path = Path(marker.args[0])
+            if not path.is_absolute():
+                path = request.path.parent / path
+            broker.seed_file(path, topic=topic, **kwargs)
+        elif records is not None and not marker.args and not kwargs:
+            broker.seed(topic, records)
+        else:
+            raise pytest.UsageError(
+                f"{request.node.nodeid}: kmock_seed takes a path or records=[...], "
+                f"not {marker.args!r} {marker.kwargs!r}"
+            )

@@ -1,10 +1,11 @@
 """`kmock`: run the broker, and look inside a running one. The parser and dispatch only.
 
     kmock serve [server.properties] [--log-dirs DIR] [--override key=value] ...
-    kmock topics list | create NAME | delete NAME | describe NAME
+    kmock topics list | create NAME... | delete NAME... | describe [NAME...]
     kmock groups list | describe GROUP
-    kmock offsets show GROUP | reset GROUP --topic T (--to-earliest | ...) [--execute]
-    kmock produce TOPIC < lines
+    kmock offsets show GROUP | reset GROUP (--topic T | --all-topics) (--to-earliest | ...)
+                                     [--execute] [--export]
+    kmock produce [TOPIC] [--file PATH] [--format jsonl|lines|keyed] < lines
     kmock consume TOPIC [--from-beginning] [--max-messages N] [--timeout-ms MS]
     kmock dump-log PATH
     kmock report lag|groups|snapshot|export ...   (pipeline/, with kmock[pipeline])

@@ -1,9 +1,11 @@
 """Where a `kmock` command writes, and how it ends: Output, exit codes, one-line errors.
 
-Exit codes: 0 ok; 1 Kafka error, connection failure or startup failure (one line on
-stderr); 2 usage or configuration error; 3 refused (resetting offsets of a group that has
-members); 130 interrupted. A command raises `UsageError`, `Refused` or `Failed` (or
-`KafkaError`), and `cli.main` turns it into its line on stderr and its exit code.
+Exit codes: 0 ok; 1 Kafka error, connection failure or startup failure, or input naming
+what does not exist (a topic, a partition) (one line on stderr); 2 usage or configuration
+error, or input that does not parse (a JSONL or CSV line, a date); 3 refused (resetting
+offsets of a group that has members); 130 interrupted. A command raises `UsageError`,
+`Refused` or `Failed` (or `KafkaError`), and `cli.main` turns it into its line on stderr
+and its exit code.
 
 rich is loaded when the first table or progress bar is drawn, not with this module:
 `kmock serve` writes through Output too and never draws one.

@@ -56,6 +56,7 @@ from protocol.messages.offset_commit import (
 )
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.partitioner import default_partition
 from protocol.primitives import DecodeError
 from protocol.schema import Message, decode
 
@@ -274,6 +275,35 @@ class KafkaClient:
                 return len(t.partitions)
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r}")
 
+    def create_topics(
+        self,
+        names: Iterable[str],
+        *,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> list[CreatableTopicResult]:
+        """Create several topics in one request; each result carries its own error code
+        (not raised: Kafka creates the topics that pass and refuses the others)."""
+        request = CreateTopicsRequest(
+            topics=[
+                CreatableTopic(
+                    name=name,
+                    num_partitions=num_partitions,
+                    replication_factor=replication_factor,
+                    assignments=[],
+                    configs=[
+                        CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                    ],
+                )
+                for name in names
+            ],
+            timeout_ms=int(self.timeout_s * 1000),
+            validate_only=validate_only,
+        )
+        return list(self.send(request).topics)
+
     def create_topic(
         self,
         name: str,
@@ -305,17 +335,23 @@ class KafkaClient:
         return result
 
     def delete_topic(self, name: str) -> None:
+        for _, code, message in self.delete_topics([name]):
+            _check(code, f"delete topic {name!r}", message)
+
+    def delete_topics(self, names: Iterable[str]) -> list[tuple[str, int, str | None]]:
+        """Delete several topics in one request: (name, error code, error message) each,
+        not raised."""
+        names = list(names)
         version = self.version_for(DeleteTopicsRequest)
         timeout_ms = int(self.timeout_s * 1000)
         if version >= 6:
             request = DeleteTopicsRequest(
-                topics=[DeleteTopicState(name=name)], timeout_ms=timeout_ms
+                topics=[DeleteTopicState(name=n) for n in names], timeout_ms=timeout_ms
             )
         else:
-            request = DeleteTopicsRequest(topic_names=[name], timeout_ms=timeout_ms)
+            request = DeleteTopicsRequest(topic_names=names, timeout_ms=timeout_ms)
         response = self.send(request, version)
-        for result in response.responses:
-            _check(result.error_code, f"delete topic {name!r}", result.error_message)
+        return [(r.name, r.error_code, r.error_message) for r in response.responses]
 
     def describe_configs(
         self, resource_type: int, name: str
@@ -495,42 +531,3 @@ def _reason(e: OSError) -> str:
     if isinstance(e, TimeoutError | socket.timeout):
         return "timed out"
     return e.strerror or str(e) or e.__class__.__name__
-
-
-# --- partitioning ------------------------------------------------------------------------
-
-
-def _murmur2(data: bytes) -> int:
-    """Kafka's murmur2 (Utils.murmur2), as a signed 32-bit int."""
-    length = len(data)
-    seed = 0x9747B28C
-    m = 0x5BD1E995
-    r = 24
-    h = (seed ^ length) & 0xFFFFFFFF
-    length4 = length // 4
-    for i in range(length4):
-        i4 = i * 4
-        k = int.from_bytes(data[i4 : i4 + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-    extra = length % 4
-    tail = length4 * 4
-    if extra >= 3:
-        h ^= data[tail + 2] << 16
-    if extra >= 2:
-        h ^= data[tail + 1] << 8
-    if extra >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def default_partition(key: bytes, num_partitions: int) -> int:
-    """The partition Kafka's default partitioner picks for a keyed record."""
-    return (_murmur2(key) & 0x7FFFFFFF) % num_partitions

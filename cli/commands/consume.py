@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import time
 from typing import Any
 
@@ -84,18 +85,28 @@ def cmd_consume(args: argparse.Namespace, out: Output) -> int:
 
 def _print_record(out: Output, args: argparse.Namespace, partition: int, record: Any) -> None:
     if args.output == "json":
-        out.json(
-            {
-                "topic": args.topic,
-                "partition": partition,
-                "offset": record.offset,
-                "timestamp": record.timestamp,
-                "key": as_text(record.key),
-                "value": as_text(record.value),
-                "headers": [[k, as_text(v)] for k, v in record.headers],
-            },
-            lines=True,
-        )
+        # The shape `kmock produce --format jsonl` reads (protocol.record_file): text where
+        # the bytes are UTF-8, base64 under *_b64 where they are not.
+        line: dict[str, Any] = {
+            "topic": args.topic,
+            "partition": partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
+        }
+        for name, data in (("key", record.key), ("value", record.value)):
+            text = _utf8(data)
+            if data is None or text is not None:
+                line[name] = text
+            else:
+                line[f"{name}_b64"] = base64.b64encode(data).decode()
+        texts = [_utf8(v) for _, v in record.headers]
+        if all(t is not None or v is None for t, (_, v) in zip(texts, record.headers, strict=True)):
+            line["headers"] = [[k, t] for (k, _), t in zip(record.headers, texts, strict=True)]
+        else:
+            line["headers_b64"] = [
+                [k, None if v is None else base64.b64encode(v).decode()] for k, v in record.headers
+            ]
+        out.json(line, lines=True)
         return
     fields = []
     if args.print_timestamp:
@@ -110,3 +121,13 @@ def _print_record(out: Output, args: argparse.Namespace, partition: int, record:
         fields.append(cell(as_text(record.key)))
     fields.append(cell(as_text(record.value)))
     out.line(args.separator.join(fields))
+
+
+def _utf8(data: bytes | None) -> str | None:
+    """`data` as text, or None when it is None or not UTF-8."""
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

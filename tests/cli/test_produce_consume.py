@@ -120,8 +120,8 @@ async def test_produce_line_without_separator_fails(broker):
         code, _, err = await cli(
             "produce", "t", "--key-separator", "=", *bs(broker), stdin="a=1\nno separator\n"
         )
-    assert code == 1
-    assert err == "kmock: line 2 has no key separator '='\n"
+    assert code == 2
+    assert err == "kmock: stdin line 2: no key separator '='\n"
 
 
 @pytest.mark.integration

@@ -17,9 +17,9 @@ from client import (
     default_partition,
     parse_host_port,
 )
-from client.kafka import _murmur2
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.fetch import FetchRequest
+from protocol.partitioner import murmur2
 from protocol.records import build_batch, decode_records, iter_batches
 
 
@@ -36,7 +36,7 @@ from protocol.records import build_batch, decode_records, iter_batches
     ],
 )
 def test_murmur2_is_kafkas(key, expected):
-    assert _murmur2(key) == expected
+    assert murmur2(key) == expected
 
 
 def test_default_partition_is_the_positive_hash_modulo_the_partition_count():
