@@ -111,10 +111,10 @@ class KmockBroker:
             self._thread = None
             error, self._error = self._error, None
             raise _unwrap(error)
-        # Pin the port the OS picked, so that restart() comes back where clients expect it.
-        host, port = self.broker.addresses[0]
-        if self._overrides["listeners"].endswith(":0"):
-            self._overrides["listeners"] = f"PLAINTEXT://{host}:{port}"
+        # Pin the ports the OS picked, so that restart() comes back where clients expect it.
+        pinned = self.broker.pinned_listeners()
+        if pinned != self._overrides["listeners"]:
+            self._overrides["listeners"] = pinned
             from broker.config import load_config
 
             self.config = load_config(overrides=self._overrides)
@@ -228,7 +228,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _parse(lines: list[str], where: str) -> dict[str, str]:
-    from broker.config import SETTINGS
+    from broker.config import ALIASES, SETTINGS
 
     out = {}
     for line in lines:
@@ -236,7 +236,7 @@ def _parse(lines: list[str], where: str) -> dict[str, str]:
         key = key.strip()
         if not sep or not key:
             raise pytest.UsageError(f"{where}: {line!r} is not KEY=VALUE")
-        if key not in SETTINGS and key != "broker.id":
+        if key not in SETTINGS and key not in ALIASES:
             raise pytest.UsageError(f"{where}: unknown kmock setting {key!r}")
         out[key] = value.strip()
     return out

@@ -113,8 +113,12 @@ def test_unknown_environment_variables_are_ignored_with_a_warning(caplog):
         (["--num-partitions", "many"], {}, "num.partitions: 'many' is not a valid int"),
         (["--override", "no.such.setting=1"], {}, "unknown setting 'no.such.setting'"),
         (["--override", "oops"], {}, "--override 'oops' is not KEY=VALUE"),
-        (["--listeners", "127.0.0.1:9092"], {}, "is not NAME://host:port"),
-        (["--listeners", "SSL://127.0.0.1:9093"], {}, "only PLAINTEXT is supported"),
+        (
+            ["--listeners", "127.0.0.1:9092"],
+            {},
+            "Unable to parse 127.0.0.1:9092 to a broker endpoint",
+        ),
+        (["--listeners", "SSL://127.0.0.1:9093"], {}, "uses security protocol SSL"),
         ([], {"KAFKA_AUTO_CREATE_TOPICS_ENABLE": "maybe"}, "not a valid boolean"),
         (["/no/such/server.properties"], {}, "cannot read /no/such/server.properties"),
     ],
@@ -195,7 +199,8 @@ def test_serve_exit_codes_for_bad_config_and_port_in_use(tmp_path):
     )
     assert bad.returncode == 2
     assert bad.stderr.splitlines()[-1] == (
-        "kmock: listeners: listener 'nope' is not NAME://host:port"
+        "kmock: listeners: Error creating broker listeners from 'nope': Unable to parse nope "
+        "to a broker endpoint (expected NAME://host:port)"
     )
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
