@@ -16,6 +16,14 @@ Settings, by Kafka name, in increasing precedence:
   * flag:  `--kmock-config num.partitions=3` (repeatable)
   * mark:  `@pytest.mark.kmock_config({"num.partitions": 3})` or
            `@pytest.mark.kmock_config(num_partitions=3)` (`_` for `.`), `kmock` only.
+
+Topics the test needs are created before it starts, with `topics=` (kmock.create.topics,
+`name:partitions[:replication][:config=value,...]`, one spec per topic or one string):
+
+    @pytest.mark.kmock_config(topics=["orders:3", "events:1:1:cleanup.policy=compact"])
+    def test_orders(kmock): ...
+
+    KmockBroker(data_dir, topics=["orders:3"])   # outside the fixtures
 `KAFKA_*` environment variables are not read: a test suite gets the same broker on every
 machine.
 
@@ -29,7 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +62,13 @@ class KmockBroker:
         thread: read from it, do not call into it.
     """
 
-    def __init__(self, data_dir: Path, overrides: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        topics: str | Iterable[str] | None = None,
+    ) -> None:
         from broker.config import load_config
 
         self._overrides: dict[str, Any] = {
@@ -62,6 +76,8 @@ class KmockBroker:
             "log.dirs": str(data_dir),
             **(overrides or {}),
         }
+        if topics is not None:
+            self._overrides["kmock.create.topics"] = _topics_setting(topics)
         self.config = load_config(overrides=self._overrides)
         self.data_dir = Path(self.config["log.dirs"])
         self.broker: Any = None
@@ -217,8 +233,9 @@ _SETTINGS_KEY = pytest.StashKey[dict[str, Any]]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kmock_config(settings=None, **kw): broker settings (Kafka names; `_` for `.` in "
-        "keywords) for this test's `kmock` fixture",
+        "kmock_config(settings=None, *, topics=None, **kw): broker settings (Kafka names; `_` "
+        "for `.` in keywords) for this test's `kmock` fixture; topics=['orders:3', ...] "
+        "creates topics before the test starts (kmock.create.topics)",
     )
     # Checked here, so that a typo fails the run at once rather than every test using kmock.
     config.stash[_SETTINGS_KEY] = {
@@ -251,8 +268,16 @@ def _marker_overrides(node: pytest.Item) -> dict[str, Any]:
     for marker in reversed(list(node.iter_markers("kmock_config"))):  # closest wins
         for settings in marker.args:
             out.update(settings)
-        out.update({k.replace("_", "."): v for k, v in marker.kwargs.items()})
+        kwargs = dict(marker.kwargs)
+        if "topics" in kwargs:
+            out["kmock.create.topics"] = _topics_setting(kwargs.pop("topics"))
+        out.update({k.replace("_", "."): v for k, v in kwargs.items()})
     return out
+
+
+def _topics_setting(topics: str | Iterable[str]) -> str:
+    """`topics=` as kmock.create.topics: one spec string, or specs one per topic."""
+    return topics if isinstance(topics, str) else ",".join(topics)
 
 
 @pytest.fixture(scope="session")

@@ -120,6 +120,13 @@ def test_unknown_environment_variables_are_ignored_with_a_warning(caplog):
         ),
         (["--listeners", "SSL://127.0.0.1:9093"], {}, "uses security protocol SSL"),
         ([], {"KAFKA_AUTO_CREATE_TOPICS_ENABLE": "maybe"}, "not a valid boolean"),
+        (["--create-topics", "orders:x"], {}, "kmock.create.topics: 'orders:x': partitions"),
+        ([], {"KAFKA_CREATE_TOPICS": "orders"}, "kmock.create.topics: 'orders' is not name"),
+        (
+            ["--listeners", "PLAINTEXT://:9092,PLAINTEXT_HOST://:9093"],
+            {},
+            "No security protocol defined for listener PLAINTEXT_HOST",
+        ),
         (["/no/such/server.properties"], {}, "cannot read /no/such/server.properties"),
     ],
 )
