@@ -234,10 +234,24 @@ SETTINGS: dict[str, Setting] = {
         ),
         _s("log.cleaner.backoff.ms", "long", 15000, "How often compaction runs."),
         _s(
+            "kmock.durability",
+            "string",
+            "kafka",
+            "kafka: a write is answered once it is in the OS page cache (a kill -9 of kmock "
+            "loses nothing acknowledged); logs are fsynced at segment roll, at shutdown and "
+            "per log.flush.interval.*, as in Kafka. strict: an acks=all Produce and an "
+            "OffsetCommit are answered only after an fsync covers them (group commit: one "
+            "fsync shared by every write waiting at that moment), so an OS crash or power "
+            "loss loses nothing acknowledged; it costs about one fsync of latency per acks=all "
+            "round trip and the fsyncs' disk time. kmock only.",
+            choices=("kafka", "strict"),
+        ),
+        _s(
             "log.flush.interval.messages",
             "long",
             LONG_MAX,
-            "1 = fsync every append before it is acknowledged.",
+            "Messages a log may hold unflushed: the write that reaches this count is "
+            "fsynced before it is answered (1 = every write).",
             topic_name="flush.messages",
             read_only=False,
             min_value=1,
@@ -245,21 +259,26 @@ SETTINGS: dict[str, Setting] = {
         _s(
             "log.flush.interval.ms",
             "long",
-            5,
-            "Group commit: a write waited for (acks=all, OffsetCommit) is answered after the "
-            "next fsync, which starts at once or when the running one ends; other writes are "
-            "fsynced within N ms. -1 = never fsync (Kafka's default: the OS page cache decides).",
+            None,
+            "Longest time a message stays unflushed: a log is fsynced within this many ms of "
+            "a write. Unset: log.flush.scheduler.interval.ms, i.e. never on a timer.",
             topic_name="flush.ms",
-            kafka_default="unset (never fsync)",
             read_only=False,
+        ),
+        _s(
+            "log.flush.scheduler.interval.ms",
+            "long",
+            LONG_MAX,
+            "Kafka: how often its flusher checks logs against flush.ms. kmock checks each "
+            "log when its flush.ms is due; this is only log.flush.interval.ms's default.",
         ),
         _s(
             "group.commit.delay.ms",
             "long",
             0,
-            "Group commit: wait until this long after the previous fsync began before the "
-            "next one for a waiting write, so that more writes share it (PostgreSQL's "
-            "commit_delay); 0 = start it at once. kmock only.",
+            "kmock.durability=strict: wait until this long after the previous fsync began "
+            "before the next one for a waiting write, so that more writes share it "
+            "(PostgreSQL's commit_delay); 0 = start it at once. kmock only.",
             min_value=0,
         ),
         # Topic configs that clients and tools set routinely: accepted, validated and reported
@@ -453,6 +472,8 @@ def _convert(setting: Setting, value: Any) -> Any:
             return v.lower() == "true"
     except ValueError:
         raise ConfigError(f"{setting.name}: {value!r} is not a valid {setting.type}") from None
+    if setting.type == "string" and setting.choices and v not in setting.choices:
+        raise ConfigError(f"{setting.name}: {value!r} is not one of {', '.join(setting.choices)}")
     return v
 
 
@@ -529,9 +550,21 @@ class Config:
             return int(self["log.roll.ms"])
         return int(self["log.roll.hours"]) * 3_600_000
 
+    @property
+    def flush_ms(self) -> int:
+        """log.flush.interval.ms, or log.flush.scheduler.interval.ms when unset (Kafka's
+        KafkaConfig.logFlushIntervalMs)."""
+        if self["log.flush.interval.ms"] is not None:
+            return int(self["log.flush.interval.ms"])
+        return int(self["log.flush.scheduler.interval.ms"])
+
     def topic_default(self, topic_name: str) -> Any:
         """The broker-wide default of a topic-level config (`retention.ms` -> 604800000)."""
-        derived = {"retention.ms": self.retention_ms, "segment.ms": self.roll_ms}
+        derived = {
+            "retention.ms": self.retention_ms,
+            "segment.ms": self.roll_ms,
+            "flush.ms": self.flush_ms,
+        }
         if topic_name in derived:
             return derived[topic_name]
         for s in SETTINGS.values():

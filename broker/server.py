@@ -69,7 +69,11 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
         with trio.CancelScope() as cancel:
             broker.cancel_scope = cancel
             async with trio.open_nursery() as nursery:
-                broker.durability = Durability(nursery, config["group.commit.delay.ms"] / 1000)
+                broker.durability = Durability(
+                    nursery,
+                    strict=config["kmock.durability"] == "strict",
+                    delay_s=config["group.commit.delay.ms"] / 1000,
+                )
                 # Each listener name gets its own sockets and accept loop, so that every
                 # connection knows the listener it came through (RequestContext.listener_name).
                 by_name: dict[str, list[trio.SocketListener]] = {}
