@@ -81,7 +81,9 @@ def register(sub: Any) -> None:
             *flags,
             dest=f"setting:{s.name}",
             default=None,
-            metavar=_METAVARS.get(s.type, "VALUE"),
+            metavar="|".join(s.choices)
+            if s.choices and s.type == "string"
+            else _METAVARS.get(s.type, "VALUE"),
             help=_setting_help(s),
         )
     p.set_defaults(func=run)
