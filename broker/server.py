@@ -88,6 +88,13 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                         broker.addresses.append((addr[0], addr[1]))
                         bound[endpoint.listener] = addr[1]
                 broker.advertise(bound)
+                for endpoint in broker.listener_setup.listeners:
+                    if broker.advertised_address(endpoint.listener) is None:
+                        log.warning(
+                            "listener %s is not in advertised.listeners: its clients are told "
+                            "of no broker (LISTENER_NOT_FOUND), as Kafka tells them",
+                            endpoint.listener,
+                        )
                 broker.coordinator = CoordinatorRuntime(broker)
                 await nursery.start(broker.coordinator.run)
                 nursery.start_soon(_housekeeping, broker)
