@@ -89,11 +89,20 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                         bound[endpoint.listener] = addr[1]
                 broker.advertise(bound)
                 for endpoint in broker.listener_setup.listeners:
-                    if broker.advertised_address(endpoint.listener) is None:
+                    advertised = broker.advertised_address(endpoint.listener)
+                    if advertised is None:
                         log.warning(
                             "listener %s is not in advertised.listeners: its clients are told "
                             "of no broker (LISTENER_NOT_FOUND), as Kafka tells them",
                             endpoint.listener,
+                        )
+                    elif len(by_name) > 1:
+                        log.info(
+                            "listener %s on %s:%d, advertised as %s:%d",
+                            endpoint.listener,
+                            endpoint.host or "*",
+                            broker.bound_ports[endpoint.listener],
+                            *advertised,
                         )
                 broker.coordinator = CoordinatorRuntime(broker)
                 await nursery.start(broker.coordinator.run)

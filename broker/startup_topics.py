@@ -169,9 +169,10 @@ def create_startup_topics(
         except KafkaError as e:
             raise KafkaError(e.code, f"{SETTING}: cannot create {spec.name}: {e.detail}") from e
         log.info(
-            "%s: created topic %s (%d partitions%s)",
+            "%s: created topic %s (%d partition%s%s)",
             SETTING,
             spec.name,
             spec.num_partitions,
+            "" if spec.num_partitions == 1 else "s",
             f", configs {spec.configs}" if spec.configs else "",
         )
