@@ -141,7 +141,11 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.topics.load(self.wall_ms())
         # Before the listeners are bound: the topics exist once the port accepts connections.
-        create_startup_topics(self.topics, self.startup_topics, self.wall_ms())
+        try:
+            create_startup_topics(self.topics, self.startup_topics, self.wall_ms())
+        except KafkaError:
+            self.topics.close()  # serve() has not started: nobody else closes the logs
+            raise
 
     def close(self) -> None:
         for topic in self.topics.topics.values():

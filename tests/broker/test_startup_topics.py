@@ -15,6 +15,7 @@ from broker.config import ConfigError, load_config
 from broker.pytest_plugin import KmockBroker
 from broker.server import serve
 from broker.startup_topics import parse_create_topics
+from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.broker.test_pytest_plugin import plugin_args
 from tests.conftest import broker_config
@@ -187,3 +188,17 @@ def test_malformed(kmock):
     result = pytester.runpytest_inprocess(*plugin_args(), "-p", "no:randomly")
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*ConfigError: kmock.create.topics: 'bad:x': partitions 'x'*"])
+
+
+async def test_a_topic_that_cannot_be_created_stops_the_start(tmp_path: Path):
+    """Known only once the logs are loaded: a name that collides with an existing topic's."""
+    data = tmp_path / "data"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve, broker_config(data, **{"kmock.create.topics": "a_b:1"}))
+        nursery.cancel_scope.cancel()
+    with pytest.raises(KafkaError) as info:
+        await serve(broker_config(data, **{"kmock.create.topics": "a.b:1"}))
+    assert info.value.code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert str(info.value.detail) == (
+        "kmock.create.topics: cannot create a.b: Topic 'a.b' collides with existing topic: a_b"
+    )
