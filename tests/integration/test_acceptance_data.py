@@ -10,9 +10,9 @@
 2. An idempotent confluent-kafka producer delivers every record exactly once across a
    broker restart in the middle of the run. The restart cuts produce requests that the
    broker has written but not yet answered (in the strict durability mode acks=all is
-   answered after the group-commit fsync, here every 100 ms); librdkafka sends them again with the same sequence numbers
-   to the restarted broker, which must recognise them from producer state rebuilt from
-   the log and answer with the original offsets.
+   answered after the group-commit fsync, here every 100 ms); librdkafka sends them again
+   with the same sequence numbers to the restarted broker, which must recognise them from
+   producer state rebuilt from the log and answer with the original offsets.
 
 Each scenario gets a broker of its own (the `fresh_broker` fixture), and a deadline.
 """
