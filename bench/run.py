@@ -129,6 +129,8 @@ P = {  # parameters: (full, quick)
     "meta_warmup_s": (1.0, 0.3),
     "meta_reps": (3, 1),
     "pipeline_timeout_s": (420, 240),
+    "sync_trips": (500, 100),
+    "sync_reps": (3, 1),
 }
 
 
@@ -356,7 +358,8 @@ _PC_VARIANTS = {
         [],
         "kmock, no fsync",
         "no fsync",
-        "the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock)",
+        "the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock; since Kafka's "
+        "durability became kmock's default, this is the default too)",
     ),
     "nowrite": _PcVariant(
         {},
@@ -1024,6 +1027,67 @@ def bench_pipeline(rep: Report) -> None:
     )
 
 
+# --- 8. sync produce round trip, per durability mode -------------------------------------
+
+SYNC_TRIP_HEADER = ["kmock.durability", "p50 ms", "p99 ms", "round trips", "raw p50 ms"]
+SYNC_TRIP_MODES = {"kafka": {}, "strict": {"kmock.durability": "strict"}}
+
+
+def bench_sync_round_trip(rep: Report) -> None:
+    """One confluent-kafka producer (acks=all), one record then flush(), over and over: the
+    latency an application that waits for each write sees, in the default durability mode
+    (Kafka's: answered from the page cache) and in the strict one (answered after an fsync)."""
+    from confluent_kafka import Producer
+
+    n, reps = p("sync_trips"), p("sync_reps")
+    lat: dict[str, list[list[float]]] = {mode: [] for mode in SYNC_TRIP_MODES}
+    for r in range(reps):
+        for mode in _rotated(list(SYNC_TRIP_MODES), r):
+            log(f"sync round trip {mode} x{n} (rep {r + 1}/{reps})")
+            with KmockProcess(overrides=SYNC_TRIP_MODES[mode]) as target:
+                producer = Producer(
+                    {"bootstrap.servers": target.bootstrap, "acks": "all", "linger.ms": 0}
+                )
+                producer.produce("bench-sync", b"warm-up")  # topic creation, connections
+                if producer.flush(30) != 0:
+                    raise RuntimeError(f"{mode}: the warm-up record was not delivered")
+                took = []
+                for i in range(n):
+                    t0 = time.perf_counter()
+                    producer.produce("bench-sync", b"record-%d" % i)
+                    if producer.flush(30) != 0:
+                        raise RuntimeError(f"{mode}: record {i} was not delivered")
+                    took.append((time.perf_counter() - t0) * 1000)
+                lat[mode].append(took)
+                del producer  # closed before its broker stops, so that it does not reconnect
+    p50 = {m: [percentile(t, 50) for t in runs] for m, runs in lat.items()}
+    p99 = {m: median([percentile(t, 99) for t in runs]) for m, runs in lat.items()}
+    kafka, strict = median(p50["kafka"]), median(p50["strict"])
+    rep.row(
+        "8",
+        "sync produce round trip (confluent-kafka, acks=all, 1 record, flush): p50",
+        f"{fmt(kafka, 2)} ms (default)",
+        f"{fmt(strict, 2)} ms (kmock.durability=strict)",
+        ratio(kafka, strict),
+        "default no slower",
+        None if _nan(kafka) or _nan(strict) else kafka <= strict,
+    )
+    rows = [
+        [mode, fmt(median(p50[mode]), 2), fmt(p99[mode], 2), n, raw(p50[mode], 2)]
+        for mode in SYNC_TRIP_MODES
+    ]
+    rep.section(f"""## 8. Sync produce round trip, per durability mode
+
+One confluent-kafka producer with acks=all produces one record and waits for it
+(`flush()`), {n} times in a row on a fresh `kmock serve`, after one warm-up record that
+creates the topic. Default: Kafka's durability, the answer comes from the page cache;
+`kmock.durability=strict`: the answer waits for the group-commit fsync that covers the
+record, so the difference is about one fsync on this disk. {reps} repetition(s)
+interleaved, medians; target: the default no slower than strict.
+
+{table(SYNC_TRIP_HEADER, rows)}""")
+
+
 # --- main ---------------------------------------------------------------------------------
 
 SECTIONS = [
@@ -1034,6 +1098,7 @@ SECTIONS = [
     ("5", "replay", bench_replay),
     ("6", "Metadata x1000", bench_metadata),
     ("7", "pipeline", bench_pipeline),
+    ("8", "sync round trip", bench_sync_round_trip),
 ]
 
 

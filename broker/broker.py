@@ -9,6 +9,7 @@ import it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -19,9 +20,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from broker.config import Config
+from broker import listeners
+from broker.config import Config, ConfigError
+from broker.listeners import ListenerSetup
 from broker.metrics import Metrics
 from broker.producer_ids import ProducerIdAllocator
+from broker.startup_topics import create_startup_topics, startup_topics
 from broker.topics import TopicRegistry
 from protocol.errors import KafkaError
 
@@ -31,25 +35,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("broker.server")  # its messages are the server's start and stop
 
-__all__ = ["Broker", "ServedConnection", "parse_listeners"]
+__all__ = ["Broker", "ServedConnection", "listener_setup"]
 
 
-def parse_listeners(spec: str) -> list[tuple[str, str, int]]:
-    """ "PLAINTEXT://127.0.0.1:9092,..." -> [("PLAINTEXT", "127.0.0.1", 9092), ...]."""
-    out = []
-    for item in (s.strip() for s in spec.split(",")):
-        if not item:
-            continue
-        name, sep, rest = item.partition("://")
-        if not sep:
-            raise ValueError(f"listener {item!r} is not NAME://host:port")
-        host, _, port = rest.rpartition(":")
-        if name.upper() != "PLAINTEXT":
-            raise ValueError(f"listener {item!r}: only PLAINTEXT is supported")
-        out.append((name.upper(), host.strip("[]"), int(port)))
-    if not out:
-        raise ValueError("no listeners configured")
-    return out
+def listener_setup(config: Config) -> ListenerSetup:
+    """The checked listener settings of `config` (broker.listeners).
+
+    Raises:
+      ConfigError: one message naming the setting at fault.
+    """
+    try:
+        return listeners.listener_setup(
+            config["listeners"],
+            config["advertised.listeners"],
+            config["listener.security.protocol.map"],
+            config["inter.broker.listener.name"],
+        )
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _read_meta(data_dir: Path, node_id: int) -> str:
@@ -90,8 +93,16 @@ class Broker:
         self.metrics = Metrics()
         self.topics = TopicRegistry(config, self.data_dir, self.metrics)
         self.cluster_id = ""
-        self.addresses: list[tuple[str, int]] = []  # bound (host, port)
-        self.advertised: list[tuple[str, int]] = []  # what clients are told
+        # Checked first, so that a bad setting stops the start before anything is written.
+        self.listener_setup = listener_setup(config)
+        self.startup_topics = startup_topics(config)
+        self.addresses: list[tuple[str, int]] = []  # bound (host, port), every socket
+        # Per listener name: the address its clients are told (set by `advertise`), or none
+        # when advertised.listeners leaves the listener out (Kafka then tells them of no
+        # broker). `advertised` lists them in listener order.
+        self.advertised_by_listener: dict[str, tuple[str, int]] = {}
+        self.advertised: list[tuple[str, int]] = []
+        self.bound_ports: dict[str, int] = {}  # per listener name, once bound
         self.ready = trio.Event()  # set once __consumer_offsets has been replayed
         self.started_at = time.monotonic()
         # Set by `serve` before the first request (durability needs its nursery, the
@@ -129,6 +140,12 @@ class Broker:
         self.cluster_id = _read_meta(self.data_dir, self.node_id)
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.topics.load(self.wall_ms())
+        # Before the listeners are bound: the topics exist once the port accepts connections.
+        try:
+            create_startup_topics(self.topics, self.startup_topics, self.wall_ms())
+        except KafkaError:
+            self.topics.close()  # serve() has not started: nobody else closes the logs
+            raise
 
     def close(self) -> None:
         for topic in self.topics.topics.values():
@@ -144,17 +161,29 @@ class Broker:
         if self.cancel_scope is not None:
             self.cancel_scope.cancel()
 
-    def advertise(self) -> None:
-        """Set `advertised` from advertised.listeners, or from the bound addresses."""
-        spec = self.config["advertised.listeners"]
-        if spec:
-            adv = [(h, p) for _, h, p in parse_listeners(spec)]
-            # An advertised port 0 means "the port we bound".
-            self.advertised = [
-                (h, p or self.addresses[min(i, len(self.addresses) - 1)][1])
-                for i, (h, p) in enumerate(adv)
-            ]
-        else:
-            self.advertised = [
-                (h if h not in ("", "0.0.0.0", "::") else "127.0.0.1", p) for h, p in self.addresses
-            ]
+    def advertise(self, bound: dict[str, int]) -> None:
+        """Set the advertised addresses, given the port each listener name bound."""
+        self.bound_ports = dict(bound)
+        for name, endpoint in self.listener_setup.advertised.items():
+            # An advertised port 0 means "the port this listener bound" (kmock only).
+            port = endpoint.port or bound[name]
+            self.advertised_by_listener[name] = (endpoint.host, port)
+        self.advertised = [
+            self.advertised_by_listener[e.listener]
+            for e in self.listener_setup.listeners
+            if e.listener in self.advertised_by_listener
+        ]
+
+    def advertised_address(self, listener_name: str) -> tuple[str, int] | None:
+        """What a client connected through `listener_name` is told this broker's address is
+        (Kafka's MetadataCache.getAliveBrokerNode(id, listenerName)); None if that listener
+        is not advertised."""
+        return self.advertised_by_listener.get(listener_name)
+
+    def pinned_listeners(self) -> str:
+        """`listeners` with each port 0 replaced by the port it bound, for a restart on the
+        same ports."""
+        return ",".join(
+            str(dataclasses.replace(e, port=e.port or self.bound_ports[e.listener]))
+            for e in self.listener_setup.listeners
+        )

@@ -19,9 +19,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.listeners import DEFAULT_PROTOCOL_MAP
 from coordinator.config import COORDINATOR_SETTINGS
 
-__all__ = ["SETTINGS", "Config", "ConfigError", "Setting", "load_config", "parse_properties"]
+__all__ = [
+    "ALIASES",
+    "SETTINGS",
+    "Config",
+    "ConfigError",
+    "Setting",
+    "env_to_name",
+    "load_config",
+    "parse_properties",
+]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -58,14 +68,31 @@ SETTINGS: dict[str, Setting] = {
             "listeners",
             "list",
             "PLAINTEXT://127.0.0.1:9092",
-            "Where to listen, as PLAINTEXT://host:port (port 0 picks a free port).",
+            "Where to listen, as NAME://host:port,... (each NAME mapped to its protocol by "
+            "listener.security.protocol.map; port 0 picks a free port).",
             kafka_default="PLAINTEXT://:9092",
         ),
         _s(
             "advertised.listeners",
             "list",
             None,
-            "Address given to clients in Metadata and FindCoordinator; defaults to listeners.",
+            "Address given to clients in Metadata and FindCoordinator, per listener name: a "
+            "client is told the address of the listener it connected through. Defaults to "
+            "listeners (a wildcard host becoming 127.0.0.1).",
+        ),
+        _s(
+            "listener.security.protocol.map",
+            "list",
+            DEFAULT_PROTOCOL_MAP,
+            "The security protocol of each listener name, NAME:PROTOCOL,... (e.g. "
+            "PLAINTEXT_HOST:PLAINTEXT). kmock serves PLAINTEXT only.",
+        ),
+        _s(
+            "inter.broker.listener.name",
+            "string",
+            None,
+            "Accepted and checked (a name in advertised.listeners); kmock has no other broker.",
+            acted_on=False,
         ),
         _s("node.id", "int", 0, "This broker's id (broker.id)."),
         _s(
@@ -90,6 +117,15 @@ SETTINGS: dict[str, Setting] = {
             "Port of the HTTP admin endpoint (/healthz, /readyz, /metrics); -1 = off. kmock only.",
         ),
         _s("admin.host", "string", "127.0.0.1", "Host of the HTTP admin endpoint. kmock only."),
+        _s(
+            "kmock.create.topics",
+            "list",
+            None,
+            "Topics created at start, before the port accepts connections and /readyz says "
+            "ready: name:partitions[:replication][:config=value,...], comma-separated, e.g. "
+            "orders:3,events:1:1:cleanup.policy=compact. Existing topics are kept as they are. "
+            "KAFKA_CREATE_TOPICS sets it too. kmock only.",
+        ),
         # --- topics ---
         _s("num.partitions", "int", 1, "Partitions of auto-created topics."),
         _s(
@@ -198,10 +234,24 @@ SETTINGS: dict[str, Setting] = {
         ),
         _s("log.cleaner.backoff.ms", "long", 15000, "How often compaction runs."),
         _s(
+            "kmock.durability",
+            "string",
+            "kafka",
+            "kafka: a write is answered once it is in the OS page cache (a kill -9 of kmock "
+            "loses nothing acknowledged); logs are fsynced at segment roll, at shutdown and "
+            "per log.flush.interval.*, as in Kafka. strict: an acks=all Produce and an "
+            "OffsetCommit are answered only after an fsync covers them (group commit: one "
+            "fsync shared by every write waiting at that moment), so an OS crash or power "
+            "loss loses nothing acknowledged; it costs about one fsync of latency per acks=all "
+            "round trip and the fsyncs' disk time. kmock only.",
+            choices=("kafka", "strict"),
+        ),
+        _s(
             "log.flush.interval.messages",
             "long",
             LONG_MAX,
-            "1 = fsync every append before it is acknowledged.",
+            "Messages a log may hold unflushed: the write that reaches this count is "
+            "fsynced before it is answered (1 = every write).",
             topic_name="flush.messages",
             read_only=False,
             min_value=1,
@@ -209,21 +259,26 @@ SETTINGS: dict[str, Setting] = {
         _s(
             "log.flush.interval.ms",
             "long",
-            5,
-            "Group commit: a write waited for (acks=all, OffsetCommit) is answered after the "
-            "next fsync, which starts at once or when the running one ends; other writes are "
-            "fsynced within N ms. -1 = never fsync (Kafka's default: the OS page cache decides).",
+            None,
+            "Longest time a message stays unflushed: a log is fsynced within this many ms of "
+            "a write. Unset: log.flush.scheduler.interval.ms, i.e. never on a timer.",
             topic_name="flush.ms",
-            kafka_default="unset (never fsync)",
             read_only=False,
+        ),
+        _s(
+            "log.flush.scheduler.interval.ms",
+            "long",
+            LONG_MAX,
+            "Kafka: how often its flusher checks logs against flush.ms. kmock checks each "
+            "log when its flush.ms is due; this is only log.flush.interval.ms's default.",
         ),
         _s(
             "group.commit.delay.ms",
             "long",
             0,
-            "Group commit: wait until this long after the previous fsync began before the "
-            "next one for a waiting write, so that more writes share it (PostgreSQL's "
-            "commit_delay); 0 = start it at once. kmock only.",
+            "kmock.durability=strict: wait until this long after the previous fsync began "
+            "before the next one for a waiting write, so that more writes share it "
+            "(PostgreSQL's commit_delay); 0 = start it at once. kmock only.",
             min_value=0,
         ),
         # Topic configs that clients and tools set routinely: accepted, validated and reported
@@ -417,6 +472,8 @@ def _convert(setting: Setting, value: Any) -> Any:
             return v.lower() == "true"
     except ValueError:
         raise ConfigError(f"{setting.name}: {value!r} is not a valid {setting.type}") from None
+    if setting.type == "string" and setting.choices and v not in setting.choices:
+        raise ConfigError(f"{setting.name}: {value!r} is not one of {', '.join(setting.choices)}")
     return v
 
 
@@ -434,17 +491,37 @@ def parse_properties(text: str) -> dict[str, str]:
     return out
 
 
+# The variables apache/kafka's image does not turn into settings (KafkaDockerWrapper's
+# ExcludeServerPropsEnv): they configure the JVM and log4j.
+EXCLUDED_ENV = frozenset(
+    {
+        "KAFKA_VERSION",
+        "KAFKA_HEAP_OPT",
+        "KAFKA_LOG4J_OPTS",
+        "KAFKA_OPTS",
+        "KAFKA_JMX_OPTS",
+        "KAFKA_JVM_PERFORMANCE_OPTS",
+        "KAFKA_GC_LOG_OPTS",
+        "KAFKA_LOG4J_ROOT_LOGLEVEL",
+        "KAFKA_LOG4J_LOGGERS",
+        "KAFKA_TOOLS_LOG4J_LOGLEVEL",
+        "KAFKA_JMX_HOSTNAME",
+    }
+)
+# Other names for settings: Kafka's broker.id, and the KAFKA_CREATE_TOPICS of the common
+# images (which the mapping below turns into create.topics).
+ALIASES = {"broker.id": "node.id", "create.topics": "kmock.create.topics"}
+
+
 def env_to_name(var: str) -> str | None:
-    """KAFKA_LOG_DIRS -> log.dirs; `__` -> `_`, `___` -> `-`. None for other variables."""
-    if not var.startswith("KAFKA_"):
+    """KAFKA_LOG_DIRS -> log.dirs, exactly as apache/kafka's image maps its environment
+    (KafkaDockerWrapper.getServerConfigsFromEnv): every "KAFKA_" removed, lower case, then
+    `_` -> `.`, `...` -> `-`, `..` -> `_` (so `__` stands for `_` and `___` for `-`). None for
+    other variables and for the image's JVM and log4j ones (EXCLUDED_ENV)."""
+    if not var.startswith("KAFKA_") or var in EXCLUDED_ENV:
         return None
-    rest = var[len("KAFKA_") :].lower()
     return (
-        rest.replace("___", "\0")
-        .replace("__", "\1")
-        .replace("_", ".")
-        .replace("\0", "-")
-        .replace("\1", "_")
+        var.replace("KAFKA_", "").lower().replace("_", ".").replace("...", "-").replace("..", "_")
     )
 
 
@@ -473,9 +550,21 @@ class Config:
             return int(self["log.roll.ms"])
         return int(self["log.roll.hours"]) * 3_600_000
 
+    @property
+    def flush_ms(self) -> int:
+        """log.flush.interval.ms, or log.flush.scheduler.interval.ms when unset (Kafka's
+        KafkaConfig.logFlushIntervalMs)."""
+        if self["log.flush.interval.ms"] is not None:
+            return int(self["log.flush.interval.ms"])
+        return int(self["log.flush.scheduler.interval.ms"])
+
     def topic_default(self, topic_name: str) -> Any:
         """The broker-wide default of a topic-level config (`retention.ms` -> 604800000)."""
-        derived = {"retention.ms": self.retention_ms, "segment.ms": self.roll_ms}
+        derived = {
+            "retention.ms": self.retention_ms,
+            "segment.ms": self.roll_ms,
+            "flush.ms": self.flush_ms,
+        }
         if topic_name in derived:
             return derived[topic_name]
         for s in SETTINGS.values():
@@ -506,8 +595,7 @@ def load_config(
         for name, value in layer.items():
             if value is None:
                 continue
-            if name == "broker.id":
-                name = "node.id"
+            name = ALIASES.get(name, name)
             setting = SETTINGS.get(name)
             if setting is None:
                 raise ConfigError(f"unknown setting {name!r}")

@@ -125,6 +125,7 @@ class _Connection:
         "connection_id",
         "drained_at",
         "frames",
+        "listener_name",
         "metrics",
         "mid_frame",
         "nursery",
@@ -139,9 +140,15 @@ class _Connection:
     )
 
     def __init__(
-        self, broker: Broker, stream: trio.SocketStream, connection_id: int, client_host: str
+        self,
+        broker: Broker,
+        stream: trio.SocketStream,
+        connection_id: int,
+        client_host: str,
+        listener_name: str,
     ) -> None:
         self.broker = broker
+        self.listener_name = listener_name  # the listener that accepted it
         self.sock = stream.socket  # for fileno(), close() and trio's waits only
         self.connection_id = connection_id
         self.client_host = client_host
@@ -242,7 +249,9 @@ class _Connection:
                 # between its requests.
                 await trio.lowlevel.checkpoint()
             self.waited = False
-            out = await _handle_frame(self.broker, frame, self.client_host, self.connection_id)
+            out = await _handle_frame(
+                self.broker, frame, self.client_host, self.connection_id, self.listener_name
+            )
             if out is None:
                 continue
             if not self.queue and not isinstance(out, _Pending):
@@ -338,13 +347,15 @@ async def expire_idle_connections(broker: Broker) -> None:
                 conn.close_idle(reason)
 
 
-async def serve_connection(broker: Broker, stream: trio.SocketStream, connection_id: int) -> None:
+async def serve_connection(
+    broker: Broker, stream: trio.SocketStream, connection_id: int, listener_name: str = "PLAINTEXT"
+) -> None:
     try:
         peer = stream.socket.getpeername()
         client_host = f"/{peer[0]}"
     except OSError:
         client_host = "/unknown"
-    conn = _Connection(broker, stream, connection_id, client_host)
+    conn = _Connection(broker, stream, connection_id, client_host, listener_name)
     broker.metrics.connection_opened()
     broker.connections.add(conn)
     log.info("connection %d opened from %s", connection_id, client_host[1:])
@@ -374,7 +385,11 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, connection
 
 
 async def _handle_frame(
-    broker: Broker, frame: bytes | bytearray, client_host: str, connection_id: int
+    broker: Broker,
+    frame: bytes | bytearray,
+    client_host: str,
+    connection_id: int,
+    listener_name: str = "PLAINTEXT",
 ) -> list[Any] | _Pending | None:
     try:
         api_key, version, correlation_id = peek_request_key(frame)
@@ -405,7 +420,9 @@ async def _handle_frame(
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
     client_id = header.client_id
-    ctx = RequestContext(broker, version, client_id or "", client_host, connection_id, routes)
+    ctx = RequestContext(
+        broker, version, client_id or "", client_host, connection_id, routes, listener_name
+    )
     call = _Call(broker, route, version, correlation_id, client_id, trio.current_time(), request)
     code = ErrorCode.NONE
     try:

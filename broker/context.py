@@ -24,9 +24,18 @@ class RouteTable(Protocol):
 
 
 class RequestContext:
-    """The request's version, its client, and the broker and route table serving it."""
+    """The request's version, its client and listener, and the broker and route table serving
+    it."""
 
-    __slots__ = ("api_version", "broker", "client_host", "client_id", "connection_id", "routes")
+    __slots__ = (
+        "api_version",
+        "broker",
+        "client_host",
+        "client_id",
+        "connection_id",
+        "listener_name",
+        "routes",
+    )
 
     def __init__(
         self,
@@ -36,6 +45,7 @@ class RequestContext:
         client_host: str,
         connection_id: int,
         routes: RouteTable,
+        listener_name: str = "PLAINTEXT",
     ) -> None:
         self.broker = broker
         self.api_version = api_version
@@ -43,3 +53,6 @@ class RequestContext:
         self.client_host = client_host
         self.connection_id = connection_id
         self.routes = routes
+        # The listener the connection came through (Kafka's RequestContext.listenerName):
+        # Metadata, FindCoordinator and DescribeCluster answer with its advertised address.
+        self.listener_name = listener_name

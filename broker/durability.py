@@ -1,35 +1,39 @@
-"""Group commit: acknowledge a write only once an fsync covers it, sharing fsyncs.
+"""When logs are fsynced, and which answers wait for it: Kafka's durability by default,
+group commit in the strict mode.
 
-Three modes, from `log.flush.interval.messages` / `log.flush.interval.ms` (per topic
-`flush.messages` / `flush.ms`):
+kmock.durability=kafka (the default), as Kafka (LogManager, UnifiedLog):
+  A write is answered once it is in the OS page cache: a crash of the kmock process
+  (SIGKILL included) loses nothing acknowledged, and an OS crash or power loss loses what
+  the page cache had not written back. Logs are fsynced
+    * at segment roll (storage.Log._roll) and at shutdown (Broker.close);
+    * per `log.flush.interval.messages` (topic `flush.messages`): the append that leaves that
+      many messages unflushed fsyncs before it returns, so before its answer
+      (storage.Log.append, Kafka's UnifiedLog.append); 1 = every write;
+    * per `log.flush.interval.ms` (topic `flush.ms`): a log is fsynced within that many ms of
+      a write, by the loop below. Kafka's LogManager checks logs every
+      log.flush.scheduler.interval.ms; kmock checks each when it is due.
+  Kafka's defaults are kept: Long.MAX_VALUE messages, and flush.ms unset, which falls back to
+  log.flush.scheduler.interval.ms, also Long.MAX_VALUE: never on a timer. Kafka relies on
+  replication for what the page cache may lose; a single broker has none, so this mode's
+  window of loss on an OS crash is everything not yet written back (Linux: about 30 s,
+  vm.dirty_expire_centisecs).
 
-  always    (flush.messages=1)  every write is fsynced before it is acknowledged, on its
-                                own (in `Log.append`).
-  interval  (flush.ms=N, N>=0)  group commit (kmock's default, N=5). A write that somebody
-                                waits for (acks=all, an OffsetCommit) starts an fsync round
-                                at once, or as soon as the running round ends: every write
-                                made meanwhile shares that next round, so under load many
-                                writes share each fsync (PERF-NOTES §4: 50-100x the
-                                throughput of an fsync per write) and at low load a write
-                                waits for one fsync only. A write nobody waits for
-                                (acks=0/1) is fsynced within N ms. This is Kafka's meaning of
-                                log.flush.interval.ms, the longest a message stays in memory
-                                before it is flushed; flushing sooner when a client waits
-                                costs fsyncs, never data. `group.commit.delay.ms` (kmock
-                                only, default 0) holds back a round for waiters until that
-                                long after the previous one began, trading latency for fewer
-                                fsyncs, as PostgreSQL's commit_delay does.
-  none      (flush.ms=-1)       never fsync; Kafka's own default, which relies on replication.
+kmock.durability=strict (kmock only): group commit.
+  An acks=all Produce and an OffsetCommit are answered only after an fsync covers their
+  write. Such a write starts an fsync round at once, or as soon as the running round ends:
+  every write made meanwhile shares that next round, so under load many writes share each
+  fsync (PERF-NOTES §4: 50-100x the throughput of an fsync per write) and at low load a write
+  waits for one fsync only. `group.commit.delay.ms` (default 0) holds back a round for
+  waiters until that long after the previous one began, trading latency for fewer fsyncs, as
+  PostgreSQL's commit_delay does. acks=0/1 writes follow log.flush.interval.* as above. The
+  cost: each acks=all round trip waits for an fsync (well under 1 ms on an idle SSD, several
+  ms on a busy or rotating disk), and the fsyncs take disk time from everything else; the
+  gain: an OS crash or power loss loses nothing acknowledged with acks=all.
 
-Whatever the mode, a write is in the OS page cache before it is acknowledged, so a crash of
-the kmock process (SIGKILL included) loses nothing that was acknowledged; only an OS crash or
-power loss can lose the writes not yet fsynced (acks=0/1 writes in interval mode, and
-everything in none mode).
-
-All logs share one fsync loop: each round takes the logs that have waiters and flushes
-them with `storage.flush_logs`, in one worker-thread call, which on Linux is one syncfs per
-filesystem however many partitions are dirty (a group commit across partitions, e.g. the 50
-of __consumer_offsets: one journal commit instead of fifty fdatasyncs and fifty thread hops).
+All logs share one fsync loop: each round takes the logs that are due and flushes them with
+`storage.flush_logs`, in one worker-thread call, which on Linux is one syncfs per filesystem
+however many partitions are dirty (a group commit across partitions, e.g. the 50 of
+__consumer_offsets: one journal commit instead of fifty fdatasyncs and fifty thread hops).
 `Log.flush()`/`flush_logs` are safe against concurrent appends from the trio thread, so the
 event loop keeps serving while the disk works.
 """
@@ -48,8 +52,11 @@ log = logging.getLogger("broker.durability")
 
 
 class Durability:
-    def __init__(self, nursery: trio.Nursery, delay_s: float = 0.0) -> None:
+    def __init__(
+        self, nursery: trio.Nursery, *, strict: bool = False, delay_s: float = 0.0
+    ) -> None:
         self._nursery = nursery
+        self.strict = strict  # kmock.durability=strict
         self._delay_s = delay_s  # group.commit.delay.ms
         # The logs to flush in the next round, and the event that round sets: everyone
         # waiting for a round waits on the same event.
@@ -74,21 +81,29 @@ class Durability:
                 self._sleep.deadline = due  # a waiter, or a log with a shorter flush.ms
         return self._round
 
+    def waits_for(self, plog: Log, end_offset: int) -> bool:
+        """Whether the answer to a write up to `end_offset` that its client waits for
+        (acks=all) must wait for an fsync: in the strict mode, until one covers it."""
+        return self.strict and plog.flushed_offset < end_offset
+
     async def wait_durable(self, plog: Log, end_offset: int) -> None:
-        """Return once everything before `end_offset` in `plog` has been fsynced.
+        """For a write its client waits for (an acks=all Produce, an OffsetCommit): in the
+        strict mode, return once everything before `end_offset` in `plog` has been fsynced;
+        otherwise only schedule the fsync flush.ms asks for (`note_written`).
 
         Raises:
           KafkaError: KAFKA_STORAGE_ERROR, the fsync failed.
         """
-        if plog.config.flush_mode == "none" or plog.flushed_offset >= end_offset:
+        if not self.waits_for(plog, end_offset):
+            self.note_written(plog, end_offset)
             return
         await self._wait_for(plog, True).wait()
         if plog.flushed_offset < end_offset:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"fsync of {plog.path} failed")
 
     def note_written(self, plog: Log, end_offset: int) -> None:
-        """Schedule an fsync for a write nobody waits for (acks=0/1), bounding the loss window."""
-        if plog.config.flush_mode == "none" or plog.flushed_offset >= end_offset:
+        """Schedule the fsync that flush.ms asks for after a write (none by default)."""
+        if plog.config.flush_mode != "interval" or plog.flushed_offset >= end_offset:
             return
         self._wait_for(plog, False)
 
@@ -98,7 +113,13 @@ class Durability:
                 if self._waited_for:
                     wait_s = self._delay_s
                 else:
-                    wait_s = min(p.config.flush_interval_ms for p in self._logs) / 1000
+                    wait_s = (
+                        min(
+                            (p.config.flush_interval_ms for p in self._logs),
+                            default=0,
+                        )
+                        / 1000
+                    )
                 if self._last_sync + wait_s > trio.current_time():
                     with trio.CancelScope(deadline=self._last_sync + wait_s) as self._sleep:
                         await trio.sleep_forever()

@@ -16,6 +16,14 @@ Settings, by Kafka name, in increasing precedence:
   * flag:  `--kmock-config num.partitions=3` (repeatable)
   * mark:  `@pytest.mark.kmock_config({"num.partitions": 3})` or
            `@pytest.mark.kmock_config(num_partitions=3)` (`_` for `.`), `kmock` only.
+
+Topics the test needs are created before it starts, with `topics=` (kmock.create.topics,
+`name:partitions[:replication][:config=value,...]`, one spec per topic or one string):
+
+    @pytest.mark.kmock_config(topics=["orders:3", "events:1:1:cleanup.policy=compact"])
+    def test_orders(kmock): ...
+
+    KmockBroker(data_dir, topics=["orders:3"])   # outside the fixtures
 `KAFKA_*` environment variables are not read: a test suite gets the same broker on every
 machine.
 
@@ -65,7 +73,13 @@ class KmockBroker:
         thread: read from it, do not call into it.
     """
 
-    def __init__(self, data_dir: Path, overrides: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        topics: str | Iterable[str] | None = None,
+    ) -> None:
         from broker.config import load_config
 
         self._overrides: dict[str, Any] = {
@@ -73,6 +87,8 @@ class KmockBroker:
             "log.dirs": str(data_dir),
             **(overrides or {}),
         }
+        if topics is not None:
+            self._overrides["kmock.create.topics"] = _topics_setting(topics)
         self.config = load_config(overrides=self._overrides)
         self.data_dir = Path(self.config["log.dirs"])
         self.broker: Any = None
@@ -122,10 +138,10 @@ class KmockBroker:
             self._thread = None
             error, self._error = self._error, None
             raise _unwrap(error)
-        # Pin the port the OS picked, so that restart() comes back where clients expect it.
-        host, port = self.broker.addresses[0]
-        if self._overrides["listeners"].endswith(":0"):
-            self._overrides["listeners"] = f"PLAINTEXT://{host}:{port}"
+        # Pin the ports the OS picked, so that restart() comes back where clients expect it.
+        pinned = self.broker.pinned_listeners()
+        if pinned != self._overrides["listeners"]:
+            self._overrides["listeners"] = pinned
             from broker.config import load_config
 
             self.config = load_config(overrides=self._overrides)
@@ -389,8 +405,9 @@ _SETTINGS_KEY = pytest.StashKey[dict[str, Any]]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kmock_config(settings=None, **kw): broker settings (Kafka names; `_` for `.` in "
-        "keywords) for this test's `kmock` fixture",
+        "kmock_config(settings=None, *, topics=None, **kw): broker settings (Kafka names; `_` "
+        "for `.` in keywords) for this test's `kmock` fixture; topics=['orders:3', ...] "
+        "creates topics before the test starts (kmock.create.topics)",
     )
     config.addinivalue_line(
         "markers",
@@ -405,7 +422,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _parse(lines: list[str], where: str) -> dict[str, str]:
-    from broker.config import SETTINGS
+    from broker.config import ALIASES, SETTINGS
 
     out = {}
     for line in lines:
@@ -413,7 +430,7 @@ def _parse(lines: list[str], where: str) -> dict[str, str]:
         key = key.strip()
         if not sep or not key:
             raise pytest.UsageError(f"{where}: {line!r} is not KEY=VALUE")
-        if key not in SETTINGS and key != "broker.id":
+        if key not in SETTINGS and key not in ALIASES:
             raise pytest.UsageError(f"{where}: unknown kmock setting {key!r}")
         out[key] = value.strip()
     return out
@@ -428,8 +445,16 @@ def _marker_overrides(node: pytest.Item) -> dict[str, Any]:
     for marker in reversed(list(node.iter_markers("kmock_config"))):  # closest wins
         for settings in marker.args:
             out.update(settings)
-        out.update({k.replace("_", "."): v for k, v in marker.kwargs.items()})
+        kwargs = dict(marker.kwargs)
+        if "topics" in kwargs:
+            out["kmock.create.topics"] = _topics_setting(kwargs.pop("topics"))
+        out.update({k.replace("_", "."): v for k, v in kwargs.items()})
     return out
+
+
+def _topics_setting(topics: str | Iterable[str]) -> str:
+    """`topics=` as kmock.create.topics: one spec string, or specs one per topic."""
+    return topics if isinstance(topics, str) else ",".join(topics)
 
 
 @pytest.fixture(scope="session")

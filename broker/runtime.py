@@ -7,9 +7,11 @@ methods, one per API (`join_group`, `sync_group`, ..., `list_groups`). This runt
   * issues an opaque token per request and parks the request until a reply for its token
     appears in some outcome (JoinGroup and SyncGroup wait for other members);
   * appends `outcome.records` to __consumer_offsets (the partition of each record's group);
-    when they include offset commits, waits until an fsync covers them (group commit: many
-    commits share one fsync); then calls `on_appended` — in log order for commits, whatever
-    order the fsync waits finish in — and only then delivers the replies. A failed write
+    when they include offset commits, in the strict durability mode, waits until an fsync
+    covers them (group commit: many commits share one fsync; by default, as in Kafka, a
+    commit is answered once written, broker.durability); then calls `on_appended` — in log
+    order for commits, whatever order the fsync waits finish in — and only then delivers
+    the replies. A failed write
     calls `on_append_failed` instead. Group metadata alone (a SyncGroup's assignment) is
     answered once written, without waiting for an fsync: Kafka does not fsync it either, a
     process crash cannot lose it (it is in the page cache), and losing it to an OS crash

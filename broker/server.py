@@ -25,7 +25,7 @@ from typing import Any
 
 import trio
 
-from broker.broker import Broker, parse_listeners
+from broker.broker import Broker, listener_setup
 from broker.config import Config
 from broker.connection import expire_idle_connections, serve_connection
 from broker.durability import Durability
@@ -33,11 +33,12 @@ from protocol.errors import KafkaError
 
 log = logging.getLogger("broker.server")
 
-__all__ = ["Broker", "parse_listeners", "serve"]
+__all__ = ["Broker", "listener_setup", "serve"]
 
 
-async def _accept(broker: Broker, stream: trio.SocketStream) -> None:
-    """Serve one accepted connection, unless max.connections are open already."""
+async def _accept(broker: Broker, listener_name: str, stream: trio.SocketStream) -> None:
+    """Serve one connection accepted by listener `listener_name`, unless max.connections are
+    open already."""
     cid = next(broker.connection_ids)
     if broker.open_connections >= broker.config["max.connections"]:
         log.warning(
@@ -49,7 +50,7 @@ async def _accept(broker: Broker, stream: trio.SocketStream) -> None:
         return
     broker.open_connections += 1
     try:
-        await serve_connection(broker, stream, cid)
+        await serve_connection(broker, stream, cid, listener_name)
     except Exception:
         # Never let one connection take the server down; this is a bug, so say so loudly.
         log.exception("connection %d crashed", cid)
@@ -68,14 +69,41 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
         with trio.CancelScope() as cancel:
             broker.cancel_scope = cancel
             async with trio.open_nursery() as nursery:
-                broker.durability = Durability(nursery, config["group.commit.delay.ms"] / 1000)
-                listeners = []
-                for _, host, port in parse_listeners(config["listeners"]):
-                    listeners.extend(await trio.open_tcp_listeners(port, host=host or None))
-                for lst in listeners:
-                    addr = lst.socket.getsockname()
-                    broker.addresses.append((addr[0], addr[1]))
-                broker.advertise()
+                broker.durability = Durability(
+                    nursery,
+                    strict=config["kmock.durability"] == "strict",
+                    delay_s=config["group.commit.delay.ms"] / 1000,
+                )
+                # Each listener name gets its own sockets and accept loop, so that every
+                # connection knows the listener it came through (RequestContext.listener_name).
+                by_name: dict[str, list[trio.SocketListener]] = {}
+                bound: dict[str, int] = {}
+                for endpoint in broker.listener_setup.listeners:
+                    sockets = await trio.open_tcp_listeners(
+                        endpoint.port, host=endpoint.host or None
+                    )
+                    by_name[endpoint.listener] = sockets
+                    for lst in sockets:
+                        addr = lst.socket.getsockname()
+                        broker.addresses.append((addr[0], addr[1]))
+                        bound[endpoint.listener] = addr[1]
+                broker.advertise(bound)
+                for endpoint in broker.listener_setup.listeners:
+                    advertised = broker.advertised_address(endpoint.listener)
+                    if advertised is None:
+                        log.warning(
+                            "listener %s is not in advertised.listeners: its clients are told "
+                            "of no broker (LISTENER_NOT_FOUND), as Kafka tells them",
+                            endpoint.listener,
+                        )
+                    elif len(by_name) > 1:
+                        log.info(
+                            "listener %s on %s:%d, advertised as %s:%d",
+                            endpoint.listener,
+                            endpoint.host or "*",
+                            broker.bound_ports[endpoint.listener],
+                            *advertised,
+                        )
                 broker.coordinator = CoordinatorRuntime(broker)
                 await nursery.start(broker.coordinator.run)
                 nursery.start_soon(_housekeeping, broker)
@@ -84,9 +112,10 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                     from broker.admin_http import serve_admin
 
                     await nursery.start(serve_admin, broker)
-                nursery.start_soon(
-                    trio.serve_listeners, functools.partial(_accept, broker), listeners
-                )
+                for name, sockets in by_name.items():
+                    nursery.start_soon(
+                        trio.serve_listeners, functools.partial(_accept, broker, name), sockets
+                    )
                 log.info(
                     "kmock listening on %s (cluster %s, data %s) in %.0f ms",
                     broker.bootstrap_servers,

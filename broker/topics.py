@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker.config import TOPIC_CONFIGS, Config
+from broker.config import LONG_MAX, TOPIC_CONFIGS, Config
 from protocol.compression import BytesLike
 from protocol.errors import ErrorCode, KafkaError
 from storage import AppendInfo, Log, LogConfig, RecoveryEvent
@@ -124,11 +124,13 @@ def _log_config(config: Config, overrides: dict[str, str]) -> LogConfig:
             return raw
         return config.topic_default(name)
 
+    # Kafka's flush.messages and flush.ms (broker.durability); their defaults, Long.MAX_VALUE,
+    # mean never, and so does a negative flush.ms.
     flush_messages = get("flush.messages")
     flush_ms = get("flush.ms")
     if flush_messages == 1:
         flush_mode, flush_interval = "always", 0
-    elif flush_ms is None or flush_ms < 0:
+    elif flush_ms is None or flush_ms < 0 or flush_ms >= LONG_MAX:
         flush_mode, flush_interval = "none", 0
     else:
         flush_mode, flush_interval = "interval", flush_ms
@@ -142,6 +144,7 @@ def _log_config(config: Config, overrides: dict[str, str]) -> LogConfig:
         delete_retention_ms=get("delete.retention.ms"),
         flush_mode=flush_mode,
         flush_interval_ms=flush_interval,
+        flush_messages=flush_messages,
         max_message_bytes=get("max.message.bytes"),
         message_timestamp_type=str(get("message.timestamp.type")),
     )

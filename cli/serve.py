@@ -29,6 +29,8 @@ def _setting_help(s: Setting) -> str:
 
 
 _METAVARS = {"int": "N", "long": "N", "boolean": "true|false", "list": "LIST"}
+# Shorter flags for kmock's own settings, beside the ones named after them.
+_SHORT_FLAGS = {"kmock.create.topics": "--create-topics", "kmock.durability": "--durability"}
 
 
 def register(sub: Any) -> None:
@@ -72,11 +74,16 @@ def register(sub: Any) -> None:
     )
     group = p.add_argument_group("broker settings (Kafka names)")
     for s in SETTINGS.values():
+        flags = [_setting_flag(s.name)]
+        if s.name in _SHORT_FLAGS:
+            flags.insert(0, _SHORT_FLAGS[s.name])
         group.add_argument(
-            _setting_flag(s.name),
+            *flags,
             dest=f"setting:{s.name}",
             default=None,
-            metavar=_METAVARS.get(s.type, "VALUE"),
+            metavar="|".join(s.choices)
+            if s.choices and s.type == "string"
+            else _METAVARS.get(s.type, "VALUE"),
             help=_setting_help(s),
         )
     p.set_defaults(func=run)

@@ -6,15 +6,22 @@
 #   KAFKA_LOG_DIRS              /var/lib/kmock             (the image's volume)
 #   KAFKA_ADMIN_PORT            8080                       (health checks, /metrics)
 #   KAFKA_ADMIN_HOST            0.0.0.0
-#   KAFKA_ADVERTISED_LISTENERS  each listener as NAME://localhost:<its port>
+#   KAFKA_ADVERTISED_LISTENERS  NAME://localhost:<port> for each listener NAME://host:<port>
 #                               what clients are told to connect to after bootstrapping.
 #                               The default suits `docker run -p 9092:9092` and clients on
-#                               the host; clients in other containers need the name they
-#                               reach this one by, e.g. PLAINTEXT://kmock:29092 beside
-#                               PLAINTEXT_HOST://127.0.0.1:9092 in docker-compose.yml.
-# Every other KAFKA_* variable is read by kmock itself (broker/config.py: KAFKA_LOG_DIRS ->
-# log.dirs, `__` for `_`, `___` for `-`). Arguments go to `kmock serve` (flags, or a
-# properties file); an admin command (`topics list ...`) runs that instead of the broker.
+#                               the host. Clients in other containers need the name they
+#                               reach this one by: give the broker two listeners, one per
+#                               network, each advertising its own address (a client is told
+#                               the address of the listener it connected through), as
+#                               docker-compose.yml does:
+#                                 KAFKA_LISTENERS=PLAINTEXT://0.0.0.0:29092,PLAINTEXT_HOST://0.0.0.0:9092
+#                                 KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,PLAINTEXT_HOST:PLAINTEXT
+#                                 KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://kmock:29092,PLAINTEXT_HOST://127.0.0.1:9092
+# Every other KAFKA_* variable is read by kmock itself, named as apache/kafka's image names
+# them (broker/config.py: KAFKA_LOG_DIRS -> log.dirs, `__` for `_`, `___` for `-`);
+# KAFKA_CREATE_TOPICS=orders:3,events:1:1:cleanup.policy=compact creates topics at start.
+# Arguments go to `kmock serve` (flags, or a properties file); an admin command
+# (`topics list ...`) runs that instead of the broker.
 set -eu
 
 case "${1:-}" in

@@ -26,13 +26,13 @@ Everything dropped is listed in `recovery_report` for the broker to log.
 
 Durability (`LogConfig.flush_mode`): "none" leaves flushing to the OS (Kafka's default;
 a crash of the machine loses what the page cache had not written back, typically up to 30
-s); "interval" is group commit: the broker runs `flush_logs` in a worker thread as soon as
-a client waits for a write (and no flush is running), and within `flush_interval_ms` of any
-other write, and completes acks=all produces whose offsets are below `flushed_offset`
-afterwards, so acknowledged data is never lost, and only unacknowledged appends of the last
-interval may be; "always" fsyncs inside `append`. In
-every mode a segment is fsynced when it rolls (as Kafka does), so only the active segment
-can hold unflushed data, and a crash of the process alone (not the machine) loses nothing.
+s); "interval" asks the broker (broker.durability) to run `flush_logs` within
+`flush_interval_ms` of a write (Kafka's flush.ms); "always" fsyncs inside `append`. Whatever
+the mode, an append that leaves `flush_messages` messages unflushed fsyncs before it returns
+(Kafka's flush.messages), and the broker's strict mode fsyncs, before answering, every write
+a client waits for. In every mode a segment is fsynced when it rolls (as Kafka does), so
+only the active segment can hold unflushed data, and a crash of the process alone (not the
+machine) loses nothing.
 
 Threads: a Log belongs to one thread (the broker's trio thread). The only calls another
 thread may make are `flush()` (alias `sync()`) and `flush_logs`, concurrently with that
@@ -111,6 +111,9 @@ class LogConfig:
     # "never" and rely on replication, which a single broker does not have.
     flush_mode: str = "interval"
     flush_interval_ms: int = 5
+    # flush.messages [log.flush.interval.messages], Kafka's meaning: an append that leaves
+    # this many messages unflushed fsyncs the log before it returns (UnifiedLog.append).
+    flush_messages: int = 2**63 - 1
 
     def __post_init__(self) -> None:
         if self.flush_mode not in _FLUSH_MODES:
@@ -482,7 +485,10 @@ class Log:
                 ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: append failed: {e}"
             ) from e
         producers.commit()
-        if self.config.flush_mode == "always":
+        if (
+            self.config.flush_mode == "always"
+            or self.log_end_offset - self._flushed_offset >= self.config.flush_messages
+        ):
             self.flush()
         return infos
 

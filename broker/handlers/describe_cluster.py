@@ -1,11 +1,12 @@
 """DescribeCluster: this broker, the cluster id and the controller (KIP-700).
 
 kmock is a cluster of one broker, which is also its controller. The broker is listed with
-its advertised address and no rack. cluster_authorized_operations is Kafka's "not
-requested" value unless asked for, and then every cluster operation: kmock has no
-authorizer. v1 (KIP-919): a request for the CONTROLLER endpoint type reaches a broker
-endpoint, so it is answered MISMATCHED_ENDPOINT_TYPE (and an unknown endpoint type
-UNSUPPORTED_ENDPOINT_TYPE), with Kafka's messages; v0 answers both INVALID_REQUEST.
+the address advertised for the listener the client came through, and no rack.
+cluster_authorized_operations is Kafka's "not requested" value unless asked for, and then
+every cluster operation: kmock has no authorizer. v1 (KIP-919): a request for the
+CONTROLLER endpoint type reaches a broker endpoint, so it is answered
+MISMATCHED_ENDPOINT_TYPE (and an unknown endpoint type UNSUPPORTED_ENDPOINT_TYPE), with
+Kafka's messages; v0 answers both INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -46,13 +47,20 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
             f"an endpoint of type {wanted}",
         )
     broker = ctx.broker
-    host, port = broker.advertised[0]
+    # The address advertised for the client's listener, as Metadata gives it; the broker is
+    # not listed when that listener is not advertised (KafkaApis.handleDescribeCluster:
+    # metadataCache.getAliveBrokerNodes(listenerName)).
+    address = broker.advertised_address(ctx.listener_name)
+    listed = [] if address is None else [address]
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=BROKER_ENDPOINT,
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id,
-        brokers=[DescribeClusterBroker(broker_id=broker.node_id, host=host, port=port, rack=None)],
+        brokers=[
+            DescribeClusterBroker(broker_id=broker.node_id, host=host, port=port, rack=None)
+            for host, port in listed
+        ],
         cluster_authorized_operations=(
             ALL_CLUSTER_OPERATIONS
             if request.include_cluster_authorized_operations

@@ -28,7 +28,20 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
             error_message="kmock does not support transactions",
         )
     ctx.broker.coordinator.offsets_topic()  # Kafka creates it on the first group lookup
-    host, port = ctx.broker.advertised[0]
+    # The address advertised for the client's listener (KafkaApis.getCoordinator:
+    # metadataCache.getAliveBrokerNode(id, request.context.listenerName)); none when that
+    # listener is not advertised, which Kafka answers COORDINATOR_NOT_AVAILABLE.
+    address = ctx.broker.advertised_address(ctx.listener_name)
+    if address is None:
+        return Coordinator(
+            key=key,
+            node_id=-1,
+            host="",
+            port=-1,
+            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            error_message=None,
+        )
+    host, port = address
     return Coordinator(
         key=key,
         node_id=ctx.broker.node_id,

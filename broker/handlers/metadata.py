@@ -28,6 +28,15 @@ def describe_topic(
     ctx: RequestContext, topic: Topic, include_operations: bool
 ) -> MetadataResponseTopic:
     node = ctx.broker.node_id
+    # The leader (this broker) has no address on the client's listener when
+    # advertised.listeners leaves that listener out: Kafka's MetadataCache then answers
+    # LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before) with no leader.
+    error, leader = ErrorCode.NONE, node
+    if ctx.broker.advertised_address(ctx.listener_name) is None:
+        leader = -1
+        error = (
+            ErrorCode.LISTENER_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
+        )
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE,
         name=topic.name,
@@ -35,9 +44,9 @@ def describe_topic(
         is_internal=topic.is_internal,
         partitions=[
             MetadataResponsePartition(
-                error_code=ErrorCode.NONE,
+                error_code=error,
                 partition_index=p.index,
-                leader_id=node,
+                leader_id=leader,
                 leader_epoch=p.leader_epoch,
                 replica_nodes=[node],
                 isr_nodes=[node],
@@ -50,7 +59,13 @@ def describe_topic(
 
 
 def brokers(ctx: RequestContext) -> list[MetadataResponseBroker]:
-    host, port = ctx.broker.advertised[0]
+    """This broker at the address advertised for the client's listener (KafkaApis:
+    metadataCache.getAliveBrokerNodes(request.context.listenerName)); none if that listener
+    is not advertised."""
+    address = ctx.broker.advertised_address(ctx.listener_name)
+    if address is None:
+        return []
+    host, port = address
     return [MetadataResponseBroker(node_id=ctx.broker.node_id, host=host, port=port, rack=None)]
 
 

@@ -65,7 +65,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             else:
                 plog = broker.topics.partition(name, pdata.index).log
                 end = plog.log_end_offset
-                if request.acks == -1:
+                if request.acks == -1 and broker.durability.waits_for(plog, end):
                     durable.append((plog, end, len(responses), len(partitions)))
                 else:
                     broker.durability.note_written(plog, end)

@@ -21,9 +21,18 @@ from typing import Any
 
 import trio
 
-from broker.config import SETTINGS, ConfigError, env_to_name, load_config, parse_properties
+from broker.broker import listener_setup
+from broker.config import (
+    ALIASES,
+    SETTINGS,
+    ConfigError,
+    env_to_name,
+    load_config,
+    parse_properties,
+)
 from broker.logging_setup import setup_logging
-from broker.server import parse_listeners, serve
+from broker.server import serve
+from broker.startup_topics import startup_topics
 from cli.output import (
     EXIT_ERROR,
     EXIT_OK,
@@ -47,7 +56,7 @@ def _environment(environ: Mapping[str, str]) -> dict[str, str]:
         name = env_to_name(var)
         if name is None:
             continue
-        if name in SETTINGS or name == "broker.id":
+        if name in SETTINGS or name in ALIASES:
             kept[var] = value
         else:
             log.warning("ignoring %s: %s is not a kmock setting", var, name)
@@ -58,8 +67,9 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
     """The Config `kmock serve` runs with: defaults < file < KAFKA_* < flags < --override.
 
     Raises:
-      ConfigError: an unknown setting, a value of the wrong type, an unreadable file, or a
-        listener that is not PLAINTEXT://host:port.
+      ConfigError: an unknown setting, a value of the wrong type, an unreadable file,
+        listeners Kafka would refuse (or that are not PLAINTEXT), or a malformed
+        kmock.create.topics.
     """
     overrides: dict[str, str] = {
         key.removeprefix("setting:"): value
@@ -77,12 +87,10 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
         except OSError as e:
             raise ConfigError(f"cannot read {args.properties}: {e.strerror}") from None
     config = load_config(properties=properties, environ=_environment(environ), overrides=overrides)
-    for name in ("listeners", "advertised.listeners"):
-        if config[name]:
-            try:
-                parse_listeners(config[name])
-            except ValueError as e:
-                raise ConfigError(f"{name}: {e}") from None
+    # What the broker checks before it writes anything, checked here too so that a bad
+    # setting is a usage error (exit 2) with one line naming it.
+    listener_setup(config)
+    startup_topics(config)
     return config
 
 

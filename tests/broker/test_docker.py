@@ -17,8 +17,10 @@ import pytest
 import trio
 import yaml
 
+from broker.broker import listener_setup
 from broker.config import load_config
 from broker.server import serve
+from broker.startup_topics import startup_topics
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
@@ -88,6 +90,35 @@ def test_entrypoint_keeps_what_the_user_set(stub_path):
 
     got = run_entrypoint(stub_path, KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://kmock:9092")
     assert got["env"]["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://kmock:9092"
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_entrypoint_advertises_every_listener_on_localhost_by_default(stub_path, shell):
+    got = run_entrypoint(
+        stub_path,
+        shell=shell,
+        KAFKA_LISTENERS="PLAINTEXT://0.0.0.0:29092,PLAINTEXT_HOST://0.0.0.0:9092",
+    )
+    assert got["env"]["KAFKA_ADVERTISED_LISTENERS"] == (
+        "PLAINTEXT://localhost:29092,PLAINTEXT_HOST://localhost:9092"
+    )
+
+
+def test_compose_environment_gives_one_address_per_network(stub_path):
+    """docker-compose.yml's broker settings, through the entry point and kmock's own
+    reading of them: containers are told kmock:29092, the host localhost:9092."""
+    env = {k: str(v) for k, v in compose()["services"]["kmock"]["environment"].items()}
+    config = load_config(environ=run_entrypoint(stub_path, **env)["env"])
+    setup = listener_setup(config)
+    assert [(e.listener, e.host, e.port) for e in setup.listeners] == [
+        ("PLAINTEXT", "0.0.0.0", 29092),
+        ("PLAINTEXT_HOST", "0.0.0.0", 9092),
+    ]
+    assert {n: (e.host, e.port) for n, e in setup.advertised.items()} == {
+        "PLAINTEXT": ("kmock", 29092),
+        "PLAINTEXT_HOST": ("localhost", 9092),
+    }
+    assert [(t.name, t.num_partitions) for t in startup_topics(config)] == [("demo", 3)]
 
 
 def test_entrypoint_runs_admin_commands_without_serve_defaults(stub_path):

@@ -1,4 +1,5 @@
-"""A Produce waiting for its fsync does not hold its connection (broker.connection).
+"""A Produce waiting for its fsync (kmock.durability=strict) does not hold its connection
+(broker.connection).
 
 The fsync is held back by a gate on the broker's Durability, so what the connection does
 meanwhile can be watched: it reads and appends the next requests, answers nothing out of
@@ -35,7 +36,9 @@ def _produce(value: bytes, acks: int = -1) -> ProduceRequest:
 
 @pytest.fixture
 async def gate(broker: Any, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
-    """Make a topic, then hold every acks=all Produce before its fsync until the event."""
+    """Make a topic, then hold every acks=all Produce before its fsync until the event (in
+    the strict durability mode, where an acks=all Produce waits for one)."""
+    broker.durability.strict = True
     client = await WireClient.connect(broker)
     await create(client, TOPIC)
     await client.aclose()

@@ -64,6 +64,8 @@ def readme_value(text: str, setting: Setting) -> Any:
     text = re.sub(r" \(.*\)$", "", text.replace("**", ""))  # bold, "(off)"
     if m := re.fullmatch(r"`(.*)`", text):
         return m[1]
+    if text == "unset":
+        return None
     if text in ("true", "false"):
         return text == "true"
     if text == "Long.MAX":

@@ -237,10 +237,12 @@ async def test_stopping_while_the_disk_is_full_stops_cleanly_and_loses_nothing(
 
 
 @contextlib.asynccontextmanager
-async def bad_and_good(data: Path) -> AsyncIterator[tuple[Any, WireClient, dict[int, str]]]:
+async def bad_and_good(
+    data: Path, **settings: Any
+) -> AsyncIterator[tuple[Any, WireClient, dict[int, str]]]:
     """(broker, client, acked): a broker on `data` with topics "bad" and "good", and three
     records acknowledged on "bad" (offset -> value) before any failure."""
-    async with running(data) as broker:
+    async with running(data, **settings) as broker:
         client = await WireClient.connect(broker)
         await create(client, "bad", "good")
         acked = await produce_values(client, "bad", [f"before-{i}" for i in range(3)])
@@ -280,7 +282,9 @@ async def test_failed_fsync_refuses_the_ack_takes_the_partition_offline_until_re
 ) -> None:
     fault = faulty_os("/bad-0/")
     with trio.fail_after(30):
-        async with bad_and_good(tmp_path / "data") as (broker, client, acked):
+        # The strict mode fsyncs an acks=all write before answering it.
+        strict = {"kmock.durability": "strict"}
+        async with bad_and_good(tmp_path / "data", **strict) as (broker, client, acked):
             # Only fdatasync fails: the write is in the page cache, but not known durable,
             # so acks=all must not be acknowledged.
             fault.calls = {"fdatasync"}

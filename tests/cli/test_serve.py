@@ -68,6 +68,23 @@ def test_every_setting_is_a_documented_flag():
     assert "--auto-create-topics-enable true|false" in help_text
 
 
+def test_kmock_flags_named_for_users():
+    config = serve_config(
+        serve_args("--durability", "strict", "--create-topics", "orders:3,events:1"), {}
+    )
+    assert config["kmock.durability"] == "strict"
+    assert config["kmock.create.topics"] == "orders:3,events:1"
+    env = {
+        "KAFKA_CREATE_TOPICS": "a:1",
+        "KAFKA_LISTENERS": "PLAINTEXT://127.0.0.1:29092,PLAINTEXT_HOST://127.0.0.1:9092",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT,PLAINTEXT_HOST:PLAINTEXT",
+        "KAFKA_OPTS": "-Xmx1G",  # the image's JVM variables are not settings, nor warned about
+    }
+    config = serve_config(serve_args(), env)
+    assert config["kmock.create.topics"] == "a:1"
+    assert config["listener.security.protocol.map"].endswith("PLAINTEXT_HOST:PLAINTEXT")
+
+
 def test_settings_precedence_defaults_file_env_flags_override(tmp_path):
     props = tmp_path / "server.properties"
     props.write_text("num.partitions=2\nlog.retention.hours=1\nmessage.max.bytes=1000\nnode.id=7\n")
@@ -113,9 +130,21 @@ def test_unknown_environment_variables_are_ignored_with_a_warning(caplog):
         (["--num-partitions", "many"], {}, "num.partitions: 'many' is not a valid int"),
         (["--override", "no.such.setting=1"], {}, "unknown setting 'no.such.setting'"),
         (["--override", "oops"], {}, "--override 'oops' is not KEY=VALUE"),
-        (["--listeners", "127.0.0.1:9092"], {}, "is not NAME://host:port"),
-        (["--listeners", "SSL://127.0.0.1:9093"], {}, "only PLAINTEXT is supported"),
+        (
+            ["--listeners", "127.0.0.1:9092"],
+            {},
+            "Unable to parse 127.0.0.1:9092 to a broker endpoint",
+        ),
+        (["--listeners", "SSL://127.0.0.1:9093"], {}, "uses security protocol SSL"),
         ([], {"KAFKA_AUTO_CREATE_TOPICS_ENABLE": "maybe"}, "not a valid boolean"),
+        (["--create-topics", "orders:x"], {}, "kmock.create.topics: 'orders:x': partitions"),
+        (["--durability", "sometimes"], {}, "kmock.durability: 'sometimes' is not one of"),
+        ([], {"KAFKA_CREATE_TOPICS": "orders"}, "kmock.create.topics: 'orders' is not name"),
+        (
+            ["--listeners", "PLAINTEXT://:9092,PLAINTEXT_HOST://:9093"],
+            {},
+            "No security protocol defined for listener PLAINTEXT_HOST",
+        ),
         (["/no/such/server.properties"], {}, "cannot read /no/such/server.properties"),
     ],
 )
@@ -195,7 +224,8 @@ def test_serve_exit_codes_for_bad_config_and_port_in_use(tmp_path):
     )
     assert bad.returncode == 2
     assert bad.stderr.splitlines()[-1] == (
-        "kmock: listeners: listener 'nope' is not NAME://host:port"
+        "kmock: listeners: Error creating broker listeners from 'nope': Unable to parse nope "
+        "to a broker endpoint (expected NAME://host:port)"
     )
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

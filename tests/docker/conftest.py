@@ -25,17 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import SETTINGS
-
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "kmock:latest"
 CLIENT_IMAGE = "kmock-example-client:latest"
 CLIENTS_SCRIPT = Path(__file__).with_name("clients.py")
-# The compose file's two listeners need named listeners in the broker
-# (listener.security.protocol.map); until it has them, the stack runs with
-# ONE_LISTENER_OVERRIDE and the two-listener test is an expected failure.
-NAMED_LISTENERS = "listener.security.protocol.map" in SETTINGS
-ONE_LISTENER_OVERRIDE = Path(__file__).with_name("compose.one-listener.yml")
 STEP_S = 120  # deadline of one docker or compose command (a build takes about 60 s)
 HEALTHY_S = 60  # from `up` or `restart` to the health check passing
 GRACE_S = 30  # docker-compose.yml's stop_grace_period
@@ -193,9 +186,7 @@ class Stack:
 
     @property
     def client_bootstrap(self) -> str:
-        if ONE_LISTENER_OVERRIDE in self.files:
-            return f"127.0.0.1:{self.host_port}"
-        return "kmock:29092"
+        return "kmock:29092"  # the compose file's PLAINTEXT listener, for containers
 
     def down(self) -> None:
         self.compose("down", "--volumes", "--remove-orphans", check=False)
@@ -209,10 +200,10 @@ def images() -> None:
 
 @pytest.fixture(scope="module")
 def stack(images: None) -> Iterator[Stack]:
-    """The compose file as the README runs it (one-listener override until the broker has
-    named listeners), broker started and healthy. One per module, to save the engine's
-    time: each test uses its own topics and groups, and leaves the broker healthy."""
-    s = Stack() if NAMED_LISTENERS else Stack(ONE_LISTENER_OVERRIDE)
+    """The compose file as the README runs it, broker started and healthy. One per module,
+    to save the engine's time: each test uses its own topics and groups, and leaves the
+    broker healthy."""
+    s = Stack()
     try:
         s.up()
         yield s

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.docker import clients
-from tests.docker.conftest import GRACE_S, NAMED_LISTENERS, Stack, docker, logs, wait_event
+from tests.docker.conftest import GRACE_S, Stack, docker, logs, wait_event
 
 pytestmark = pytest.mark.docker
 
@@ -28,11 +28,6 @@ def test_host_and_container_clients_share_one_broker(stack):
     assert got == sent_from_container
 
 
-@pytest.mark.xfail(
-    not NAMED_LISTENERS,
-    reason="kmock refuses the listener name PLAINTEXT_HOST until it has named listeners",
-    strict=True,
-)
 def test_two_listeners_each_client_told_its_own_address(images):
     stack = Stack()  # docker-compose.yml alone: PLAINTEXT kmock:29092, PLAINTEXT_HOST 127.0.0.1
     try:

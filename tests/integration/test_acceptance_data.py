@@ -9,10 +9,10 @@
    after them and read back.
 2. An idempotent confluent-kafka producer delivers every record exactly once across a
    broker restart in the middle of the run. The restart cuts produce requests that the
-   broker has written but not yet answered (acks=all is answered after the group-commit
-   fsync, here every 100 ms); librdkafka sends them again with the same sequence numbers
-   to the restarted broker, which must recognise them from producer state rebuilt from
-   the log and answer with the original offsets.
+   broker has written but not yet answered (in the strict durability mode acks=all is
+   answered after the group-commit fsync, here every 100 ms); librdkafka sends them again
+   with the same sequence numbers to the restarted broker, which must recognise them from
+   producer state rebuilt from the log and answer with the original offsets.
 
 Each scenario gets a broker of its own (the `fresh_broker` fixture), and a deadline.
 """
@@ -306,9 +306,10 @@ class LogLines(logging.Handler):
 
 @deadline(120)
 def test_confluent_idempotent_producer_exactly_once_across_restart(fresh_broker):
-    # acks=all is answered after the group-commit fsync; 100 ms between fsyncs keeps written
-    # but unanswered requests in flight whenever the restart comes.
-    b = fresh_broker(**BROKER, **{"group.commit.delay.ms": 100})
+    # In the strict durability mode acks=all is answered after the group-commit fsync; 100 ms
+    # between fsyncs keeps written but unanswered requests in flight whenever the restart
+    # comes.
+    b = fresh_broker(**BROKER, **{"kmock.durability": "strict", "group.commit.delay.ms": 100})
     topic = unique("acc-ck-idem")
     ck_create_topic(b.bootstrap_servers, topic)
 

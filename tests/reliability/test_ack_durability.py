@@ -1,14 +1,17 @@
-"""An acknowledgement that promises durability is sent only after an fsync covers it.
+"""What an acknowledgement promises, in each durability mode (broker.durability).
 
-The crash cycles cannot see this: a SIGKILL leaves the page cache intact, so data that was
-acknowledged before its fsync survives a process crash anyway. Only an OS crash or power
-loss would lose it. So these tests check the promise itself, in process: when the answer to
-a Produce with acks=all, or to an OffsetCommit, reaches the client in the default
-durability mode (group commit), the log's `flushed_offset` must
-already cover what was acknowledged.
+kmock.durability=strict: an acknowledgement that promises durability is sent only after an
+fsync covers it. The crash cycles cannot see this: a SIGKILL leaves the page cache intact, so
+data that was acknowledged before its fsync survives a process crash anyway. Only an OS crash
+or power loss would lose it. So these tests check the promise itself, in process: when the
+answer to a Produce with acks=all, or to an OffsetCommit, reaches the client, the log's
+`flushed_offset` must already cover what was acknowledged. Each case is checked for the
+first write to a log after it was opened (a new topic, or any log after a restart), and for
+later writes.
 
-Each case is checked for the first write to a log after it was opened (a new topic, or any
-log after a restart), and for later writes.
+kmock.durability=kafka (the default): the same answers come from the page cache, with no
+fsync before them and none scheduled by default (Kafka's flush.ms and flush.messages
+defaults: never); flush.messages, flush.ms and segment rolls fsync as in Kafka.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from tests.reliability.inproc import commit, create, produce, running
 from tests.wire import WireClient
 
 GROUP = "durable-group"
+STRICT = {"kmock.durability": "strict"}
 
 
 def _unflushed(log: Any, acknowledged_end: int) -> str | None:
@@ -65,7 +69,7 @@ async def _check_writes(broker: Any, topic: str) -> list[str]:
 
 async def test_acks_all_and_commits_are_fsynced_before_the_answer(tmp_path: Path) -> None:
     with trio.fail_after(30):
-        async with running(tmp_path / "data") as broker:
+        async with running(tmp_path / "data", **STRICT) as broker:
             problems = await _check_writes(broker, "durable")
     assert not problems, "\n".join(problems)
 
@@ -75,7 +79,7 @@ async def test_acks_all_and_commits_after_a_restart_are_fsynced_before_the_answe
 ) -> None:
     with trio.fail_after(30):
         for _ in range(2):  # the second start reopens logs that already hold data
-            async with running(tmp_path / "data") as broker:
+            async with running(tmp_path / "data", **STRICT) as broker:
                 problems = await _check_writes(broker, "durable")
     assert not problems, "\n".join(problems)
 
@@ -88,13 +92,16 @@ async def test_a_write_waited_for_is_fsynced_at_once_not_after_the_flush_interva
     writing one record at a time waits one fsync per write, not the interval: here 60 s,
     three times over, inside a 20 s limit."""
     with trio.fail_after(20):
-        async with running(tmp_path / "data", **{"log.flush.interval.ms": 60_000}) as broker:
+        async with running(
+            tmp_path / "data", **STRICT, **{"log.flush.interval.ms": 60_000}
+        ) as broker:
             problems = await _check_writes(broker, "prompt")
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("mode", ["kafka", "strict"])
 async def test_a_write_nobody_waits_for_is_fsynced_within_the_flush_interval(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     """acks=1 is answered after the write; the fsync follows within log.flush.interval.ms
     (the loss window the README states), not at once and not never."""
@@ -110,12 +117,17 @@ async def test_a_write_nobody_waits_for_is_fsynced_within_the_flush_interval(
     monkeypatch.setattr(durability, "flush_logs", flush_and_tell)
     with trio.fail_after(20):
         async with running(
-            tmp_path / "data", **{"log.flush.interval.ms": int(interval_s * 1000)}
+            tmp_path / "data",
+            **{"kmock.durability": mode, "log.flush.interval.ms": int(interval_s * 1000)},
         ) as broker:
             client = await WireClient.connect(broker)
             plog = await _create_log(client, broker, "later")
-            code, base = await produce(client, "later", b"first", acks=-1)  # a round just ran
+            code, base = await produce(client, "later", b"first", acks=-1)
             assert code == ErrorCode.NONE
+            # The first write to any log starts a round at once (no round ran before it):
+            # in the strict mode the answer waited for it, otherwise wait for it here.
+            with trio.fail_after(5):
+                await flushed[-1].wait()
             flushed.append(trio.Event())
             code, base = await produce(client, "later", b"second", acks=1)
             assert code == ErrorCode.NONE
@@ -135,7 +147,7 @@ async def test_group_commit_delay_holds_back_the_next_fsync_for_waiting_writes(
     delay_s = 0.3
     with trio.fail_after(30):
         async with running(
-            tmp_path / "data", **{"group.commit.delay.ms": int(delay_s * 1000)}
+            tmp_path / "data", **STRICT, **{"group.commit.delay.ms": int(delay_s * 1000)}
         ) as broker:
             client = await WireClient.connect(broker)
             plog = await _create_log(client, broker, "delayed")
@@ -145,4 +157,62 @@ async def test_group_commit_delay_holds_back_the_next_fsync_for_waiting_writes(
                 assert code == ErrorCode.NONE
                 assert _unflushed(plog, base + 1) is None
             assert trio.current_time() - started >= 2 * delay_s
+            await client.aclose()
+
+
+# --- kmock.durability=kafka --------------------------------------------------------------
+
+
+async def test_by_default_answers_come_from_the_page_cache(tmp_path: Path) -> None:
+    """Kafka's default: acks=all and OffsetCommit are answered once written, with no fsync
+    before the answer and none scheduled after it (flush.ms and flush.messages: never). The
+    writes are in the logs (and so survive a kill -9: the crash cycles show it)."""
+    with trio.fail_after(30):
+        async with running(tmp_path / "data") as broker:
+            assert not broker.durability.strict
+            client = await WireClient.connect(broker)
+            plog = await _create_log(client, broker, "cached")
+            assert (plog.config.flush_mode, plog.config.flush_messages) == ("none", 2**63 - 1)
+            for i in range(3):
+                code, base = await produce(client, "cached", b"v%d" % i)
+                assert code == ErrorCode.NONE
+                assert await commit(client, GROUP, "cached", base + 1) == ErrorCode.NONE
+            offsets = (
+                broker.coordinator.offsets_topic()
+                .partitions[broker.coordinator.coordinator.partition_for(GROUP)]
+                .log
+            )
+            assert plog.log_end_offset == 3
+            assert plog.flushed_offset == 0, "fsynced though nothing asked for it"
+            assert offsets.flushed_offset == 0
+            assert not broker.durability._running, "an fsync round was scheduled"
+            await client.aclose()
+
+
+async def test_flush_messages_fsyncs_the_write_that_reaches_the_count(tmp_path: Path) -> None:
+    """log.flush.interval.messages=N, Kafka's meaning: once a log holds N unflushed
+    messages, the write that made it so is fsynced before it is answered."""
+    with trio.fail_after(30):
+        async with running(tmp_path / "data", **{"log.flush.interval.messages": 3}) as broker:
+            client = await WireClient.connect(broker)
+            plog = await _create_log(client, broker, "counted")
+            seen = []
+            for i in range(7):
+                code, _ = await produce(client, "counted", b"v%d" % i, acks=1)
+                assert code == ErrorCode.NONE
+                seen.append(plog.flushed_offset)
+            assert seen == [0, 0, 3, 3, 3, 6, 6]
+            await client.aclose()
+
+
+async def test_a_segment_roll_fsyncs_the_segment_it_closes(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with running(tmp_path / "data", **{"log.segment.bytes": 200}) as broker:
+            client = await WireClient.connect(broker)
+            plog = await _create_log(client, broker, "rolled")
+            for i in range(2):
+                code, _ = await produce(client, "rolled", b"x" * 120 + b"%d" % i)
+                assert code == ErrorCode.NONE
+            assert plog.flushed_offset == 1  # the first segment, closed by the second write
+            assert plog.log_end_offset == 2
             await client.aclose()

@@ -19,9 +19,10 @@ After the last cycle the clients stop (flushing what they still hold) and everyt
 verified once more.
 
 Modes: "fsync" (log.flush.interval.messages=1: an fsync before every acknowledgement),
-"default" (group commit, with broker/config.py's log.flush.interval.ms) and "small-segments"
-(rolls and compaction under the kills). A process crash must lose nothing acknowledged in
-any: acknowledged data is always in the page cache already.
+"default" (Kafka's: answered from the page cache, no fsync before an answer), "strict"
+(kmock.durability=strict: group commit, acks=all and commits answered after their fsync)
+and "small-segments" (rolls and compaction under the kills). A process crash must lose
+nothing acknowledged in any: acknowledged data is always in the page cache already.
 
 `--cycles N` (default 3; `make reliability` runs 100). The seed is printed on failure; set
 KMOCK_RELIABILITY_SEED to replay a run's choices.
@@ -48,6 +49,7 @@ PARTITIONS = 3
 MODES = {
     "fsync": {"log.flush.interval.messages": 1},
     "default": {},
+    "strict": {"kmock.durability": "strict"},
     # Small segments: the data topic rolls every few dozen records, and __consumer_offsets
     # rolls and is compacted every quarter second, so kills also land in rolls and in
     # compaction (whose output must replace the segments it cleaned, or not at all).

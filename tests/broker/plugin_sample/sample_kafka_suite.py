@@ -65,6 +65,16 @@ def test_marker_settings_apply(kmock):
     assert kmock.config["auto.create.topics.enable"] is False
 
 
+@pytest.mark.kmock_config(
+    topics=["orders:3", "events:1:1:cleanup.policy=compact"], auto_create_topics_enable="false"
+)
+def test_topics_exist_before_the_test(kmock):
+    producer = KafkaProducer(bootstrap_servers=kmock.bootstrap_servers)
+    assert producer.partitions_for("orders") == {0, 1, 2}
+    assert producer.partitions_for("events") == {0}
+    producer.close()
+
+
 def test_session_broker_is_shared_first(kmock_session):
     produce(kmock_session.bootstrap_servers, "shared", [b"kept"])
 
