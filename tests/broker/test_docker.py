@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,8 +107,12 @@ def test_entrypoint_advertises_every_listener_on_localhost_by_default(stub_path,
 
 def test_compose_environment_gives_one_address_per_network(stub_path):
     """docker-compose.yml's broker settings, through the entry point and kmock's own
-    reading of them: containers are told kmock:29092, the host localhost:9092."""
-    env = {k: str(v) for k, v in compose()["services"]["kmock"]["environment"].items()}
+    reading of them (compose's `${VAR:-default}` taken at its default): containers are told
+    kmock:29092, the host 127.0.0.1:9092."""
+    env = {
+        k: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(v))
+        for k, v in compose()["services"]["kmock"]["environment"].items()
+    }
     config = load_config(environ=run_entrypoint(stub_path, **env)["env"])
     setup = listener_setup(config)
     assert [(e.listener, e.host, e.port) for e in setup.listeners] == [
@@ -116,7 +121,7 @@ def test_compose_environment_gives_one_address_per_network(stub_path):
     ]
     assert {n: (e.host, e.port) for n, e in setup.advertised.items()} == {
         "PLAINTEXT": ("kmock", 29092),
-        "PLAINTEXT_HOST": ("localhost", 9092),
+        "PLAINTEXT_HOST": ("127.0.0.1", 9092),
     }
     assert [(t.name, t.num_partitions) for t in startup_topics(config)] == [("demo", 3)]
 
