@@ -19,12 +19,18 @@ log settings are the user's): log4j2.properties, shipped beside this module, kee
 at WARN while the JVM starts and ERROR after; no console progress bar (reports print their
 own progress, and the bar garbles stderr).
 
+Python workers, wherever they run (the driver's data source planner and the executors),
+run this interpreter, the one kmock and its dependencies are installed in, unless the user
+chose one: spark.pyspark.python (in `conf`, as spark-submit reads it), else PYSPARK_PYTHON.
+pyspark itself defaults to `python3` from PATH, which need not have pyarrow; on a cluster
+whose executors keep Python elsewhere, set one of the two. (pyspark reads only the
+environment variable, so a spark.pyspark.python setting is copied into it here, before the
+context starts, as spark-submit does.)
+
 Local tweaks, for local masters only (they would break a cluster): traffic pinned to
 127.0.0.1 (the host name resolves to loopback, and Spark would otherwise bind to eth0),
-Python workers run this interpreter (PYSPARK_PYTHON) with this source tree importable
-(PYTHONPATH), no UI, as many shuffle partitions as local threads (not 200), and a 2 GiB
-driver. On a cluster, set PYSPARK_PYTHON (or spark.pyspark.python) to the executors'
-interpreter.
+this source tree importable by the Python workers (PYTHONPATH), no UI, as many shuffle
+partitions as local threads (not 200), and a 2 GiB driver.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from typing import Any
 __all__ = [
     "LOCAL_MASTER",
     "build_session",
+    "choose_python",
     "is_spark_submit",
     "register",
     "resolve_master",
@@ -106,6 +113,7 @@ def build_session(
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
+    choose_python(conf or {})
     resolved = resolve_master(master)
     threads = None if resolved is None else _local_threads(resolved)
     if resolved is not None:
@@ -125,6 +133,18 @@ def build_session(
     return spark
 
 
+def choose_python(conf: Mapping[str, str]) -> str:
+    """Set PYSPARK_PYTHON for the Python workers (see the module docstring); return it.
+
+    spark.pyspark.python in `conf` wins, then PYSPARK_PYTHON, then this interpreter. Only
+    effective before the SparkContext starts.
+    """
+    chosen = conf.get("spark.pyspark.python")
+    if chosen:
+        os.environ["PYSPARK_PYTHON"] = chosen
+    return os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
 def _driver_settings(java_options: Iterable[str]) -> dict[str, str]:
     jvm = list(java_options)
     log4j = _HERE / "log4j2.properties"
@@ -138,7 +158,6 @@ def _driver_settings(java_options: Iterable[str]) -> dict[str, str]:
 
 def _local_settings(threads: int) -> dict[str, str]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Python workers are started by the JVM with its environment, which it inherits from
     # this process when getOrCreate launches it.
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
