@@ -25,7 +25,7 @@ tails, corrupt batches) is reported on stderr (and under "skipped" in JSON); it 
 change the exit status, because the report covers everything that was readable. A planned
 segment file that an executor cannot open is another matter: the report would be wrong, so
 it fails (exit status 1) with a message naming the files (segments.UnreadableSegments).
-No result is reported as such: a message for a table, an empty list in JSON, and for
+An empty result is reported as such: a message for a table, an empty list in JSON, and for
 export a Parquet file with the schema and no rows.
 """
 
