@@ -51,6 +51,7 @@ __all__ = [
     "build_session",
     "choose_python",
     "is_spark_submit",
+    "merge_conf",
     "register",
     "resolve_master",
     "ship_code",
@@ -61,6 +62,7 @@ DRIVER_MEMORY = "2g"  # spark.driver.memory for local runs; only effective befor
 _HERE = Path(__file__).resolve().parent
 _ROOT = _HERE.parent  # the directory holding the protocol and pipeline packages
 _SHIPPED_PACKAGES = ("protocol", "pipeline")
+_DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 _LOCAL_THREADS = re.compile(r"local(?:\[(\*|\d+)(?:,\d+)?\])?")
 
 
@@ -100,7 +102,9 @@ def build_session(
     Args:
       master: a Spark master URL; None means SPARK_MASTER or local[*]. Ignored under
         spark-submit.
-      conf: extra settings, applied last (tests pass their small-session settings here).
+      conf: extra settings, applied last (`kmock report --conf`; tests pass their
+        small-session settings here). spark.driver.extraJavaOptions is added to the
+        driver options set here (the log4j file), not put in their place.
       java_options: extra driver JVM options (tests pass the C1-only JIT). Ignored under
         spark-submit, like every setting of the JVM, which is already running there.
     """
@@ -121,7 +125,7 @@ def build_session(
         settings.update(_driver_settings(java_options))
     if threads is not None:
         settings.update(_local_settings(threads))
-    settings.update(conf or {})
+    settings = merge_conf(settings, conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -131,6 +135,16 @@ def build_session(
         ship_code(spark)
     register(spark)
     return spark
+
+
+def merge_conf(settings: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:
+    """`settings` updated with `conf`; JVM options are joined, the user's last (so they win)."""
+    merged = dict(settings)
+    for key, value in conf.items():
+        if key == _DRIVER_JAVA_OPTIONS and merged.get(key):
+            value = f"{merged[key]} {value}"
+        merged[key] = value
+    return merged
 
 
 def choose_python(conf: Mapping[str, str]) -> str:
@@ -152,7 +166,7 @@ def _driver_settings(java_options: Iterable[str]) -> dict[str, str]:
         jvm.append(f"-Dlog4j.configurationFile=file:{log4j}")
     return {
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": " ".join(jvm),
+        _DRIVER_JAVA_OPTIONS: " ".join(jvm),
     }
 
 

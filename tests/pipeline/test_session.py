@@ -30,6 +30,16 @@ def test_python_workers_run_this_interpreter_unless_the_user_chose(
     assert session.os.environ["PYSPARK_PYTHON"] == "/env/bin/python"
 
 
+def test_conf_is_applied_last_and_driver_java_options_are_added_to_ours() -> None:
+    ours = {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": "-Dlog4j=x"}
+    theirs = {"spark.ui.enabled": "true", "spark.driver.extraJavaOptions": "-Xss4m -Dlog4j=y"}
+    assert session.merge_conf(ours, theirs) == {
+        "spark.ui.enabled": "true",
+        "spark.driver.extraJavaOptions": "-Dlog4j=x -Xss4m -Dlog4j=y",
+    }
+    assert session.merge_conf({}, theirs) == theirs
+
+
 def test_local_by_default() -> None:
     assert session.resolve_master() == "local[*]"
 
