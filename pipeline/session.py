@@ -25,7 +25,7 @@ chose one: spark.pyspark.python (in `conf`, as spark-submit reads it), else PYSP
 pyspark itself defaults to `python3` from PATH, which need not have pyarrow; on a cluster
 whose executors keep Python elsewhere, set one of the two. (pyspark reads only the
 environment variable, so a spark.pyspark.python setting is copied into it here, before the
-context starts, as spark-submit does.)
+context starts, as spark-submit's org.apache.spark.deploy.PythonRunner does.)
 
 Local tweaks, for local masters only (they would break a cluster): traffic pinned to
 127.0.0.1 (the host name resolves to loopback, and Spark would otherwise bind to eth0),
