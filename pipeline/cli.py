@@ -1,6 +1,7 @@
 """`kmock report lag|groups|snapshot|export`: the pipeline's jobs from the command line.
 
-    kmock report lag --data-dir ./data [--group G] [--png lag.png] [--output json] [--master URL]
+    kmock report lag --data-dir ./data [--group G] [--png lag.png] [--output json]
+                     [--master URL] [--conf key=value ...]
     kmock report groups --data-dir ./data [--group G] [--output json]
     kmock report snapshot --data-dir ./data [--group G] [--output json]
     kmock report export --data-dir ./data --out ./export [--topic T] [--partition N]
@@ -16,9 +17,16 @@ broker/ and nothing of pyspark until a report runs). Standalone, and under spark
     spark-submit --master URL --py-files kmock.zip pipeline/cli.py \
         report lag --data-dir /shared/data
 
+Every report takes --master and --conf key=value (repeatable: Spark settings, as
+spark-submit's --conf). Relative paths are made absolute here, on the driver.
+
 Tables go to stdout; so does JSON with --output json. What the readers skipped (torn
 tails, corrupt batches) is reported on stderr (and under "skipped" in JSON); it does not
-change the exit status, because the report covers everything that was readable.
+change the exit status, because the report covers everything that was readable. A planned
+segment file that an executor cannot open is another matter: the report would be wrong, so
+it fails (exit status 1) with a message naming the files (segments.UnreadableSegments).
+An empty result is reported as such: a message for a table, an empty list in JSON, and for
+export a Parquet file with the schema and no rows.
 """
 
 from __future__ import annotations
@@ -38,7 +46,16 @@ __all__ = ["main", "register"]
 
 _DEFAULT_DATA_DIR = "./data"  # log.dirs' default
 _C1_JIT = "-XX:TieredStopAtLevel=1"
+_EXIT_FAILED = 1  # kmock's exit status for an error
 _EXIT_USAGE = 2  # kmock's exit status for a usage error
+
+
+def _setting(text: str) -> tuple[str, str]:
+    """`key=value` of --conf, as spark-submit takes it."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--conf takes key=value (a Spark setting), not {text!r}")
+    return key.strip(), value
 
 
 def register(subparsers: Any) -> None:
@@ -54,6 +71,13 @@ def register(subparsers: Any) -> None:
         "--master",
         metavar="URL",
         help="Spark master (default: SPARK_MASTER, else local[*]; under spark-submit, its own)",
+    )
+    common.add_argument(
+        "--conf",
+        action="append",
+        type=_setting,
+        metavar="KEY=VALUE",
+        help="a Spark setting, as spark-submit --conf; repeatable",
     )
     common.add_argument(
         "--output", choices=("table", "json"), default="table", help="output format (default table)"
@@ -143,15 +167,27 @@ def _with_session(
     if missing:
         out.stderr.write(f"kmock report: not a directory: {', '.join(missing)}\n")
         return _EXIT_USAGE
+    dirs = [os.path.abspath(d) for d in dirs]  # executors have working directories of their own
 
+    from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
+    from pipeline.segments import UnreadableSegments
     from pipeline.session import build_session
 
     owned = SparkSession.getActiveSession() is None
-    spark = build_session(args.master, java_options=[_C1_JIT] if short else [])
+    spark = build_session(
+        args.master, conf=dict(args.conf or ()), java_options=[_C1_JIT] if short else []
+    )
     try:
         return job(spark, dirs)
+    except PySparkException as e:
+        # A task's UnreadableSegments reaches the driver as text in Spark's job error.
+        message = UnreadableSegments.message_in(str(e))
+        if message is None:
+            raise
+        out.stderr.write(f"kmock report: {message}\n")
+        return _EXIT_FAILED
     finally:
         if owned:
             spark.stop()
@@ -330,7 +366,7 @@ def _run_export(args: argparse.Namespace, out: Any) -> int:
         path = jobs.export(
             spark,
             dirs,
-            args.out,
+            os.path.abspath(args.out),
             topics=args.topic,
             partitions=args.partition,
             start_offset=args.start_offset,
@@ -353,6 +389,8 @@ def _run_export(args: argparse.Namespace, out: Any) -> int:
             out, ["TOPIC", "PARTITION", "ROWS"], [list(c) for c in counts], empty="no records"
         )
         out.stdout.write(f"exported {sum(n for _, _, n in counts):,} records to {path}\n")
+        if not counts and args.topic:
+            _write_absent_topics(out, dirs, args.topic)
         _write_skipped(out, skipped)
         return 0
 
@@ -360,6 +398,14 @@ def _run_export(args: argparse.Namespace, out: Any) -> int:
 
 
 # --- output -----------------------------------------------------------------------------
+
+
+def _write_absent_topics(out: Any, dirs: list[str], topics: list[str]) -> None:
+    from pipeline.segments import partition_dirs
+
+    present = {topic for topic, _, _ in partition_dirs(dirs)}
+    for topic in sorted(set(topics) - present):
+        out.stderr.write(f"kmock report: no partition of topic {topic} in {', '.join(dirs)}\n")
 
 
 def _write_skipped(out: Any, skipped: list[dict[str, Any]]) -> None:

@@ -17,6 +17,7 @@ reads it from batch headers alone). Never a record count: compaction leaves gaps
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -48,9 +49,15 @@ _PAIRS = "array<struct<member_id: string, topic: string, partition: int>>"
 
 
 def _paths(dirs: Dirs) -> list[str]:
+    """`dirs` as absolute paths, resolved against this process's (the driver's) directory.
+
+    Executors run in directories of their own, so a relative path would name another
+    place there (pipeline.segments.plan makes the segment paths absolute too, for callers
+    of the data source itself).
+    """
     if isinstance(dirs, (str, os.PathLike)):
-        return [os.fspath(dirs)]
-    return [os.fspath(d) for d in dirs]
+        dirs = [dirs]
+    return [os.path.abspath(os.fspath(d)) for d in dirs]
 
 
 def read(spark: Any, dirs: Dirs, **options: Any) -> Any:
@@ -402,7 +409,12 @@ def export(
     `out` is replaced. The layout is Hive-style, `out/topic=<t>/partition=<p>/part-*.parquet`,
     which Spark, pyarrow and DuckDB read back with the two columns restored. Timestamps are
     INT64 microseconds (UTC). `progress(done, total)` is called from a polling thread as
-    segments (one task each) finish. Returns `out` as a string.
+    segments (one task each) finish. Returns `out` as an absolute path.
+
+    With no records to export, `out` holds one Parquet file with the RECORDS columns
+    (topic and partition included) and no rows: Spark writes no file at all for an empty
+    partitioned write, and a directory without one cannot be read back (Spark fails with
+    UNABLE_TO_INFER_SCHEMA), where an empty export should read as empty.
     """
     df = read(
         spark,
@@ -412,14 +424,26 @@ def export(
         start_offset=start_offset,
         end_offset=end_offset,
     )
-    target = os.fspath(out)
+    target = os.path.abspath(os.fspath(out))
     writer = df.write.mode("overwrite").partitionBy("topic", "partition")
-    if progress is None:
+    with _Progress(spark, progress) if progress is not None else contextlib.nullcontext():
         writer.parquet(target)
-        return target
-    with _Progress(spark, progress):
-        writer.parquet(target)
+    if not _has_parquet(spark, target):
+        spark.createDataFrame([], df.schema).write.mode("overwrite").parquet(target)
     return target
+
+
+def _has_parquet(spark: Any, path: str) -> bool:
+    """Whether Spark finds Parquet files under `path` (through its own file system layer)."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.read.parquet(path)
+    except AnalysisException as e:
+        if e.getCondition() == "UNABLE_TO_INFER_SCHEMA":
+            return False
+        raise
+    return True
 
 
 # The thread-local properties SparkContext.setJobGroup sets, restored after an export.

@@ -7,8 +7,14 @@ Layout (DESIGN.md, "Storage layout"):
 Planning (`partition_dirs`, `plan`) lists partition directories and their segments, and
 prunes them by topic, partition and offset range before anything is read. A segment covers
 the offsets from its base offset up to the next segment's base offset, so a range prunes
-whole files. Each planned `Segment` records the file's size at planning time: a segment the
-broker is still appending to is read as the snapshot it was then.
+whole files. Each planned `Segment` records the file's absolute path (resolved where the
+plan is made, on the driver: an executor's working directory is its own) and its size at
+planning time: a segment the broker is still appending to is read as the snapshot it was then.
+
+Every planned file is read or the read fails: a file that cannot be opened raises
+`UnreadableSegments`, naming it. On a cluster that means the executor does not see the data
+dir at the driver's path, and a report without those files would be wrong, not partial.
+Bytes that are there but damaged are a different matter (below): they are skipped.
 
 Scanning (`scan`) walks a segment batch by batch, using protocol.records' header parser and
 validation (magic, length, CRC-32C: what the broker's recovery checks). It never raises on
@@ -31,6 +37,8 @@ from __future__ import annotations
 import logging
 import mmap
 import os
+import re
+import socket
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,6 +62,7 @@ __all__ = [
     "Segment",
     "SegmentScan",
     "Skipped",
+    "UnreadableSegments",
     "decode_columns",
     "iter_columns",
     "open_segment",
@@ -90,6 +99,37 @@ class Skipped(NamedTuple):
     position: int
     length: int
     reason: str
+
+
+class UnreadableSegments(Exception):
+    """Planned segment files that this process cannot open.
+
+    On a cluster: the executor does not see the data dir at the path the driver planned
+    with. The message names the host, the files and the remedy, and is one line that
+    starts with `MARKER`, because it reaches the driver only as text inside Spark's error
+    (`message_in` finds it there).
+    """
+
+    MARKER = "kmock-log: "
+    _LISTED = 5  # files named in the message; the rest are counted
+
+    def __init__(self, failures: list[tuple[str, str]]) -> None:
+        self.failures = failures
+        names = "; ".join(f"{path} ({why})" for path, why in failures[: self._LISTED])
+        more = len(failures) - self._LISTED
+        super().__init__(
+            f"{self.MARKER}host {socket.gethostname()} could not open {len(failures)} planned "
+            f"segment file{'s' if len(failures) != 1 else ''}: {names}"
+            + (f"; and {more} more" if more > 0 else "")
+            + ". The data directory must be visible to every worker at the same path "
+            "(a shared mount), as the driver sees it."
+        )
+
+    @classmethod
+    def message_in(cls, text: str) -> str | None:
+        """This error's message, if `text` (a Spark job's error, say) carries one."""
+        m = re.search(re.escape(cls.MARKER) + r"host .*? as the driver sees it\.", text)
+        return None if m is None else m[0]
 
 
 def partition_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, int, Path]]:
@@ -150,9 +190,8 @@ def plan(
                 break
             if start_offset is not None and next_base is not None and next_base <= start_offset:
                 continue
-            segments.append(
-                Segment(topic, partition, base, entry.path, entry.stat().st_size, next_base)
-            )
+            path = os.path.abspath(entry.path)
+            segments.append(Segment(topic, partition, base, path, entry.stat().st_size, next_base))
     return segments
 
 
@@ -161,19 +200,23 @@ def open_segment(segment: Segment, skipped: list[Skipped]) -> Iterator[mmap.mmap
     """`with open_segment(segment, skipped) as buf:` maps the planned bytes read-only.
 
     `buf` supports len, slicing, find and the buffer protocol (an mmap, or b"" when there
-    is nothing to map). Bytes past `segment.size_bytes` are not mapped. A file deleted or
-    shortened since planning (retention, a broker's recovery) is not an error: what is
-    gone is recorded in `skipped`.
+    is nothing to map). Bytes past `segment.size_bytes` are not mapped. A file shortened
+    since planning (a broker's recovery) is not an error: what is gone is recorded in
+    `skipped`.
+
+    Raises:
+        UnreadableSegments: the file cannot be opened (missing here, or not readable).
+            Retention may delete a segment after planning, but a file missing here is far
+            more often a data dir this host does not see, and reading on would report a
+            wrong answer as a complete one.
     """
     if segment.size_bytes == 0:
         yield b""
         return
     try:
         f = open(segment.path, "rb")  # noqa: SIM115 (closed below, after the map)
-    except FileNotFoundError:
-        skipped.append(Skipped(0, segment.size_bytes, "gone: the file was deleted after planning"))
-        yield b""
-        return
+    except OSError as e:
+        raise UnreadableSegments([(segment.path, e.strerror or type(e).__name__)]) from e
     with f:
         size = min(segment.size_bytes, os.fstat(f.fileno()).st_size)
         if size < segment.size_bytes:

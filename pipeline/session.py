@@ -19,12 +19,18 @@ log settings are the user's): log4j2.properties, shipped beside this module, kee
 at WARN while the JVM starts and ERROR after; no console progress bar (reports print their
 own progress, and the bar garbles stderr).
 
+Python workers, wherever they run (the driver's data source planner and the executors),
+run this interpreter, the one kmock and its dependencies are installed in, unless the user
+chose one: spark.pyspark.python (in `conf`, as spark-submit reads it), else PYSPARK_PYTHON.
+pyspark itself defaults to `python3` from PATH, which need not have pyarrow; on a cluster
+whose executors keep Python elsewhere, set one of the two. (pyspark reads only the
+environment variable, so a spark.pyspark.python setting is copied into it here, before the
+context starts, as spark-submit's org.apache.spark.deploy.PythonRunner does.)
+
 Local tweaks, for local masters only (they would break a cluster): traffic pinned to
 127.0.0.1 (the host name resolves to loopback, and Spark would otherwise bind to eth0),
-Python workers run this interpreter (PYSPARK_PYTHON) with this source tree importable
-(PYTHONPATH), no UI, as many shuffle partitions as local threads (not 200), and a 2 GiB
-driver. On a cluster, set PYSPARK_PYTHON (or spark.pyspark.python) to the executors'
-interpreter.
+this source tree importable by the Python workers (PYTHONPATH), no UI, as many shuffle
+partitions as local threads (not 200), and a 2 GiB driver.
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ from typing import Any
 __all__ = [
     "LOCAL_MASTER",
     "build_session",
+    "choose_python",
     "is_spark_submit",
+    "merge_conf",
     "register",
     "resolve_master",
     "ship_code",
@@ -56,6 +64,7 @@ _ROOT = _HERE.parent  # the directory holding the protocol, storage and pipeline
 # What the executors import: the pipeline, and the protocol and storage (its on-disk names,
 # storage.layout) that it reads segments through.
 _SHIPPED_PACKAGES = ("protocol", "storage", "pipeline")
+_DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 _LOCAL_THREADS = re.compile(r"local(?:\[(\*|\d+)(?:,\d+)?\])?")
 
 
@@ -95,7 +104,9 @@ def build_session(
     Args:
       master: a Spark master URL; None means SPARK_MASTER or local[*]. Ignored under
         spark-submit.
-      conf: extra settings, applied last (tests pass their small-session settings here).
+      conf: extra settings, applied last (`kmock report --conf`; tests pass their
+        small-session settings here). spark.driver.extraJavaOptions is added to the
+        driver options set here (the log4j file), not put in their place.
       java_options: extra driver JVM options (tests pass the C1-only JIT). Ignored under
         spark-submit, like every setting of the JVM, which is already running there.
     """
@@ -108,6 +119,7 @@ def build_session(
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
+    choose_python(conf or {})
     resolved = resolve_master(master)
     threads = None if resolved is None else _local_threads(resolved)
     if resolved is not None:
@@ -115,7 +127,7 @@ def build_session(
         settings.update(_driver_settings(java_options))
     if threads is not None:
         settings.update(_local_settings(threads))
-    settings.update(conf or {})
+    settings = merge_conf(settings, conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -127,6 +139,28 @@ def build_session(
     return spark
 
 
+def merge_conf(settings: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:
+    """`settings` updated with `conf`; JVM options are joined, the user's last (so they win)."""
+    merged = dict(settings)
+    for key, value in conf.items():
+        if key == _DRIVER_JAVA_OPTIONS and merged.get(key):
+            value = f"{merged[key]} {value}"
+        merged[key] = value
+    return merged
+
+
+def choose_python(conf: Mapping[str, str]) -> str:
+    """Set PYSPARK_PYTHON for the Python workers (see the module docstring); return it.
+
+    spark.pyspark.python in `conf` wins, then PYSPARK_PYTHON, then this interpreter. Only
+    effective before the SparkContext starts.
+    """
+    chosen = conf.get("spark.pyspark.python")
+    if chosen:
+        os.environ["PYSPARK_PYTHON"] = chosen
+    return os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
 def _driver_settings(java_options: Iterable[str]) -> dict[str, str]:
     jvm = list(java_options)
     log4j = _HERE / "log4j2.properties"
@@ -134,13 +168,12 @@ def _driver_settings(java_options: Iterable[str]) -> dict[str, str]:
         jvm.append(f"-Dlog4j.configurationFile=file:{log4j}")
     return {
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": " ".join(jvm),
+        _DRIVER_JAVA_OPTIONS: " ".join(jvm),
     }
 
 
 def _local_settings(threads: int) -> dict[str, str]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Python workers are started by the JVM with its environment, which it inherits from
     # this process when getOrCreate launches it.
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]

@@ -33,11 +33,12 @@ reads headers and CRCs, packs segments into tasks of up to 256 MiB). `read()` ma
 file (only the bytes it had when planned) and yields Arrow record batches of about 64k
 rows. Damaged bytes never fail a
 read: they are skipped, logged by the executor, and listed by mode=segments, which is what
-the jobs report from.
+the jobs report from. A planned file that cannot be opened does fail the read
+(segments.UnreadableSegments), because a report without it would look complete and be wrong.
 
 Runs wherever the files are visible at the same path to the driver (planning opens
-directories) and to the executors (reading opens segments): a local disk in local mode, a
-shared mount on a cluster.
+directories, and makes the paths absolute) and to the executors (reading opens segments): a
+local disk in local mode, a shared mount on a cluster.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ from pipeline import offsets
 from pipeline.segments import (
     Columns,
     Segment,
+    SegmentScan,
     Skipped,
+    UnreadableSegments,
     iter_columns,
     open_segment,
     plan,
@@ -270,7 +273,7 @@ class KmockLogReader(DataSourceReader):
         if partition is None or partition.value is None:
             return  # planning found nothing: Spark still runs one task, with no partition
         if o.mode == "segments":
-            yield segment_batch([scan_segment(s, check=o.check) for s in partition.value])
+            yield segment_batch(_scan_all(partition.value, o.check))
             return
         segment: Segment = partition.value
         skipped: list[Skipped] = []
@@ -301,6 +304,20 @@ class KmockLogReader(DataSourceReader):
                 sum(s.length for s in skipped),
                 "; ".join(f"{s.length} bytes at {s.position} ({s.reason})" for s in skipped),
             )
+
+
+def _scan_all(segments: tuple[Segment, ...], check: str) -> list[SegmentScan]:
+    """Scan every segment of a task; if some cannot be opened, one error naming them all."""
+    scans: list[SegmentScan] = []
+    failures: list[tuple[str, str]] = []
+    for s in segments:
+        try:
+            scans.append(scan_segment(s, check=check))
+        except UnreadableSegments as e:
+            failures += e.failures
+    if failures:
+        raise UnreadableSegments(failures)
+    return scans
 
 
 def _pack(segments: list[Segment], budget: int) -> list[list[Segment]]:

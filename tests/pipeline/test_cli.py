@@ -172,3 +172,61 @@ def test_kmock_cli_runs_the_reports(spark, data_dir: Path) -> None:
 def test_a_missing_data_dir_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert cli.main(["report", "lag", "--data-dir", str(tmp_path / "nope")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_conf_takes_spark_settings_as_spark_submit_does(capsys: pytest.CaptureFixture) -> None:
+    parser = argparse.ArgumentParser(prog="kmock")
+    cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(
+        ["report", "groups", "--conf", "spark.executor.memory=1g", "--conf", "spark.a= x=y"]
+    )
+    assert args.conf == [("spark.executor.memory", "1g"), ("spark.a", " x=y")]
+    for bad in ("spark.executor.memory", "=1g"):
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args(["report", "lag", "--conf", bad])
+        assert exited.value.code == 2
+        assert f"--conf takes key=value (a Spark setting), not {bad!r}" in capsys.readouterr().err
+
+
+def test_export_of_a_topic_not_on_disk_writes_an_empty_file_with_the_schema(
+    spark, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    import pyarrow.parquet as pq
+
+    from pipeline.source import RECORDS
+
+    out_dir = tmp_path / "export"
+    argv = ["report", "export", "--data-dir", str(data_dir), "--out", str(out_dir)]
+    assert cli.main([*argv, "--topic", "nosuchtopic"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["no records", f"exported 0 records to {out_dir}"]
+    assert f"kmock report: no partition of topic nosuchtopic in {data_dir}\n" in captured.err
+    table = pq.read_table(out_dir)
+    assert table.num_rows == 0
+    assert table.schema.names == RECORDS.names
+    assert table.schema.field("key").type == RECORDS.field("key").type
+    assert table.schema.field("timestamp").type == RECORDS.field("timestamp").type
+    assert spark.read.parquet(str(out_dir)).count() == 0
+    assert cli.main([*argv, "--topic", "nosuchtopic", "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "path": str(out_dir),
+        "skipped": [],
+        "partitions": [],
+    }
+
+
+def test_reports_over_a_data_dir_with_nothing_in_it_say_so(
+    spark, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    empty = str(tmp_path)
+    expected = {
+        "lag": ["no committed offsets"],
+        "groups": ["no group metadata"],
+        "snapshot": ["no committed offsets", "", "no groups"],
+    }
+    for report, lines in expected.items():
+        assert cli.main(["report", report, "--data-dir", empty]) == 0
+        captured = capsys.readouterr()
+        assert (captured.out.splitlines(), captured.err) == (lines, "")
+    assert cli.main(["report", "lag", "--data-dir", empty, "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"lag": [], "skipped": []}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from pipeline.segments import (
     Columns,
     Skipped,
+    UnreadableSegments,
     decode_columns,
     iter_columns,
     partition_dirs,
@@ -321,19 +323,58 @@ def test_decode_columns_agrees_with_decode_records(records: list, codec: int, ba
     assert _as_rows(_decode_all(buf)) == _canonical(buf)
 
 
-def test_a_segment_deleted_or_shortened_after_planning_is_reported(tmp_path: Path) -> None:
-    first = write_segment(tmp_path, "t", 0, 0, [values(0, 3), values(3, 3)])
-    second = write_segment(tmp_path, "t", 0, 6, [values(6, 3)])
-    planned = plan([tmp_path])
+def test_a_segment_shortened_after_planning_is_reported_as_skipped(tmp_path: Path) -> None:
+    path = write_segment(tmp_path, "t", 0, 0, [values(0, 3), values(3, 3)])
+    (planned,) = plan([tmp_path])
     whole = len(values(0, 3))
-    with first.open("r+b") as f:
+    with path.open("r+b") as f:
         f.truncate(whole)
-    second.unlink()
-    shrunk, gone = (scan_segment(s) for s in planned)
+    shrunk = scan_segment(planned)
     assert (shrunk.records, shrunk.log_end_offset) == (3, 3)
-    assert [(s.position, s.length) for s in shrunk.skipped] == [
-        (whole, planned[0].size_bytes - whole)
+    assert shrunk.skipped == [
+        Skipped(whole, planned.size_bytes - whole, "gone: the file shrank after planning")
     ]
-    assert shrunk.skipped[0].reason.startswith("gone")
-    assert (gone.batches, gone.log_end_offset) == (0, 6)
-    assert [(s.position, s.length) for s in gone.skipped] == [(0, planned[1].size_bytes)]
+
+
+def test_a_planned_segment_that_cannot_be_opened_is_an_error_naming_it(tmp_path: Path) -> None:
+    write_segment(tmp_path, "t", 0, 0, [values(0, 3)])
+    second = write_segment(tmp_path, "t", 0, 3, [values(3, 3)])
+    first_planned, second_planned = plan([tmp_path])
+    second.unlink()
+    assert scan_segment(first_planned).records == 3
+    for read in (
+        lambda: scan_segment(second_planned),
+        lambda: list(iter_columns(second_planned, skipped=[])),
+    ):
+        with pytest.raises(UnreadableSegments) as caught:
+            read()
+        assert caught.value.failures == [(str(second), "No such file or directory")]
+        message = str(caught.value)
+        assert message.startswith(f"kmock-log: host {socket.gethostname()} could not open 1 ")
+        assert f"{second} (No such file or directory)" in message
+        assert "must be visible to every worker at the same path" in message
+
+
+def test_unreadable_segments_message_is_found_in_a_longer_error_text() -> None:
+    error = UnreadableSegments(
+        [(f"/d/t-0/{i:020d}.log", "No such file or directory") for i in range(7)]
+    )
+    text = (
+        "Job aborted due to stage failure: ... PythonException: Traceback (most recent call"
+        f" last):\n  ...\npipeline.segments.UnreadableSegments: {error}\n\tat org.apache..."
+    )
+    message = UnreadableSegments.message_in(text)
+    assert message == str(error)
+    assert "could not open 7 planned segment files" in message
+    assert "/d/t-0/00000000000000000004.log (No such file or directory); and 2 more." in message
+    assert UnreadableSegments.message_in("Job aborted: java.lang.OutOfMemoryError") is None
+
+
+def test_plan_gives_absolute_paths_for_a_relative_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_segment(tmp_path / "data", "t", 0, 0, [values(0, 3)])
+    monkeypatch.chdir(tmp_path)
+    (planned,) = plan(["data"])
+    assert planned.path == str(path)
+    assert Path(planned.path).is_absolute()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
@@ -14,6 +15,29 @@ from pipeline import session
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     monkeypatch.delenv("SPARK_MASTER", raising=False)
+
+
+def test_python_workers_run_this_interpreter_unless_the_user_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert session.choose_python({}) == sys.executable
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python3")
+    assert session.choose_python({}) == "/opt/py/bin/python3"
+    # spark.pyspark.python wins over the variable, as under spark-submit; pyspark reads
+    # only the variable, so the setting must end up there.
+    assert session.choose_python({"spark.pyspark.python": "/env/bin/python"}) == "/env/bin/python"
+    assert session.os.environ["PYSPARK_PYTHON"] == "/env/bin/python"
+
+
+def test_conf_is_applied_last_and_driver_java_options_are_added_to_ours() -> None:
+    ours = {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": "-Dlog4j=x"}
+    theirs = {"spark.ui.enabled": "true", "spark.driver.extraJavaOptions": "-Xss4m -Dlog4j=y"}
+    assert session.merge_conf(ours, theirs) == {
+        "spark.ui.enabled": "true",
+        "spark.driver.extraJavaOptions": "-Dlog4j=x -Xss4m -Dlog4j=y",
+    }
+    assert session.merge_conf({}, theirs) == theirs
 
 
 def test_local_by_default() -> None:

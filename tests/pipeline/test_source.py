@@ -272,3 +272,27 @@ def test_segments_written_by_storage_log(spark, tmp_path: Path) -> None:
     assert {r["timestamp_type"] for r in rows} == {1}
     ends = jobs.log_end_offsets(spark, tmp_path).collect()
     assert [(r["partition"], r["log_end_offset"]) for r in ends] == [(2, 50)]
+
+
+def test_a_task_fails_naming_every_planned_segment_it_cannot_open(tmp_path: Path) -> None:
+    from pipeline.segments import UnreadableSegments
+    from pipeline.source import KmockLogReader, ReadOptions
+
+    paths = [write_segment(tmp_path, "t", p, 0, [values(0, 2)]) for p in range(3)]
+    segments = KmockLogReader(ReadOptions({"path": str(tmp_path), "mode": "segments"}))
+    records = KmockLogReader(ReadOptions({"path": str(tmp_path)}))
+    (packed,) = segments.partitions()
+    _, middle, last = records.partitions()
+    paths[0].unlink()
+    paths[2].unlink()
+    with pytest.raises(UnreadableSegments) as caught:
+        list(segments.read(packed))
+    assert caught.value.failures == [
+        (str(paths[0]), "No such file or directory"),
+        (str(paths[2]), "No such file or directory"),
+    ]
+    assert "could not open 2 planned segment files" in str(caught.value)
+    with pytest.raises(UnreadableSegments) as caught:
+        list(records.read(last))
+    assert caught.value.failures == [(str(paths[2]), "No such file or directory")]
+    assert sum(b.num_rows for b in records.read(middle)) == 2
