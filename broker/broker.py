@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from broker.config import Config
+from broker.limits import ConnectionQuotas, MemoryPool
 from broker.metrics import Metrics
 from broker.producer_ids import ProducerIdAllocator
 from broker.topics import TopicRegistry
@@ -104,6 +105,8 @@ class Broker:
         self.connection_ids = itertools.count(1)
         self.open_connections = 0
         self.connections: set[ServedConnection] = set()  # while served
+        self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
+        self.connection_quotas = ConnectionQuotas(config)
 
     # Two clocks, named apart: monotonic for deadlines (autojump_clock drives it in tests),
     # wall time for timestamps stored in records.

@@ -81,6 +81,29 @@ SETTINGS: dict[str, Setting] = {
         _s("connections.max.idle.ms", "long", 600000, "Connections idle for longer are closed."),
         _s("max.connections", "int", INT_MAX, "Connections accepted at once; more are closed."),
         _s(
+            "max.connections.per.ip",
+            "int",
+            INT_MAX,
+            "Connections accepted at once from one client address; more are closed.",
+            min_value=0,
+        ),
+        _s(
+            "max.connections.per.ip.overrides",
+            "string",
+            "",
+            "Per-address limits that replace max.connections.per.ip, as host:count,ip:count.",
+        ),
+        _s(
+            "queued.max.request.bytes",
+            "long",
+            256 * 1024 * 1024,
+            "Memory for requests being received or handled, all connections together; past it "
+            "the broker stops reading from sockets until requests finish. -1 = unbounded. "
+            "kmock counts the bytes that arrived (docs/reliability.md gives the ceiling).",
+            kafka_default=-1,
+            min_value=-1,
+        ),
+        _s(
             "admin.port",
             "int",
             -1,
