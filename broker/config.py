@@ -463,6 +463,30 @@ class Config:
             return int(self["log.roll.ms"])
         return int(self["log.roll.hours"]) * 3_600_000
 
+    @property
+    def max_connections_per_ip_overrides(self) -> dict[str, int]:
+        """max.connections.per.ip.overrides, "host:count,ip:count" (Kafka's CSV map), as
+        {host or address: count}.
+
+        Raises:
+          ConfigError: an entry is not host:count with a count >= 0.
+        """
+        out: dict[str, int] = {}
+        for item in (
+            s.strip() for s in (self["max.connections.per.ip.overrides"] or "").split(",")
+        ):
+            if not item:
+                continue
+            host, sep, count = item.rpartition(":")
+            host = host.strip().strip("[]")
+            if not sep or not host or not count.strip().isdigit():
+                raise ConfigError(
+                    f"max.connections.per.ip.overrides: {item!r} is not host:count "
+                    "(a host name or address, and a count >= 0)"
+                )
+            out[host] = int(count)
+        return out
+
     def topic_default(self, topic_name: str) -> Any:
         """The broker-wide default of a topic-level config (`retention.ms` -> 604800000)."""
         derived = {"retention.ms": self.retention_ms, "segment.ms": self.roll_ms}
@@ -503,4 +527,16 @@ def load_config(
                 raise ConfigError(f"unknown setting {name!r}")
             cfg.values[name] = _convert(setting, value)
             cfg.explicit.add(name)
+    _check_connection_limits(cfg)
     return cfg
+
+
+def _check_connection_limits(cfg: Config) -> None:
+    """Kafka's KafkaConfig checks: the overrides parse, and a per-IP limit of 0 comes with
+    overrides that let some addresses in."""
+    overrides = cfg.max_connections_per_ip_overrides
+    if cfg["max.connections.per.ip"] == 0 and not overrides:
+        raise ConfigError(
+            "max.connections.per.ip can be set to zero only if "
+            "max.connections.per.ip.overrides is set"
+        )

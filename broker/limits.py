@@ -57,7 +57,7 @@ from typing import Any
 
 import trio
 
-from broker.config import Config, ConfigError
+from broker.config import Config
 
 __all__ = ["DIRECT_FRAME_BYTES", "ConnectionQuotas", "MemoryPool", "frame_buffer"]
 
@@ -119,35 +119,22 @@ class MemoryPool:
             self._freed = None
 
 
-def parse_overrides(spec: str | None) -> dict[str, int]:
-    """`max.connections.per.ip.overrides`: "host:count,ip:count" (Kafka's CSV map) to
-    {address: count}. Host names are resolved once, at start, to all their addresses.
+def resolve_overrides(overrides: dict[str, int]) -> dict[str, int]:
+    """{host or address: count} to {address: count}: host names are resolved once, at
+    start, to all their addresses (Kafka resolves each with InetAddress.getByName).
 
     Raises:
-      ConfigError: an entry is not host:count, or the host does not resolve.
+      OSError: a host name does not resolve (the broker does not start, as Kafka's).
     """
     out: dict[str, int] = {}
-    for item in (s.strip() for s in (spec or "").split(",")):
-        if not item:
-            continue
-        host, sep, count = item.rpartition(":")
-        host = host.strip().strip("[]")
-        try:
-            limit = int(count)
-        except ValueError:
-            limit = -1
-        if not sep or not host or limit < 0:
-            raise ConfigError(
-                f"max.connections.per.ip.overrides: {item!r} is not host:count "
-                "(a host name or address, and a count >= 0)"
-            )
+    for host, limit in overrides.items():
         try:
             addresses = [str(ipaddress.ip_address(host))]
         except ValueError:
             try:
                 infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
             except OSError as e:
-                raise ConfigError(
+                raise OSError(
                     f"max.connections.per.ip.overrides: cannot resolve {host!r}: {e}"
                 ) from None
             addresses = sorted({str(info[4][0]) for info in infos})
@@ -162,14 +149,7 @@ class ConnectionQuotas:
     def __init__(self, config: Config) -> None:
         self.max_connections: int = config["max.connections"]
         self.max_per_ip: int = config["max.connections.per.ip"]
-        self.overrides = parse_overrides(config["max.connections.per.ip.overrides"])
-        # Kafka's KafkaConfig: a per-IP limit of 0 only makes sense with overrides that let
-        # some addresses in.
-        if self.max_per_ip == 0 and not self.overrides:
-            raise ConfigError(
-                "max.connections.per.ip can be set to zero only if "
-                "max.connections.per.ip.overrides is set"
-            )
+        self.overrides = resolve_overrides(config.max_connections_per_ip_overrides)
         self.total = 0
         self.per_ip: Counter[str] = Counter()
 
