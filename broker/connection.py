@@ -13,7 +13,10 @@ one producer connection would wait out a whole fsync round per request.
 What may wait is bounded: at most MAX_DEFERRED deferred responses per connection (each a
 few small objects: the batches are in the log, not in memory), and at most one ready
 response queued behind them (any other request, whose response may be large: a Fetch).
-Past either bound the connection stops reading until the queue drains.
+Past either bound the connection stops reading until the queue drains. So does a connection
+whose next large frame finds no room in `queued.max.request.bytes`: frames over
+RECEIVE_BYTES are received into buffers of their own whose memory follows the bytes that
+arrived and is reserved from the broker's pool (broker.limits).
 
 This is the one dispatch site of the broker:
   * a frame we cannot parse closes the connection (logged at INFO), as Kafka does; bytes
