@@ -90,7 +90,7 @@ SETTINGS: dict[str, Setting] = {
         _s(
             "max.connections.per.ip.overrides",
             "string",
-            "",
+            None,
             "Per-address limits that replace max.connections.per.ip, as host:count,ip:count.",
         ),
         _s(
@@ -98,8 +98,10 @@ SETTINGS: dict[str, Setting] = {
             "long",
             256 * 1024 * 1024,
             "Memory for requests being received or handled, all connections together; past it "
-            "the broker stops reading from sockets until requests finish. -1 = unbounded. "
-            "kmock counts the bytes that arrived (docs/reliability.md gives the ceiling).",
+            "the broker stops reading requests over 64 KiB until memory comes back. -1 = "
+            "unbounded. kmock counts the bytes that arrived, not the size a request announces; "
+            "with this default and up to 1,000 connections the broker stays under 512 MiB "
+            "(docs/reliability.md, Memory).",
             kafka_default=-1,
             min_value=-1,
         ),
