@@ -24,8 +24,10 @@ deferred acks=all Produce keeps none: its batches are in the log). When the next
 take the pool past `queued.max.request.bytes`, the connection stops reading until memory
 comes back: the client's bytes wait in the kernel's socket buffer and then in the client
 (back-pressure), as Kafka's Selector mutes a channel whose MemoryPool.tryAllocate fails.
-Like Kafka's non-strict SimpleMemoryPool, a reservation larger than the whole pool is
-granted when nothing else is reserved, so no frame can wait forever. A connection waiting
+Kafka's SimpleMemoryPool (non-strict, as SocketServer makes it) grants an allocation while
+any memory is left, so the pool may end one request over its size; kmock grants only what
+fits, except that a reservation larger than the whole pool is granted when nothing else is
+reserved, so that no frame can wait forever. A connection waiting
 for memory makes no progress and is closed after `connections.max.idle.ms`, like any other
 (Kafka's muted channels expire the same way); that is what frees the pool from clients
 that announce large frames and stop sending.
