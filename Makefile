@@ -14,6 +14,12 @@ LOG_DIRS ?= ./data
 TEST_BUDGET ?= 2700
 PYTEST_ARGS ?=
 CYCLES ?= 100
+# make reliability: frames of the live fuzz, minutes of the soak, examples per decoder
+# property (hypothesis), seconds of coverage-guided decoder fuzzing (atheris).
+FUZZ_FRAMES ?= 1000000
+SOAK_MINUTES ?= 30
+FUZZ_EXAMPLES ?= 300
+ATHERIS_SECONDS ?= 300
 
 JS_DIR := tests/integration/js
 JS_STAMP := $(JS_DIR)/node_modules/.installed-stamp
@@ -102,8 +108,16 @@ bench: venv ## Run the benchmarks (writes bench/RESULTS.md)
 docker-test: venv ## Build and run the image and docker-compose.yml in a Docker engine (tests/docker)
 	docker/ci.sh $(VENV)/bin/python $(PYTEST_ARGS)
 
-reliability: venv ## Restart/crash cycles against a live broker (CYCLES=100)
-	$(VENV)/bin/python -m pytest tests/reliability -q -m reliability --cycles $(CYCLES)
+reliability: venv ## Decoder fuzz, crash cycles, 1,000,000-frame live fuzz, 30-min soak (~75 min)
+	KMOCK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VENV)/bin/python -m pytest tests/fuzz/test_decoders.py -q
+	@# atheris writes a crash-<sha1> file with the input that crashed (kept in that directory).
+	@dir=$$(mktemp -d) && echo "atheris: $(ATHERIS_SECONDS) s, corpus and log in $$dir" && \
+		(cd $$dir && mkdir corpus && $(CURDIR)/$(VENV)/bin/python $(CURDIR)/scripts/fuzz_atheris.py \
+			-max_total_time=$(ATHERIS_SECONDS) corpus >fuzz.log 2>&1 \
+			|| { tail -40 fuzz.log; exit 1; }) && \
+		grep -a "^Done" $$dir/fuzz.log
+	$(VENV)/bin/python -m pytest tests/reliability -q -ra -m reliability --cycles $(CYCLES) \
+		--fuzz-frames $(FUZZ_FRAMES) --soak-minutes $(SOAK_MINUTES)
 
 clean: ## Remove build output, caches and the sarama binary (keeps .venv and ./data)
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache \

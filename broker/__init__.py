@@ -5,7 +5,8 @@ Owns: `serve()` and its nursery tree (server), the `Broker` a handler reaches th
 (connection), the one table of APIs (routes), one handler module per API (handlers/), the
 topic/partition registry and Fetch long-polls (topics), group commit (durability), the
 coordinator runtime that drives the pure group coordinator (runtime), the settings (config),
-metrics and the admin HTTP endpoint.
+what clients may take (limits: request memory, connection counts), metrics and the admin
+HTTP endpoint.
 
 May import: `protocol`, `storage` and `coordinator`, trio and the stdlib. Must not import:
 `pipeline`, nor the command line and the client above it, which import the broker (the

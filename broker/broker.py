@@ -22,6 +22,7 @@ import trio
 
 from broker import listeners
 from broker.config import Config, ConfigError
+from broker.limits import ConnectionQuotas, MemoryPool
 from broker.listeners import ListenerSetup
 from broker.metrics import Metrics
 from broker.producer_ids import ProducerIdAllocator
@@ -115,6 +116,8 @@ class Broker:
         self.connection_ids = itertools.count(1)
         self.open_connections = 0
         self.connections: set[ServedConnection] = set()  # while served
+        self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
+        self.connection_quotas = ConnectionQuotas(config)
 
     # Two clocks, named apart: monotonic for deadlines (autojump_clock drives it in tests),
     # wall time for timestamps stored in records.

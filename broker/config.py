@@ -111,6 +111,31 @@ SETTINGS: dict[str, Setting] = {
         _s("connections.max.idle.ms", "long", 600000, "Connections idle for longer are closed."),
         _s("max.connections", "int", INT_MAX, "Connections accepted at once; more are closed."),
         _s(
+            "max.connections.per.ip",
+            "int",
+            INT_MAX,
+            "Connections accepted at once from one client address; more are closed.",
+            min_value=0,
+        ),
+        _s(
+            "max.connections.per.ip.overrides",
+            "string",
+            None,
+            "Per-address limits that replace max.connections.per.ip, as host:count,ip:count.",
+        ),
+        _s(
+            "queued.max.request.bytes",
+            "long",
+            256 * 1024 * 1024,
+            "Memory for requests being received or handled, all connections together; past it "
+            "the broker stops reading requests over 64 KiB until memory comes back. -1 = "
+            "unbounded. kmock counts the bytes that arrived, not the size a request announces; "
+            "with this default and up to 1,000 connections the broker stays under 512 MiB "
+            "(docs/reliability.md, Memory).",
+            kafka_default=-1,
+            min_value=-1,
+        ),
+        _s(
             "admin.port",
             "int",
             -1,
@@ -558,6 +583,30 @@ class Config:
             return int(self["log.flush.interval.ms"])
         return int(self["log.flush.scheduler.interval.ms"])
 
+    @property
+    def max_connections_per_ip_overrides(self) -> dict[str, int]:
+        """max.connections.per.ip.overrides, "host:count,ip:count" (Kafka's CSV map), as
+        {host or address: count}.
+
+        Raises:
+          ConfigError: an entry is not host:count with a count >= 0.
+        """
+        out: dict[str, int] = {}
+        for item in (
+            s.strip() for s in (self["max.connections.per.ip.overrides"] or "").split(",")
+        ):
+            if not item:
+                continue
+            host, sep, count = item.rpartition(":")
+            host = host.strip().strip("[]")
+            if not sep or not host or not count.strip().isdigit():
+                raise ConfigError(
+                    f"max.connections.per.ip.overrides: {item!r} is not host:count "
+                    "(a host name or address, and a count >= 0)"
+                )
+            out[host] = int(count)
+        return out
+
     def topic_default(self, topic_name: str) -> Any:
         """The broker-wide default of a topic-level config (`retention.ms` -> 604800000)."""
         derived = {
@@ -601,4 +650,16 @@ def load_config(
                 raise ConfigError(f"unknown setting {name!r}")
             cfg.values[name] = _convert(setting, value)
             cfg.explicit.add(name)
+    _check_connection_limits(cfg)
     return cfg
+
+
+def _check_connection_limits(cfg: Config) -> None:
+    """Kafka's KafkaConfig checks: the overrides parse, and a per-IP limit of 0 comes with
+    overrides that let some addresses in."""
+    overrides = cfg.max_connections_per_ip_overrides
+    if cfg["max.connections.per.ip"] == 0 and not overrides:
+        raise ConfigError(
+            "max.connections.per.ip can be set to zero only if "
+            "max.connections.per.ip.overrides is set"
+        )

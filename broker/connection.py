@@ -13,7 +13,10 @@ one producer connection would wait out a whole fsync round per request.
 What may wait is bounded: at most MAX_DEFERRED deferred responses per connection (each a
 few small objects: the batches are in the log, not in memory), and at most one ready
 response queued behind them (any other request, whose response may be large: a Fetch).
-Past either bound the connection stops reading until the queue drains.
+Past either bound the connection stops reading until the queue drains. So does a connection
+whose next large frame finds no room in `queued.max.request.bytes`: frames over
+RECEIVE_BYTES are received into buffers of their own whose memory follows the bytes that
+arrived and is reserved from the broker's pool (broker.limits).
 
 This is the one dispatch site of the broker:
   * a frame we cannot parse closes the connection (logged at INFO), as Kafka does; bytes
@@ -58,6 +61,7 @@ import trio
 from broker import routes
 from broker.context import RequestContext
 from broker.handlers import Deferred
+from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.routes import Route, route_for
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
@@ -78,6 +82,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker.connection")
 
 RECEIVE_BYTES = 65536  # keep receives below glibc's mmap threshold (PERF-NOTES §3)
+LARGE_READ_BYTES = 1024 * 1024  # request memory reserved per read of a mapped frame
 MAX_DEFERRED = 256  # deferred responses per connection before it stops reading
 IDLE_CHECKS = 10  # idle checks per connections.max.idle.ms
 
@@ -126,12 +131,15 @@ class _Connection:
         "drained_at",
         "frames",
         "listener_name",
+        "memory",
+        "memory_wait",
         "metrics",
         "mid_frame",
         "nursery",
         "queue",
         "read_since",
         "reason",
+        "reserved",
         "room",
         "sock",
         "waited",
@@ -154,6 +162,9 @@ class _Connection:
         self.client_host = client_host
         self.metrics = broker.metrics
         self.frames = FrameBuffer(broker.config["socket.request.max.bytes"])
+        self.memory = broker.memory_pool
+        self.memory_wait: trio.CancelScope | None = None  # while waiting for request memory
+        self.reserved = 0  # bytes of request memory held by the frame in progress
         self.reason: str | None = None
         # Responses not sent yet, in request order: chunks, or a _Pending at the head.
         self.queue: collections.deque[list[Any] | _Pending] = collections.deque()
@@ -208,30 +219,20 @@ class _Connection:
         cancellation: a request being handled, an OffsetCommit waiting for its fsync, must
         finish, or the coordinator would wait for it forever.)"""
         self.end(reason)
+        if self.memory_wait is not None:
+            self.memory_wait.cancel()
         self.sock.close()
 
     async def read(self) -> None:
         frames, metrics = self.frames, self.metrics
         while True:
-            frame: bytes | bytearray | None = frames.next_frame()
-            if frame is None and (large := frames.start_large_frame(RECEIVE_BYTES)) is not None:
-                frame, got = large
-                already = got
-                view = memoryview(frame)
-                self.mid_frame = True
-                while got < len(frame):
-                    try:
-                        n = os.readv(self._fd(), [view[got:]])
-                    except BlockingIOError:
-                        await self._wait_readable()
-                        continue
-                    if n == 0:
-                        metrics.bytes_in(got - already)
-                        self.end("closed by client mid-frame")
+            frame: Any = frames.next_frame()
+            if frame is None and len(frames) >= 4:
+                size = len(frames) - 4 + frames.bytes_needed()
+                if size > RECEIVE_BYTES:
+                    frame = await self._receive_large(size)
+                    if frame is None:
                         return
-                    got += n
-                self.mid_frame = False
-                metrics.bytes_in(got - already)
             if frame is None:
                 try:
                     data = os.read(self._fd(), RECEIVE_BYTES)
@@ -249,9 +250,13 @@ class _Connection:
                 # between its requests.
                 await trio.lowlevel.checkpoint()
             self.waited = False
-            out = await _handle_frame(
-                self.broker, frame, self.client_host, self.connection_id, self.listener_name
-            )
+            try:
+                out = await _handle_frame(
+                    self.broker, frame, self.client_host, self.connection_id, self.listener_name
+                )
+            finally:
+                del frame
+                self.release_memory()
             if out is None:
                 continue
             if not self.queue and not isinstance(out, _Pending):
@@ -267,6 +272,74 @@ class _Connection:
             while len(self.queue) >= limit:
                 self.room = trio.Event()
                 await self.room.wait()
+
+    async def _receive_large(self, size: int) -> Any:
+        """Receive the frame in progress, of `size` > RECEIVE_BYTES bytes, straight into a
+        buffer of its own (see broker.limits for how its memory is allocated and reserved).
+        Returns the frame, or None if the client closed the connection first."""
+        frames, memory = self.frames, self.memory
+        direct = size <= DIRECT_FRAME_BYTES
+        if direct:
+            await self._reserve(size)
+            self.reserved = size
+            large = frames.start_large_frame(RECEIVE_BYTES)
+        else:
+            large = frames.start_large_frame(RECEIVE_BYTES, frame_buffer)
+        assert large is not None  # the frame in progress is larger and incomplete
+        buffer, got = large
+        if not direct:
+            memory.charge(got)
+            self.reserved = got
+        already = got
+        view = memoryview(buffer)
+        grant = 0  # bytes reserved for the next reads of a mapped frame
+        self.mid_frame = True
+        while got < size:
+            if direct:
+                end = size
+            else:
+                if not grant:
+                    grant = min(size - got, LARGE_READ_BYTES)
+                    await self._reserve(grant)
+                    self.reserved += grant
+                end = got + grant
+            try:
+                n = os.readv(self._fd(), [view[got:end]])
+            except BlockingIOError:
+                await self._wait_readable()
+                continue
+            if n == 0:
+                self.metrics.bytes_in(got - already)
+                self.end("closed by client mid-frame")
+                return None
+            got += n
+            if not direct:
+                grant -= n
+        self.mid_frame = False
+        self.metrics.bytes_in(got - already)
+        return buffer
+
+    async def _reserve(self, n: int) -> None:
+        """Reserve `n` bytes of request memory; while the pool has none, this connection is
+        not read (back-pressure) and counts as idle."""
+        if self.memory.try_reserve(n):
+            return
+        self.read_since = trio.current_time()
+        try:
+            with trio.CancelScope() as self.memory_wait:
+                await self.memory.reserve(n)
+        finally:
+            self.read_since = None
+            self.memory_wait = None
+        self.waited = True
+        if self.reason is not None:  # closed as idle while it waited
+            raise trio.ClosedResourceError("connection closed")
+
+    def release_memory(self) -> None:
+        """Give back the request memory reserved by the frame just handled (or cut off)."""
+        if self.reserved:
+            self.memory.release(self.reserved)
+            self.reserved = 0
 
     async def write(self) -> None:
         """Send the queued responses in order, each once it is ready."""
@@ -372,6 +445,7 @@ async def serve_connection(
                 conn.nursery.cancel_scope.cancel()
             # Leaving the nursery waits for the writer: queued responses still go out.
     finally:
+        conn.release_memory()
         broker.connections.discard(conn)
         broker.metrics.connection_closed()
         log.info(

@@ -37,15 +37,16 @@ __all__ = ["Broker", "listener_setup", "serve"]
 
 
 async def _accept(broker: Broker, listener_name: str, stream: trio.SocketStream) -> None:
-    """Serve one connection accepted by listener `listener_name`, unless max.connections are
-    open already."""
+    """Serve one connection accepted by listener `listener_name`, unless it is over a
+    connection limit (broker.limits.ConnectionQuotas: max.connections, max.connections.per.ip)."""
     cid = next(broker.connection_ids)
-    if broker.open_connections >= broker.config["max.connections"]:
-        log.warning(
-            "connection %d refused: max.connections=%d reached",
-            cid,
-            broker.config["max.connections"],
-        )
+    try:
+        address = str(stream.socket.getpeername()[0])
+    except OSError:  # already gone
+        address = "unknown"
+    refused = broker.connection_quotas.admit(address)
+    if refused is not None:
+        log.warning("connection %d from %s refused: %s", cid, address, refused)
         await stream.aclose()
         return
     broker.open_connections += 1
@@ -56,6 +57,7 @@ async def _accept(broker: Broker, listener_name: str, stream: trio.SocketStream)
         log.exception("connection %d crashed", cid)
     finally:
         broker.open_connections -= 1
+        broker.connection_quotas.release(address)
 
 
 async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:

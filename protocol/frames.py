@@ -21,6 +21,7 @@ four bytes, reads that many, and hands them to `decode_response` (or to
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,16 +229,23 @@ class FrameBuffer:
         begin = self._start + 4
         frame = bytes(self._data[begin : begin + size])
         self._start = begin + size
-        if self._start > 1 << 20 and self._start * 2 > len(self._data):
+        if self._start == len(self._data):
+            # Nothing buffered: an idle connection keeps no receive buffer.
+            self._data.clear()
+            self._start = 0
+        elif self._start > 1 << 20 and self._start * 2 > len(self._data):
             del self._data[: self._start]
             self._start = 0
         return frame
 
-    def start_large_frame(self, threshold: int) -> tuple[bytearray, int] | None:
+    def start_large_frame(
+        self, threshold: int, allocate: Callable[[int], Any] = bytearray
+    ) -> tuple[Any, int] | None:
         """If the frame in progress is larger than `threshold` bytes, hand it over for a
-        direct read: returns a buffer of the frame's size holding what has arrived so far,
-        and how many bytes that is. The caller fills the rest with `recv_into`, so a large
-        frame (a 1 MB Produce) is copied once, not once per receive plus once at the end.
+        direct read: returns a buffer of the frame's size (`allocate(size)`, writable)
+        holding what has arrived so far, and how many bytes that is. The caller fills the
+        rest with `recv_into`, so a large frame (a 1 MB Produce) is copied once, not once
+        per receive plus once at the end.
 
         Raises:
           FrameTooLarge: as `next_frame`.
@@ -250,9 +258,9 @@ class FrameBuffer:
             raise FrameTooLarge(f"frame of {size} bytes (limit {self.max_frame_bytes})")
         if size <= threshold or avail >= 4 + size:
             return None
-        frame = bytearray(size)
+        frame = allocate(size)
         got = avail - 4
-        frame[:got] = self._data[self._start + 4 :]
+        memoryview(frame)[:got] = memoryview(self._data)[self._start + 4 :]
         self._data.clear()
         self._start = 0
         return frame, got

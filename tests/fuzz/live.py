@@ -14,10 +14,15 @@ Checked while it runs and at the end:
   * responses to well-formed requests come in order and decode with their schema;
   * nothing is logged at ERROR (an exception the dispatch site had to catch is a bug);
   * the broker's resident memory stays under a bound after the warm-up.
+
+The frames sent are kept for a while (the last KEEP_FRAMES), and what the broker logs is
+read while the fuzz runs, so that a logged failure is shown with its frame however long
+the run (a million frames would not fit in memory).
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 import re
@@ -30,7 +35,7 @@ from typing import Any
 
 import trio
 
-from broker.routes import route_for
+from broker.routes import all_routes, route_for
 from client import KafkaClient
 from protocol.frames import API_VERSIONS_KEY, parse_response_header
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -46,6 +51,8 @@ CANARY_DEADLINE_S = 10.0
 VALID_REPLY_S = 5.0  # a well-formed request may park (JoinGroup, Fetch): then we move on
 DAMAGED_REPLY_S = 1.0
 RSS_GROWTH_LIMIT = 150 * 1024 * 1024  # after the warm-up
+KEEP_FRAMES = 100_000  # the frames sent last, to show the one behind a logged failure
+PROBLEMS_EVERY_S = 2.0  # how often the broker's log is read during the run
 BROKER_SETTINGS = {
     "socket.request.max.bytes": 1024 * 1024,
     "connections.max.idle.ms": 5000,
@@ -60,6 +67,8 @@ class FuzzReport:
     seed: int
     frames: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
+    # Well-formed frames sent per (API, version).
+    by_version: Counter[tuple[str, int]] = field(default_factory=Counter)
     closed_by_broker: int = 0
     no_reply_in_time: Counter[str] = field(default_factory=Counter)
     connections: int = 0
@@ -77,10 +86,21 @@ class FuzzReport:
     broker_problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
+    def versions_missed(self) -> list[str]:
+        """The routed (API, version) pairs no well-formed frame was sent for."""
+        return [
+            f"{r.name} v{v}"
+            for r in all_routes()
+            for v in r.request.VERSIONS
+            if not self.by_version[(r.name, v)]
+        ]
+
     def summary(self) -> str:
         mb = 1024 * 1024
+        pairs = sum(len(r.request.VERSIONS) for r in all_routes())
         return (
-            f"live fuzz seed={self.seed}: {self.frames} frames ({dict(self.by_kind)}) over "
+            f"live fuzz seed={self.seed}: {self.frames} frames ({dict(self.by_kind)}; "
+            f"{pairs - len(self.versions_missed())} of {pairs} API versions) over "
             f"{self.connections} connections in {self.seconds:.0f} s; closed by the broker "
             f"{self.closed_by_broker}; no reply in time {dict(self.no_reply_in_time)}; canary "
             f"{self.canary_rounds} rounds, worst {self.canary_worst_s:.2f} s, "
@@ -99,7 +119,8 @@ class _Run:
         self.report = FuzzReport(seed)
         self.rng = random.Random(seed)
         self.correlation = itertools.count(1)
-        self.sent_frames: dict[str, bytes] = {}  # client id -> frame, for failed requests
+        # client id -> frame, for failed requests: the last KEEP_FRAMES only.
+        self.sent_frames: collections.OrderedDict[str, bytes] = collections.OrderedDict()
         self.done = trio.Event()
 
     # --- fuzz connections ------------------------------------------------------------------
@@ -139,6 +160,10 @@ class _Run:
             kind = "garbage"
             frame = gen.garbage()
         self.sent_frames[client_id] = frame
+        if len(self.sent_frames) > KEEP_FRAMES:
+            self.sent_frames.popitem(last=False)
+        if route is not None:
+            self.report.by_version[(route.name, version)] += 1
         barrier = next(self.correlation)
         payload = frame + request_bytes(ApiVersionsRequest(), 2, correlation_id=barrier)
         self.report.frames += 1
@@ -217,9 +242,19 @@ class _Run:
 
     # --- the broker's memory ---------------------------------------------------------------
 
+    def collect_problems(self) -> None:
+        """Add what the broker logged at ERROR since the last look, each with its frame."""
+        problems = self.broker.problems()
+        seen = len(self.report.broker_problems)
+        self.report.broker_problems += _with_frames(problems[seen:], self.sent_frames)
+
     async def watch_memory(self) -> None:
         warm_at = self.target // 10
+        next_problems = trio.current_time() + PROBLEMS_EVERY_S
         while not self.done.is_set():
+            if trio.current_time() >= next_problems:
+                await trio.to_thread.run_sync(self.collect_problems)
+                next_problems = trio.current_time() + PROBLEMS_EVERY_S
             if not self.broker.is_running():
                 raise AssertionError(
                     f"the broker exited during the fuzz:\n{self.broker.log_text()[-5000:]}"
@@ -308,7 +343,7 @@ async def run_live_fuzz(
         run.report.seconds = time.monotonic() - started
         if broker.is_running():
             broker.kill()
-        run.report.broker_problems = _with_frames(broker.problems(), run.sent_frames)
+        run.collect_problems()
     return run.report
 
 
@@ -319,6 +354,8 @@ def _with_frames(problems: list[str], frames: dict[str, bytes]) -> list[str]:
         m = re.search(r"from (fz\d+) failed", p)
         if m and m.group(1) in frames:
             p += f"\n  frame: {frames[m.group(1)].hex()}"
+        elif m:
+            p += f"\n  frame: no longer kept (only the last {KEEP_FRAMES} are)"
         out.append(p)
     return out
 

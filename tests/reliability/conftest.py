@@ -2,10 +2,12 @@
 
 `--cycles N` sets how many kill/restart cycles each crash-cycle test runs: 3 by default (the
 short version that runs with the rest of the suite), 100 under `make reliability`.
+`--fuzz-frames N` sets the length of the long live fuzz (1,000,000 by default, what `make
+reliability` runs); `--soak-minutes M` the length of the soak (30 by default).
 
-A module that sets LONG_RUN_ONLY (the long live fuzz, 120,000 frames) is collected only
-when the run selects `-m reliability` (what `make reliability` does); in the full suite it
-is deselected, because tests/fuzz/test_live_server.py runs the short version there.
+A module that sets LONG_RUN_ONLY (the long live fuzz, the soak) is collected only when the
+run selects `-m reliability` (what `make reliability` does); in the full suite it is
+deselected, because tests/fuzz/test_live_server.py runs a short fuzz there.
 
 Each crash-cycle and fuzz test adds a line to the terminal summary with what it found, so
 a run reports cycles, frames and losses even when it passes.
@@ -18,6 +20,8 @@ from typing import Any
 import pytest
 
 DEFAULT_CYCLES = 3
+DEFAULT_FUZZ_FRAMES = 1_000_000
+DEFAULT_SOAK_MINUTES = 30.0
 
 _report: list[str] = []
 
@@ -30,6 +34,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help=f"kill/restart cycles per crash-cycle test (default {DEFAULT_CYCLES})",
     )
+    parser.addoption(
+        "--fuzz-frames",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"frames of the long live fuzz (default {DEFAULT_FUZZ_FRAMES:,})",
+    )
+    parser.addoption(
+        "--soak-minutes",
+        type=float,
+        default=None,
+        metavar="M",
+        help=f"length of the soak (default {DEFAULT_SOAK_MINUTES:g} minutes)",
+    )
 
 
 @pytest.fixture
@@ -38,6 +56,18 @@ def cycles(request: pytest.FixtureRequest) -> int:
     # conftest below the root is not read before the command line is parsed).
     value = request.config.getoption("--cycles", default=None)
     return int(value) if value is not None else DEFAULT_CYCLES
+
+
+@pytest.fixture
+def fuzz_frames(request: pytest.FixtureRequest) -> int:
+    value = request.config.getoption("--fuzz-frames", default=None)
+    return int(value) if value is not None else DEFAULT_FUZZ_FRAMES
+
+
+@pytest.fixture
+def soak_minutes(request: pytest.FixtureRequest) -> float:
+    value = request.config.getoption("--soak-minutes", default=None)
+    return float(value) if value is not None else DEFAULT_SOAK_MINUTES
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,0 +1,160 @@
+"""The soak: real clients' everyday work against one broker process for a long time (30
+minutes under `make reliability`; `--soak-minutes M`), checking that nothing accumulates.
+
+Rounds, until the time is up; each round is a client restart:
+  1. start the four clients of tests/reliability/workload.py: an idempotent confluent-kafka
+     producer and a kafka-python producer (acks=all), a confluent-kafka and a kafka-python
+     consumer in their own groups (join, sync, heartbeats, a commit after every poll);
+  2. grant the producers ROUND_RECORDS records and wait until the broker acknowledged all of
+     them and at least one commit;
+  3. stop the clients (the consumers leave their groups, every connection closes), wait
+     until the broker holds no client connection, and sample the broker process: resident
+     memory and open descriptors (/proc/<pid>/status and /proc/<pid>/fd).
+Small segments, retention by size and frequent compaction of __consumer_offsets keep the
+data on disk bounded, so that what the broker holds should not grow either.
+
+Checked: after the warm-up (the first WARM_SHARE of the time) the resident memory never
+rises more than RSS_GROWTH_LIMIT above its warm value; the descriptors that are not segment
+files (each segment of a log keeps its file open, and their number goes up and down with
+rolls, retention and compaction) end no more than FD_SLACK above their warm count; the
+broker logs nothing at ERROR; no send failed and no client hit a fatal error.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client import KafkaClient
+from tests.broker.test_limits import _established
+from tests.reliability.process import BrokerProcess, poll_until
+from tests.reliability.workload import Workload, wait_for_progress
+
+TOPIC = "soak"
+PARTITIONS = 3
+ROUND_RECORDS = 2000
+ROUND_TIMEOUT_S = 120.0
+WARM_SHARE = 0.2
+RSS_GROWTH_LIMIT = 40 * 1024 * 1024
+FD_SLACK = 2  # a file open for a moment (compaction's output) when a sample is taken
+BROKER_SETTINGS = {
+    "log.segment.bytes": 256 * 1024,
+    "log.retention.bytes": 1024 * 1024,
+    "log.retention.check.interval.ms": 2000,
+    "offsets.topic.segment.bytes": 64 * 1024,
+    "log.cleaner.backoff.ms": 2000,
+}
+LONG_RUN_ONLY = True  # `make reliability` only (tests/reliability/conftest.py)
+
+
+@dataclass
+class Sample:
+    at_s: float
+    rss: int
+    fds: int
+    segments: int  # segment files on disk: each holds a descriptor
+
+    @property
+    def other_fds(self) -> int:
+        return self.fds - self.segments
+
+
+@dataclass
+class SoakReport:
+    minutes: float
+    rounds: int = 0
+    records: int = 0
+    commits: int = 0
+    failed_sends: int = 0
+    client_errors: list[str] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+
+    def warm(self) -> Sample:
+        warm_at = self.samples[-1].at_s * WARM_SHARE
+        return next(s for s in self.samples if s.at_s >= warm_at)
+
+    def summary(self) -> str:
+        mib = 1024 * 1024
+        first, warm, last = self.samples[0], self.warm(), self.samples[-1]
+        after = [s for s in self.samples if s.at_s >= warm.at_s]
+        return (
+            f"soak {last.at_s / 60:.1f} min: {self.rounds} rounds (client restarts), "
+            f"{self.records:,} records and {self.commits:,} commits acknowledged, "
+            f"{self.failed_sends} failed sends, {len(self.client_errors)} client errors; "
+            f"RSS {first.rss / mib:.0f} MiB after round 1, {warm.rss / mib:.0f} warm, max "
+            f"{max(s.rss for s in after) / mib:.0f} after warm-up, {last.rss / mib:.0f} at "
+            f"the end; descriptors {first.fds}, {warm.fds} warm, max "
+            f"{max(s.fds for s in after)}, {last.fds} at the end, of which not segments "
+            f"{first.other_fds}, {warm.other_fds} warm, max {max(s.other_fds for s in after)}, "
+            f"{last.other_fds} at the end"
+        )
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _segments(data_dir: Path) -> int:
+    return sum(1 for _ in data_dir.glob("*/*.log"))
+
+
+@pytest.mark.reliability
+def test_soak_memory_and_descriptors_stay_flat(
+    tmp_path: Path, soak_minutes: float, reliability_report: Any
+) -> None:
+    broker = BrokerProcess(tmp_path / "data", tmp_path / "logs", overrides=BROKER_SETTINGS)
+    report = SoakReport(soak_minutes)
+    broker.start()
+    started = time.monotonic()
+    try:
+        with KafkaClient(broker.bootstrap) as client:
+            client.create_topic(TOPIC, num_partitions=PARTITIONS)
+        while time.monotonic() - started < soak_minutes * 60 or report.rounds < 2:
+            workload = Workload(broker.bootstrap, TOPIC, PARTITIONS).start()
+            try:
+                workload.budget.grant(ROUND_RECORDS)
+                wait_for_progress(
+                    workload.ledger, ROUND_RECORDS, 1, ROUND_TIMEOUT_S, workload.check_alive
+                )
+            finally:
+                workload.stop()
+            records, commits = workload.ledger.count()
+            report.rounds += 1
+            report.records += records
+            report.commits += commits
+            report.failed_sends += workload.ledger.failed_sends
+            report.client_errors += workload.ledger.client_errors
+            poll_until(
+                lambda: _established(broker.port) == 0, 30, "the clients' connections to close"
+            )
+            report.samples.append(
+                Sample(
+                    time.monotonic() - started,
+                    broker.rss_bytes(),
+                    _open_fds(broker.pid),
+                    _segments(broker.data_dir),
+                )
+            )
+            problems = broker.problems()
+            assert not problems, f"round {report.rounds}:\n" + "\n".join(problems[:10])
+    finally:
+        if broker.is_running():
+            broker.kill()
+        if report.samples:
+            reliability_report(report.summary())
+    warm = report.warm()
+    after = [s for s in report.samples if s.at_s >= warm.at_s]
+    peak = max(after, key=lambda s: s.rss)
+    assert peak.rss - warm.rss <= RSS_GROWTH_LIMIT, (
+        f"RSS grew from {warm.rss} to {peak.rss} after the warm-up: {report.summary()}"
+    )
+    assert report.samples[-1].other_fds <= warm.other_fds + FD_SLACK, (
+        f"descriptors leak: {report.summary()}"
+    )
+    assert not report.client_errors, report.client_errors[:10]
+    assert report.failed_sends == 0, report.summary()
