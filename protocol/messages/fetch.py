@@ -120,7 +120,8 @@ class PartitionData(Struct):
         Array(AbortedTransaction), since=4, nullable=4
     )
     preferred_read_replica: int = wire(Int32, since=11, default=-1)
-    records: bytes | memoryview | None = wire(Records, nullable=True)
+    # Never null in an answer: Kafka sends MemoryRecords.EMPTY for a partition in error.
+    records: bytes | memoryview | None = wire(Records, nullable=True, default=b"")
 
 
 class FetchableTopicResponse(Struct):
