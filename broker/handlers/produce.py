@@ -21,12 +21,13 @@ from broker.context import RequestContext
 from broker.handlers import Deferred
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.produce import (
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
     TopicProduceResponse,
 )
-from protocol.records import split_batches
+from protocol.records import decode_records, split_batches
 from storage.layout import OFFSETS_TOPIC
 
 log = logging.getLogger("broker.produce")
@@ -131,6 +132,10 @@ def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduc
         raise KafkaError(
             ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes > max.message.bytes"
         )
+    if partition.log.config.compacts:
+        refused = _records_without_key(name, pdata.index, records)
+        if refused is not None:
+            return refused
     info = partition.append(records, wall_ms=wall_ms)
     return PartitionProduceResponse(
         index=pdata.index,
@@ -138,4 +143,32 @@ def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduc
         base_offset=info.base_offset,
         log_append_time_ms=info.log_append_time,
         log_start_offset=partition.log.log_start_offset,
+    )
+
+
+def _records_without_key(name: str, index: int, records: Any) -> PartitionProduceResponse | None:
+    """A compacted topic takes only keyed records (Kafka's LogValidator.validateKey).
+
+    Kafka rejects the whole batch with INVALID_RECORD, one record error per key-less record
+    (its index in the batch) and a message quoting the first three; nothing is appended.
+    """
+    what = f"Compacted topic cannot accept message without key in topic partition {name}-{index}"
+    errors = [
+        BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=what)
+        for i, record in enumerate(decode_records(records))
+        if record.key is None
+    ]
+    if not errors:
+        return None
+    shown = ", ".join(
+        f"RecordError(batchIndex={e.batch_index}, message='{e.batch_index_error_message}')"
+        for e in errors[:3]
+    )
+    return PartitionProduceResponse(
+        index=index,
+        error_code=ErrorCode.INVALID_RECORD,
+        base_offset=-1,
+        record_errors=errors,
+        error_message=f"One or more records have been rejected due to {len(errors)} record "
+        f"errors in total, and only showing the first three errors at most: [{shown}]",
     )
