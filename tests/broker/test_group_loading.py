@@ -35,10 +35,22 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsRequest
-from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
+
+# OffsetCommit reaches the coordinator only for topics that exist (KafkaApis).
+_COMMIT = [
+    OffsetCommitRequestTopic(
+        name="t",
+        partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=1)],
+    )
+]
 
 
 def _unloaded_broker(tmp_path: Path) -> Broker:
@@ -80,7 +92,7 @@ async def test_heartbeat_while_loading_is_let_through(tmp_path: Path) -> None:
             9,
         ),
         (leave_group, LeaveGroupRequest(group_id="g", members=[]), 5),
-        (offset_commit, OffsetCommitRequest(group_id="g", member_id="", topics=[]), 9),
+        (offset_commit, OffsetCommitRequest(group_id="g", member_id="", topics=_COMMIT), 9),
         (offset_delete, OffsetDeleteRequest(group_id="g", topics=[]), 0),
         (delete_groups, DeleteGroupsRequest(groups_names=["g"]), 2),
         (offset_fetch, OffsetFetchRequest(group_id="g", topics=None), 7),
@@ -93,6 +105,7 @@ async def test_other_group_apis_while_loading_get_coordinator_load_in_progress(
     tmp_path: Path, handler: Any, request_: Any, version: int
 ) -> None:
     broker = _unloaded_broker(tmp_path)
+    broker.topics.create("t", 1, {}, now_wall_ms=0)  # a commit to a missing topic is answered
     with pytest.raises(KafkaError) as e:
         await handler.handle(_ctx(broker, version), request_)
     assert e.value.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
