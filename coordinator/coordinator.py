@@ -323,6 +323,12 @@ class GroupCoordinator:
         out.reply(token, DeleteGroupsResponse(results=results))
         return out.outcome()
 
+    def on_topics_deleted(self, topics: set[str], now_ms: int) -> Outcome:
+        """Topics were deleted: their committed offsets go, in every group (tombstones)."""
+        out = OutcomeBuilder()
+        self.offsets.on_topics_deleted(topics, now_ms, out)
+        return out.outcome()
+
     # --- after the append ------------------------------------------------------------------
 
     def on_appended(self, outcome: Outcome, now_ms: int) -> None:

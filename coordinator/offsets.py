@@ -393,6 +393,28 @@ class OffsetManager:
         else:
             del self.groups[group.group_id]
 
+    def on_topics_deleted(self, topics: set[str], now_ms: int, out: OutcomeBuilder) -> None:
+        """Deleted topics take every group's offsets for them along (tombstones), as
+        Kafka's OffsetMetadataManager.onPartitionsDeleted; an Empty group left with no
+        offsets is Dead (Kafka's cleanupGroupMetadata, which 4.x runs on the next offset
+        cleanup; here at once), so that a topic created again under the same name starts
+        from auto.offset.reset."""
+        for group in list(self.groups.values()):
+            if group.state is _S.DEAD:
+                continue
+            gone = sorted(
+                tp
+                for tp in set(group.offsets) | set(group.pending_offset_commits)
+                if tp[0] in topics
+            )
+            if not gone:
+                continue
+            tombstones = self.drop_offsets(group, gone)
+            if group.state is _S.EMPTY and not group.has_offsets():
+                self.bury(group, tombstones, now_ms, out, None)
+            else:
+                out.records.extend(tombstones)
+
     # --- expiry ---------------------------------------------------------------------------
 
     def expire_offsets(self, now_ms: int, wall_ms: int, out: OutcomeBuilder) -> None:
