@@ -106,9 +106,10 @@ __all__ = ["CoordinatorConfig", "GroupCoordinator", "Outcome", "Reply", "Request
 _S = GroupState
 _E = ErrorCode
 
-# DescribeGroups authorized_operations when asked for: READ, DELETE and DESCRIBE, what Kafka
-# reports for a group without an authorizer.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# DescribeGroups authorized_operations when asked for: what Kafka 4.x reports for a group
+# without an authorizer, every operation AclEntry.supportedOperations(GROUP) lists: READ (3),
+# DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10) and ALTER_CONFIGS (11, group configs).
+GROUP_AUTHORIZED_OPERATIONS = sum(1 << b for b in (3, 6, 8, 10, 11))
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 # ListGroups v5 group_type: every group here uses the classic protocol.
 CLASSIC_GROUP_TYPE = "classic"
