@@ -449,7 +449,7 @@ class GroupCoordinator:
                 self.membership.sync_deadline(group, now_ms, out)
             elif timer is _Timer.PENDING_MEMBER:
                 group.remove(member_id)
-                self.membership.maybe_complete_join(group, now_ms, out)
+                self.membership.complete_join_if_all_joined(group, now_ms, out)
             else:
                 self.membership.session_deadline(group, group.members[member_id], now_ms, out)
 
@@ -494,6 +494,13 @@ class GroupCoordinator:
         for group in self._groups.values():
             for member in group.members.values():
                 touch(member, now_ms)
+            if len(group.members) > self.config.group_max_size:
+                # Kafka's GroupMetadataManager.onLoaded: group.max.size was lowered since
+                # the group formed; a rebalance gives the members a chance to commit, and
+                # the last to rejoin are turned away (GROUP_MAX_SIZE_REACHED).
+                out = OutcomeBuilder()
+                self.membership.prepare_rebalance(group, now_ms, out)
+                assert not out.records and not out.replies  # nothing parked, nothing written
         self._retention_check_ms = now_ms
 
 
