@@ -500,7 +500,8 @@ class GroupCoordinator:
                 # the last to rejoin are turned away (GROUP_MAX_SIZE_REACHED).
                 out = OutcomeBuilder()
                 self.membership.prepare_rebalance(group, now_ms, out)
-                assert not out.records and not out.replies  # nothing parked, nothing written
+                assert not out.records  # nothing written,
+                assert not out.replies  # nothing parked
         self._retention_check_ms = now_ms
 
 
