@@ -6,6 +6,7 @@ restart too.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -15,6 +16,11 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+)
+from protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
 )
 from tests.reliability.inproc import commit, committed, create, delete, produce, running
 from tests.wire import WireClient
@@ -87,3 +93,34 @@ async def test_deleting_a_topic_deletes_its_offsets_and_an_emptied_group(tmp_pat
             assert broker.coordinator.coordinator.group("only-t") is None
             assert await committed(broker, "both", "t") == -1
             assert await committed(broker, "both", "u") == 0
+
+
+async def test_offset_delete_of_a_missing_topic_is_unknown_topic_or_partition(
+    tmp_path: Any,
+) -> None:
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t", "u")
+            assert await commit(client, "g", "t", 1) == ErrorCode.NONE
+            assert await commit(client, "g", "u", 1) == ErrorCode.NONE
+            request = OffsetDeleteRequest(
+                group_id="g",
+                topics=[
+                    OffsetDeleteRequestTopic(
+                        name=name, partitions=[OffsetDeleteRequestPartition(partition_index=0)]
+                    )
+                    for name in ("t", "missing")
+                ],
+            )
+            response = await client.call(request, 0)
+            assert response.error_code == ErrorCode.NONE
+            assert _codes(response) == {
+                ("t", 0): ErrorCode.NONE,
+                ("missing", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            }
+            assert await committed(broker, "g", "t") == -1
+            assert await committed(broker, "g", "u") == 1
+            # A group that does not exist: the coordinator's top-level answer alone.
+            response = await client.call(replace(request, group_id="nobody"), 0)
+            assert (response.error_code, response.topics) == (ErrorCode.GROUP_ID_NOT_FOUND, [])
