@@ -84,12 +84,11 @@ _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
 
 # What a group API answers while __consumer_offsets is loading, where that is not
-# COORDINATOR_LOAD_IN_PROGRESS. As Kafka's GroupCoordinator.handleSyncGroup (the state of the
-# rebalance is lost: REBALANCE_IN_PROGRESS makes the member rejoin without rediscovering
-# the coordinator) and handleHeartbeat ("the group is still loading, so respond just
-# blindly": NONE).
+# COORDINATOR_LOAD_IN_PROGRESS: Heartbeat NONE, as Kafka 4.x's GroupCoordinatorService.heartbeat
+# ("the group is still loading, so blindly respond"). SyncGroup gets
+# COORDINATOR_LOAD_IN_PROGRESS in 4.x, like every other group API (3.x answered
+# REBALANCE_IN_PROGRESS).
 WHILE_LOADING: dict[type, ErrorCode] = {
-    SyncGroupRequest: ErrorCode.REBALANCE_IN_PROGRESS,
     HeartbeatRequest: ErrorCode.NONE,
 }
 
@@ -168,6 +167,9 @@ class CoordinatorRuntime:
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
         self._pending: dict[int, collections.deque[_Appended]] = {}
+        # Set (and replaced) whenever commits took effect or failed: OffsetFetch with
+        # require_stable waits on it.
+        self._commits_settled = trio.Event()
 
     # --- startup ---------------------------------------------------------------------------
 
@@ -311,8 +313,17 @@ class CoordinatorRuntime:
         self._wake.set()
         await self.complete(outcome)
 
-    def offset_fetch(self, ctx: Caller, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    async def offset_fetch(self, ctx: Caller, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        """From memory; with require_stable (v7+), once the groups' commits on their way are
+        durable and applied (Kafka 4.x runs such a fetch as a write operation, behind the
+        writes before it)."""
         self._while_loading(ctx, request, offset_fetch.error_response)
+        if request.require_stable:
+            group_ids = (
+                [g.group_id for g in request.groups] if ctx.api_version >= 8 else [request.group_id]
+            )
+            while self.coordinator.has_pending_commits(group_ids):
+                await self._commits_settled.wait()
         return self.coordinator.fetch_offsets(self.context(ctx), request, self.broker.now_ms())
 
     def describe_groups(
@@ -435,12 +446,18 @@ class CoordinatorRuntime:
                 self._pending[p].remove(entry)
             self._apply_ready(entry.partitions)
         failed = self.coordinator.on_append_failed(entry.outcome, code, self.broker.now_ms())
+        self._settled()
         self._report(failed)
         self._deliver(failed)
         self._wake.set()
 
+    def _settled(self) -> None:
+        self._commits_settled.set()
+        self._commits_settled = trio.Event()
+
     def _apply(self, outcome: Outcome) -> None:
         self.coordinator.on_appended(outcome, self.broker.now_ms())
+        self._settled()
         self._deliver(outcome)
         if not all(r.is_offset_commit for r in outcome.records):
             self._wake.set()  # offsets taking effect move no deadline

@@ -51,7 +51,7 @@ Where kmock differs from Kafka, and why:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import Enum
 
 from coordinator.classic.group import Group, Member, OffsetAndMetadata, touch
@@ -211,6 +211,10 @@ class GroupCoordinator:
         self, ctx: RequestContext, request: OffsetFetchRequest, now_ms: int
     ) -> OffsetFetchResponse:
         return self.offsets.fetch_offsets(ctx, request, now_ms)
+
+    def has_pending_commits(self, group_ids: Sequence[str]) -> bool:
+        """Whether a commit of one of these groups is on its way to the log."""
+        return self.offsets.has_pending_commits(group_ids)
 
     def delete_offsets(
         self, ctx: RequestContext, request: OffsetDeleteRequest, token: int, now_ms: int
