@@ -226,7 +226,8 @@ class GroupCoordinator:
     def describe_groups(
         self, ctx: RequestContext, request: DescribeGroupsRequest
     ) -> DescribeGroupsResponse:
-        """A group that does not exist is described as Dead, with no error (v0-5).
+        """A group that does not exist is described as Dead, with no error at v0-5 and with
+        GROUP_ID_NOT_FOUND from v6 (KIP-1043; Kafka 4.x's GroupMetadataManager.describeGroups).
         Member metadata, assignments and the protocol are given only for Stable groups."""
         operations = AUTHORIZED_OPERATIONS_OMITTED
         if ctx.api_version >= 3 and request.include_authorized_operations:
@@ -234,10 +235,12 @@ class GroupCoordinator:
         described = []
         for group_id in request.groups:
             group = self._groups.get(group_id)
-            if group is None:
+            if group is None or group.state is _S.DEAD:
+                missing = ctx.api_version >= 6
                 described.append(
                     DescribedGroup(
-                        error_code=_E.NONE,
+                        error_code=_E.GROUP_ID_NOT_FOUND if missing else _E.NONE,
+                        error_message=f"Group {group_id} not found." if missing else None,
                         group_id=group_id,
                         group_state=str(_S.DEAD),
                         protocol_type="",

@@ -12,6 +12,7 @@ path: storage rewrites only the base offset, which the CRC does not cover.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -44,18 +45,24 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported"
         )
     wall_ms = broker.wall_ms()
-    # (topic name, partition responses): names only, so that a Deferred answer does not
-    # keep the request's frame (its record batches) alive while it waits for the fsync.
-    responses: list[tuple[str, list[PartitionProduceResponse]]] = []
+    # (topic name, topic id, partition responses): no reference into the request, so that a
+    # Deferred answer does not keep its frame (its record batches) alive during the fsync.
+    responses: list[tuple[str, uuid.UUID, list[PartitionProduceResponse]]] = []
     durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
     for topic_data in request.topic_data:
         name = topic_data.name
+        if ctx.api_version >= 13:
+            # v13 names the topic by id (KIP-516); an unknown id is UNKNOWN_TOPIC_ID.
+            by_id = broker.topics.by_id.get(topic_data.topic_id)
+            name = "" if by_id is None else by_id.name
         partitions: list[PartitionProduceResponse] = []
         for pdata in topic_data.partition_data:
             try:
+                if not name:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"{topic_data.topic_id}")
                 result = _append(broker, name, pdata, wall_ms)
             except KafkaError as e:
-                if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,):
+                if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
                     log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
                 result = PartitionProduceResponse(
                     index=pdata.index,
@@ -71,15 +78,15 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                 else:
                     broker.durability.note_written(plog, end)
             partitions.append(result)
-        responses.append((name, partitions))
+        responses.append((topic_data.name, topic_data.topic_id, partitions))
     if request.acks == 0:
         return None
 
     def response() -> ProduceResponse:
         return ProduceResponse(
             responses=[
-                TopicProduceResponse(name=topic, partition_responses=parts)
-                for topic, parts in responses
+                TopicProduceResponse(name=topic, topic_id=topic_id, partition_responses=parts)
+                for topic, topic_id, parts in responses
             ]
         )
 
@@ -104,7 +111,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             # acknowledged, so it gets a retriable storage error (Kafka's answer to a failed
             # log dir).
             _, _, ti, pi = durable[i]
-            parts = responses[ti][1]
+            parts = responses[ti][2]
             # A Struct is a dataclass that mypy does not see as one (protocol.schema).
             parts[pi] = replace(parts[pi], error_code=ErrorCode.KAFKA_STORAGE_ERROR)  # type: ignore[type-var]
         return response()

@@ -4,6 +4,7 @@ every served version, each per-partition refusal, the request-level refusals and
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -62,9 +63,18 @@ async def test_every_version_appends_and_answers_the_base_offset(tmp_path):
         async with running(tmp_path) as broker:
             client = await WireClient.connect(broker)
             await create(client, "t")
+            topic_id = broker.topics.get("t").topic_id
             for i, version in enumerate(ProduceRequest.VERSIONS):
-                response = await client.call(produce_request("t", b"v%d" % version), version)
-                (part,) = response.responses[0].partition_responses
+                request = produce_request("t", b"v%d" % version)
+                if version >= 13:  # by topic id (KIP-516)
+                    topic = replace(request.topic_data[0], name="", topic_id=topic_id)
+                    request = replace(request, topic_data=[topic])
+                response = await client.call(request, version)
+                (answer,) = response.responses
+                assert (answer.topic_id if version >= 13 else answer.name) == (
+                    topic_id if version >= 13 else "t"
+                )
+                (part,) = answer.partition_responses
                 assert (part.error_code, part.base_offset) == (ErrorCode.NONE, i)
                 assert part.log_start_offset == (0 if version >= 5 else -1)
                 assert part.log_append_time_ms == -1  # CreateTime topic
@@ -136,6 +146,21 @@ async def test_acks_zero_appends_and_sends_no_response(tmp_path):
             metadata = await client.call(MetadataRequest(topics=None), 9)
             assert [t.name for t in metadata.topics] == ["t"]
             assert await contents(broker, "t") == {0: "quiet"}
+
+
+async def test_produce_v13_to_an_unknown_topic_id_is_unknown_topic_id(tmp_path):
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            request = produce_request("t", b"x")
+            unknown = uuid.uuid4()
+            request = replace(
+                request, topic_data=[replace(request.topic_data[0], name="", topic_id=unknown)]
+            )
+            (answer,) = (await client.call(request, 13)).responses
+            assert answer.topic_id == unknown
+            assert answer.partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
 
 
 async def test_a_compacted_topic_refuses_a_batch_with_a_keyless_record(tmp_path):
