@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from construct import Construct, ConstructError
 
 from protocol import primitives as p
-from protocol.primitives import DecodeError, KArray, Leaf, Reader
+from protocol.primitives import DecodeError, KArray, KNullableStruct, Leaf, Reader
 
 __all__ = [
     "Array",
@@ -169,9 +169,12 @@ class _StructType(WireType):
         self.cls = cls
 
     def construct(self, version: int, flexible: bool, nullable: bool) -> Construct:
-        return build_struct(self.cls, version, flexible)
+        inner = build_struct(self.cls, version, flexible)
+        return KNullableStruct(inner) if nullable else inner
 
     def default(self, nullable: bool) -> Any:
+        if nullable:
+            return None
         return self.cls  # a factory, as Array's `list`: a new struct per instance
 
     def __repr__(self) -> str:
