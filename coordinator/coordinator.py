@@ -92,7 +92,7 @@ from protocol.messages.describe_groups import (
 )
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
-from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -195,6 +195,22 @@ class GroupCoordinator:
     def leave(
         self, ctx: RequestContext, request: LeaveGroupRequest, token: int, now_ms: int
     ) -> Outcome:
+        if ctx.api_version >= 3 and request.group_id and request.group_id not in self._groups:
+            # Kafka 4.x (GroupCoordinatorService.leaveGroup): an unknown group is answered
+            # NONE at the top level and UNKNOWN_MEMBER_ID for every member (v0-2 carry the
+            # member's code at the top level: the membership raises it).
+            response = LeaveGroupResponse(
+                error_code=_E.NONE,
+                members=[
+                    MemberResponse(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        error_code=_E.UNKNOWN_MEMBER_ID,
+                    )
+                    for m in request.members
+                ],
+            )
+            return Outcome(replies=(Reply(token, response),))
         return self.membership.leave(ctx, request, token, now_ms)
 
     def commit_offsets(

@@ -548,25 +548,6 @@ class ClassicMembership:
         else:
             identities = [MemberIdentity(member_id=request.member_id)]
         out = OutcomeBuilder()
-        if version >= 3 and request.group_id and request.group_id not in self.groups:
-            # Kafka 4.x (GroupCoordinatorService.leaveGroup): an unknown group is answered
-            # NONE at the top level and UNKNOWN_MEMBER_ID for every member (v0-2 carry the
-            # member's code at the top level, which live_group raises).
-            out.reply(
-                token,
-                LeaveGroupResponse(
-                    error_code=_E.NONE,
-                    members=[
-                        MemberResponse(
-                            member_id=i.member_id,
-                            group_instance_id=i.group_instance_id,
-                            error_code=_E.UNKNOWN_MEMBER_ID,
-                        )
-                        for i in identities
-                    ],
-                ),
-            )
-            return out.outcome()
         group = self.live_group(request.group_id)
         results = []
         members_left = False
