@@ -6,6 +6,8 @@ all: no group is created, no member or generation is checked.
 
 from __future__ import annotations
 
+# A Struct is a dataclass that mypy does not see as one (protocol.schema): replace() below
+# carries type: ignore[type-var].
 from dataclasses import replace
 
 from broker.context import RequestContext
@@ -29,7 +31,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         valid = [p for p in topic.partitions if 0 <= p.partition_index < count]
         invalid = [p for p in topic.partitions if not 0 <= p.partition_index < count]
         if valid:
-            known.append(replace(topic, partitions=valid))
+            known.append(replace(topic, partitions=valid))  # type: ignore[type-var]
         if invalid:
             unknown.append(
                 OffsetCommitResponseTopic(
@@ -45,5 +47,5 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             )
     if not known:
         return OffsetCommitResponse(topics=unknown)
-    response = await ctx.broker.coordinator.offset_commit(ctx, replace(request, topics=known))
-    return replace(response, topics=unknown + list(response.topics))
+    response = await ctx.broker.coordinator.offset_commit(ctx, replace(request, topics=known))  # type: ignore[type-var]
+    return replace(response, topics=unknown + list(response.topics))  # type: ignore[type-var]
