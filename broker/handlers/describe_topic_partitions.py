@@ -7,6 +7,8 @@ cursor's topic and partition if one is given; at most `response_partition_limit`
 `next_cursor` then names the first partition left out. A named topic that does not exist is
 UNKNOWN_TOPIC_OR_PARTITION. This broker leads every partition, with itself as the only
 replica; there are no eligible leader replicas (ELR, KIP-966), so those lists are empty.
+A cursor with a negative partition, or naming a topic the request does not, is
+INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import uuid
 
 from broker.cluster import ALL_TOPIC_OPERATIONS
 from broker.context import RequestContext
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.describe_topic_partitions import (
     Cursor,
     DescribeTopicPartitionsRequest,
@@ -36,6 +38,16 @@ async def handle(
     # An empty list: every topic.
     names = sorted({t.name for t in request.topics} if request.topics else registry.topics)
     if cursor is not None:
+        # Kafka's DescribeTopicPartitionsRequestHandler refuses a cursor it cannot resume from.
+        if cursor.partition_index < 0:
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                f"Invalid partition index in the cursor: {cursor.partition_index}",
+            )
+        if request.topics and cursor.topic_name not in names:
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST, "The cursor topic does not exist in the request."
+            )
         names = [n for n in names if n >= cursor.topic_name]
     budget = max(1, min(request.response_partition_limit, MAX_PARTITIONS_PER_RESPONSE))
     topics: list[DescribeTopicPartitionsResponseTopic] = []

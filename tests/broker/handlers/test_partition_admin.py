@@ -15,6 +15,7 @@ from kafka.structs import TopicPartitionReplica
 
 from protocol.errors import ErrorCode
 from protocol.messages.describe_topic_partitions import (
+    Cursor,
     DescribeTopicPartitionsRequest,
     TopicRequest,
 )
@@ -75,6 +76,26 @@ async def test_describe_topic_partitions_pages_with_a_cursor(tmp_path):
             assert first["topic_authorized_operations"] != -(2**31)
             missing = [t for page in got for t in page["topics"] if t["name"] == "missing"]
             assert [t["error_code"] for t in missing] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+
+async def test_a_cursor_that_cannot_be_resumed_is_an_invalid_request(tmp_path):
+    # Found by the live fuzzer: a negative partition in the cursor once crashed the handler.
+    with trio.fail_after(30):
+        async with running_broker(tmp_path) as broker:
+            await _create(broker, "a", 2)
+            client = await WireClient.connect(broker)
+            for cursor in (Cursor(topic_name="a", partition_index=-3), Cursor(topic_name="zz")):
+                request = DescribeTopicPartitionsRequest(
+                    topics=[TopicRequest(name="a")], cursor=cursor
+                )
+                response = await client.call(request, 0)
+                assert [t.error_code for t in response.topics] == [ErrorCode.INVALID_REQUEST]
+            beyond = DescribeTopicPartitionsRequest(
+                topics=[], cursor=Cursor(topic_name="a", partition_index=7)
+            )
+            response = await client.call(beyond, 0)
+            assert response.topics[0].name == "a"
+            assert response.topics[0].partitions == []
 
 
 async def test_elections_are_not_needed_on_a_single_node(tmp_path):
