@@ -164,3 +164,17 @@ async def test_a_partition_in_error_carries_empty_records_never_null(tmp_path):
                     assert part.error_code != ErrorCode.NONE
                     assert part.records is not None, version
                     assert bytes(part.records) == b"", version
+
+
+async def test_read_committed_gets_an_empty_aborted_transactions_list(tmp_path):
+    # Kafka's UnifiedLog.read lists the aborted transactions for read_committed (none here:
+    # an empty list) and leaves the field null for read_uncommitted.
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            await produce(client, "t", b"a")
+            for level, expected in ((1, []), (0, None)):
+                response = await client.call(fetch_request("t", isolation_level=level), 12)
+                (part,) = response.responses[0].partitions
+                assert part.aborted_transactions == expected, level
