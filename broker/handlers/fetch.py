@@ -58,7 +58,7 @@ def _partition_data(
         data = plog.read_bytes(fp.fetch_offset, limit, min_one=first)
     # read_committed: the aborted transactions in range, an empty list here (none exist);
     # read_uncommitted: null, as Kafka's UnifiedLog.read leaves it.
-    aborted = [] if isolation_level == 1 else None
+    aborted: list[Any] | None = [] if isolation_level == 1 else None
     return PartitionData(
         error_code=ErrorCode.NONE, records=data, aborted_transactions=aborted, **base
     ), len(data)
