@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode, KafkaError
 
-# Every ACL operation bit (Kafka's AclOperation codes 3..14): kmock has no authorizer.
-ALL_TOPIC_OPERATIONS = sum(1 << b for b in (3, 4, 5, 6, 7, 8, 10, 11, 12))
-ALL_CLUSTER_OPERATIONS = sum(1 << b for b in (2, 4, 7, 8, 9, 10, 11, 12))
+# What a Kafka 4.x broker without an authorizer reports: every operation the resource type
+# supports (AclEntry.supportedOperations; AclOperation codes: READ 3, WRITE 4, CREATE 5,
+# DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
+# IDEMPOTENT_WRITE 12), as a bit field (AuthHelper.authorizedOperations).
+ALL_TOPIC_OPERATIONS = sum(1 << b for b in (3, 4, 5, 6, 7, 8, 10, 11))
+ALL_CLUSTER_OPERATIONS = sum(1 << b for b in (5, 7, 8, 9, 10, 11, 12))
 NOT_REQUESTED = -(2**31)
 
 

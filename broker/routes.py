@@ -18,6 +18,8 @@ from broker.context import RequestContext
 from broker.handlers import (
     Deferred,
     alter_configs,
+    alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     create_partitions,
     create_topics,
@@ -28,6 +30,8 @@ from broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -37,6 +41,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -48,6 +53,8 @@ from broker.handlers import (
 from protocol.errors import ErrorCode
 from protocol.messages import response_class
 from protocol.messages.alter_configs import AlterConfigsRequest
+from protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
@@ -58,6 +65,8 @@ from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.messages.fetch import FetchRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
@@ -67,6 +76,7 @@ from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
+from protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
@@ -103,12 +113,17 @@ ROUTES: dict[type[Message], Handler] = {
     OffsetForLeaderEpochRequest: offset_for_leader_epoch.handle,  # 23
     DescribeConfigsRequest: describe_configs.handle,  # 32
     AlterConfigsRequest: alter_configs.handle,  # 33
+    AlterReplicaLogDirsRequest: alter_replica_log_dirs.handle,  # 34
     DescribeLogDirsRequest: describe_log_dirs.handle,  # 35
     CreatePartitionsRequest: create_partitions.handle,  # 37
     DeleteGroupsRequest: delete_groups.handle,  # 42
+    ElectLeadersRequest: elect_leaders.handle,  # 43
     IncrementalAlterConfigsRequest: incremental_alter_configs.handle,  # 44
+    AlterPartitionReassignmentsRequest: alter_partition_reassignments.handle,  # 45
+    ListPartitionReassignmentsRequest: list_partition_reassignments.handle,  # 46
     OffsetDeleteRequest: offset_delete.handle,  # 47
     DescribeClusterRequest: describe_cluster.handle,  # 60
+    DescribeTopicPartitionsRequest: describe_topic_partitions.handle,  # 75
 }
 
 
@@ -150,12 +165,24 @@ def all_routes() -> list[Route]:
     return list(_BY_KEY.values())
 
 
+# Where Kafka 4.1's ApiVersions answer starts elsewhere than the versions kmock decodes.
+# Produce: 4.x advertises v0 although it refuses v0-2, because librdkafka will not produce
+# to a broker that does not list them (KAFKA-18659, ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_
+# MIN_VERSION). OffsetCommit v1 and DescribeConfigs v0 were removed in 4.0 (KIP-896); kmock
+# still serves them to the old clients that send them without asking.
+ADVERTISED_MIN_VERSION: dict[type[Message], int] = {
+    ProduceRequest: 0,
+    OffsetCommitRequest: 2,
+    DescribeConfigsRequest: 1,
+}
+
+
 def supported_versions() -> list[ApiVersion]:
     """ApiVersions' list: every routed API with its range of versions, by key."""
     return [
         ApiVersion(
             api_key=r.api_key,
-            min_version=r.request.VERSIONS.start,
+            min_version=ADVERTISED_MIN_VERSION.get(r.request, r.request.VERSIONS.start),
             max_version=r.request.VERSIONS.stop - 1,
         )
         for r in all_routes()

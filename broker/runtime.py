@@ -86,12 +86,11 @@ _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
 
 # What a group API answers while __consumer_offsets is loading, where that is not
-# COORDINATOR_LOAD_IN_PROGRESS. As Kafka's GroupCoordinator.handleSyncGroup (the state of the
-# rebalance is lost: REBALANCE_IN_PROGRESS makes the member rejoin without rediscovering
-# the coordinator) and handleHeartbeat ("the group is still loading, so respond just
-# blindly": NONE).
+# COORDINATOR_LOAD_IN_PROGRESS: Heartbeat NONE, as Kafka 4.x's GroupCoordinatorService.heartbeat
+# ("the group is still loading, so blindly respond"). SyncGroup gets
+# COORDINATOR_LOAD_IN_PROGRESS in 4.x, like every other group API (3.x answered
+# REBALANCE_IN_PROGRESS).
 WHILE_LOADING: dict[type, ErrorCode] = {
-    SyncGroupRequest: ErrorCode.REBALANCE_IN_PROGRESS,
     HeartbeatRequest: ErrorCode.NONE,
 }
 
@@ -141,6 +140,17 @@ class _Appended:
         self.done = False
 
 
+class _Appending:
+    """Records in the log whose outcome is not applied yet (`CoordinatorRuntime._finish`)."""
+
+    __slots__ = ("durable", "entry", "written")
+
+    def __init__(self, entry: _Appended, durable: bool, written: list[tuple[Log, int]]) -> None:
+        self.entry = entry
+        self.durable = durable
+        self.written = written
+
+
 class CoordinatorRuntime:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -159,6 +169,9 @@ class CoordinatorRuntime:
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
         self._pending: dict[int, collections.deque[_Appended]] = {}
+        # Set (and replaced) whenever commits took effect or failed: OffsetFetch with
+        # require_stable waits on it.
+        self._commits_settled = trio.Event()
 
     # --- startup ---------------------------------------------------------------------------
 
@@ -293,8 +306,26 @@ class CoordinatorRuntime:
             ctx, request, delete_groups.error_response, self.coordinator.delete_groups
         )
 
-    def offset_fetch(self, ctx: Caller, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    async def topics_deleted(self, topics: set[str]) -> None:
+        """Write the tombstones of the deleted topics' offsets (DeleteTopics calls this once
+        the topics are gone). Before the load ends it waits for it: the replayed offsets
+        must be there to be deleted."""
+        await self.broker.ready.wait()
+        outcome = self.coordinator.on_topics_deleted(topics, self.broker.now_ms())
+        self._wake.set()
+        await self.complete(outcome)
+
+    async def offset_fetch(self, ctx: Caller, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        """From memory; with require_stable (v7+), once the groups' commits on their way are
+        durable and applied (Kafka 4.x runs such a fetch as a write operation, behind the
+        writes before it)."""
         self._while_loading(ctx, request, offset_fetch.error_response)
+        if request.require_stable:
+            group_ids = (
+                [g.group_id for g in request.groups] if ctx.api_version >= 8 else [request.group_id]
+            )
+            while self.coordinator.has_pending_commits(group_ids):
+                await self._commits_settled.wait()
         return self.coordinator.fetch_offsets(self.context(ctx), request, self.broker.now_ms())
 
     def describe_groups(
@@ -362,10 +393,19 @@ class CoordinatorRuntime:
 
     async def complete(self, outcome: Outcome) -> None:
         """Append the outcome's records (durably), apply them, then deliver its replies."""
+        appending = self._append_now(outcome)
+        if appending is not None:
+            await self._finish(appending)
+
+    def _append_now(self, outcome: Outcome) -> _Appending | None:
+        """The synchronous half of `complete`: the records go into the log in the caller's
+        step, with no checkpoint between the coordinator's decision and the append (Kafka's
+        CoordinatorRuntime appends a result's records in the event that produced it).
+        Returns what `_finish` still has to do, or None when nothing is left."""
         self._report(outcome)
         if not outcome.records:
             self._deliver(outcome)
-            return
+            return None
         durable = any(r.is_offset_commit for r in outcome.records)
         by_partition: dict[int, list[CoordinatorRecord]] = {}
         for record in outcome.records:
@@ -376,27 +416,50 @@ class CoordinatorRuntime:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
         try:
-            await self._append(by_partition, durable)
+            written = self._append(by_partition)
         except (KafkaError, OSError) as e:
-            code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
-            log.error("__consumer_offsets write failed: %s", e)
-            if durable:
-                for p in entry.partitions:
-                    self._pending[p].remove(entry)
-                self._apply_ready(entry.partitions)
-            failed = self.coordinator.on_append_failed(outcome, code, self.broker.now_ms())
-            self._report(failed)
-            self._deliver(failed)
-            self._wake.set()
+            self._append_failed(entry, durable, e)
+            return None
+        return _Appending(entry, durable, written)
+
+    async def _finish(self, appending: _Appending) -> None:
+        """The rest of `complete`: wait for the fsync if need be, apply, deliver."""
+        entry, durable = appending.entry, appending.durable
+        try:
+            for plog, end in appending.written:
+                if durable:
+                    await self.broker.durability.wait_durable(plog, end)
+                else:
+                    self.broker.durability.note_written(plog, end)
+        except (KafkaError, OSError) as e:
+            self._append_failed(entry, durable, e)
             return
         if durable:
             entry.done = True
             self._apply_ready(entry.partitions)
         else:
-            self._apply(outcome)
+            self._apply(entry.outcome)
+
+    def _append_failed(self, entry: _Appended, durable: bool, e: KafkaError | OSError) -> None:
+        code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
+        log.error("__consumer_offsets write failed: %s", e)
+        if durable:
+            for p in entry.partitions:
+                self._pending[p].remove(entry)
+            self._apply_ready(entry.partitions)
+        failed = self.coordinator.on_append_failed(entry.outcome, code, self.broker.now_ms())
+        self._settled()
+        self._report(failed)
+        self._deliver(failed)
+        self._wake.set()
+
+    def _settled(self) -> None:
+        self._commits_settled.set()
+        self._commits_settled = trio.Event()
 
     def _apply(self, outcome: Outcome) -> None:
         self.coordinator.on_appended(outcome, self.broker.now_ms())
+        self._settled()
         self._deliver(outcome)
         if not all(r.is_offset_commit for r in outcome.records):
             self._wake.set()  # offsets taking effect move no deadline
@@ -445,23 +508,17 @@ class CoordinatorRuntime:
                 slot.response = reply.response
                 slot.event.set()
 
-    async def _append(
-        self, by_partition: dict[int, list[CoordinatorRecord]], durable: bool
-    ) -> None:
-        """Append each partition's records as one batch; wait for the fsync if `durable`."""
+    def _append(self, by_partition: dict[int, list[CoordinatorRecord]]) -> list[tuple[Log, int]]:
+        """Append each partition's records as one batch; returns (log, end offset) of each."""
         topic = self.offsets_topic()
         wall_ms = self.broker.wall_ms()
-        waits = []
+        written = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
             batch = build_batch((r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records)
             partition.append(batch, wall_ms=wall_ms)
-            waits.append((partition.log, partition.log.log_end_offset))
-        for plog, end in waits:
-            if durable:
-                await self.broker.durability.wait_durable(plog, end)
-            else:
-                self.broker.durability.note_written(plog, end)
+            written.append((partition.log, partition.log.log_end_offset))
+        return written
 
     # --- timers ----------------------------------------------------------------------------
 
@@ -474,8 +531,10 @@ class CoordinatorRuntime:
             self._wake = trio.Event()
             if trio.current_time() * 1000 >= (deadline_ms if deadline_ms is not None else math.inf):
                 outcome = self.coordinator.expire(self.broker.now_ms(), self.broker.wall_ms())
-                if outcome.records or outcome.replies:
+                # The records go into the log now, in this step, before any request
+                # handled after this expiry can append its own (a commit, a DeleteGroups):
+                # log order is decision order, which is what replay relies on.
+                appending = self._append_now(outcome)
+                if appending is not None:
                     assert self._nursery is not None
-                    self._nursery.start_soon(self.complete, outcome)
-                else:
-                    self._report(outcome)
+                    self._nursery.start_soon(self._finish, appending)

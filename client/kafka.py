@@ -83,6 +83,7 @@ DEFAULT_CLIENT_ID = "kmock-cli"
 # Highest versions this client builds, where the newer shapes would need more than it has.
 _VERSION_CAPS = {
     FetchRequest: 12,  # 13+ names topics by id
+    ProduceRequest: 12,  # 13+ names topics by id
     OffsetFetchRequest: 7,  # 8+ batches groups
 }
 
@@ -382,7 +383,8 @@ class KafkaClient:
         """The group's state and members; an unknown group comes back in state Dead."""
         response = self.send(DescribeGroupsRequest(groups=[group_id]))
         group: DescribedGroup = response.groups[0]
-        _check(group.error_code, f"group {group_id!r}")
+        if group.error_code != ErrorCode.GROUP_ID_NOT_FOUND:  # v6+ (KIP-1043): still Dead
+            _check(group.error_code, f"group {group_id!r}")
         return group
 
     def committed_offsets(

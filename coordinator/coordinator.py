@@ -51,7 +51,7 @@ Where kmock differs from Kafka, and why:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import Enum
 
 from coordinator.classic.group import Group, Member, OffsetAndMetadata, touch
@@ -92,7 +92,7 @@ from protocol.messages.describe_groups import (
 )
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
-from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -106,9 +106,10 @@ __all__ = ["CoordinatorConfig", "GroupCoordinator", "Outcome", "Reply", "Request
 _S = GroupState
 _E = ErrorCode
 
-# DescribeGroups authorized_operations when asked for: READ, DELETE and DESCRIBE, what Kafka
-# reports for a group without an authorizer.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# DescribeGroups authorized_operations when asked for: what Kafka 4.x reports for a group
+# without an authorizer, every operation AclEntry.supportedOperations(GROUP) lists: READ (3),
+# DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10) and ALTER_CONFIGS (11, group configs).
+GROUP_AUTHORIZED_OPERATIONS = sum(1 << b for b in (3, 6, 8, 10, 11))
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 # ListGroups v5 group_type: every group here uses the classic protocol.
 CLASSIC_GROUP_TYPE = "classic"
@@ -194,6 +195,22 @@ class GroupCoordinator:
     def leave(
         self, ctx: RequestContext, request: LeaveGroupRequest, token: int, now_ms: int
     ) -> Outcome:
+        if ctx.api_version >= 3 and request.group_id and request.group_id not in self._groups:
+            # Kafka 4.x (GroupCoordinatorService.leaveGroup): an unknown group is answered
+            # NONE at the top level and UNKNOWN_MEMBER_ID for every member (v0-2 carry the
+            # member's code at the top level: the membership raises it).
+            response = LeaveGroupResponse(
+                error_code=_E.NONE,
+                members=[
+                    MemberResponse(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        error_code=_E.UNKNOWN_MEMBER_ID,
+                    )
+                    for m in request.members
+                ],
+            )
+            return Outcome(replies=(Reply(token, response),))
         return self.membership.leave(ctx, request, token, now_ms)
 
     def commit_offsets(
@@ -211,6 +228,10 @@ class GroupCoordinator:
     ) -> OffsetFetchResponse:
         return self.offsets.fetch_offsets(ctx, request, now_ms)
 
+    def has_pending_commits(self, group_ids: Sequence[str]) -> bool:
+        """Whether a commit of one of these groups is on its way to the log."""
+        return self.offsets.has_pending_commits(group_ids)
+
     def delete_offsets(
         self, ctx: RequestContext, request: OffsetDeleteRequest, token: int, now_ms: int
     ) -> Outcome:
@@ -221,7 +242,8 @@ class GroupCoordinator:
     def describe_groups(
         self, ctx: RequestContext, request: DescribeGroupsRequest
     ) -> DescribeGroupsResponse:
-        """A group that does not exist is described as Dead, with no error (v0-5).
+        """A group that does not exist is described as Dead, with no error at v0-5 and with
+        GROUP_ID_NOT_FOUND from v6 (KIP-1043; Kafka 4.x's GroupMetadataManager.describeGroups).
         Member metadata, assignments and the protocol are given only for Stable groups."""
         operations = AUTHORIZED_OPERATIONS_OMITTED
         if ctx.api_version >= 3 and request.include_authorized_operations:
@@ -229,10 +251,12 @@ class GroupCoordinator:
         described = []
         for group_id in request.groups:
             group = self._groups.get(group_id)
-            if group is None:
+            if group is None or group.state is _S.DEAD:
+                missing = ctx.api_version >= 6
                 described.append(
                     DescribedGroup(
-                        error_code=_E.NONE,
+                        error_code=_E.GROUP_ID_NOT_FOUND if missing else _E.NONE,
+                        error_message=f"Group {group_id} not found." if missing else None,
                         group_id=group_id,
                         group_state=str(_S.DEAD),
                         protocol_type="",
@@ -321,6 +345,12 @@ class GroupCoordinator:
                 code = _E.NON_EMPTY_GROUP
             results.append(DeletableGroupResult(group_id=group_id, error_code=code))
         out.reply(token, DeleteGroupsResponse(results=results))
+        return out.outcome()
+
+    def on_topics_deleted(self, topics: set[str], now_ms: int) -> Outcome:
+        """Topics were deleted: their committed offsets go, in every group (tombstones)."""
+        out = OutcomeBuilder()
+        self.offsets.on_topics_deleted(topics, now_ms, out)
         return out.outcome()
 
     # --- after the append ------------------------------------------------------------------
@@ -442,7 +472,7 @@ class GroupCoordinator:
                 self.membership.sync_deadline(group, now_ms, out)
             elif timer is _Timer.PENDING_MEMBER:
                 group.remove(member_id)
-                self.membership.maybe_complete_join(group, now_ms, out)
+                self.membership.complete_join_if_all_joined(group, now_ms, out)
             else:
                 self.membership.session_deadline(group, group.members[member_id], now_ms, out)
 
@@ -487,6 +517,14 @@ class GroupCoordinator:
         for group in self._groups.values():
             for member in group.members.values():
                 touch(member, now_ms)
+            if len(group.members) > self.config.group_max_size:
+                # Kafka's GroupMetadataManager.onLoaded: group.max.size was lowered since
+                # the group formed; a rebalance gives the members a chance to commit, and
+                # the last to rejoin are turned away (GROUP_MAX_SIZE_REACHED).
+                out = OutcomeBuilder()
+                self.membership.prepare_rebalance(group, now_ms, out)
+                assert not out.records  # nothing written,
+                assert not out.replies  # nothing parked
         self._retention_check_ms = now_ms
 
 

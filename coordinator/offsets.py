@@ -193,9 +193,11 @@ class OffsetManager:
         self, ctx: RequestContext, request: OffsetFetchRequest, now_ms: int
     ) -> OffsetFetchResponse:
         """Committed offsets from memory (-1 where none). Topics None: every partition the
-        group has offsets for. v7 require_stable: UNSTABLE_OFFSET_COMMIT for a partition
-        with a commit not yet durable. v8+: many groups per request."""
-        stable = request.require_stable
+        group has offsets for. v8+: many groups per request. require_stable (v7+) is the
+        runtime's: it answers once the commits on their way are durable (`has_pending_commits`),
+        as Kafka 4.x does by running such a fetch as a write operation; UNSTABLE_OFFSET_COMMIT
+        is only for pending transactional offsets there, which kmock does not have (3.x
+        answered it for any commit on its way)."""
         if ctx.api_version >= 8:
             return OffsetFetchResponse(
                 groups=[
@@ -204,7 +206,6 @@ class OffsetManager:
                         topics=self._fetch(
                             g.group_id,
                             _wanted(g.topics),
-                            stable,
                             OffsetFetchResponseTopics,
                             OffsetFetchResponsePartitions,
                         ),
@@ -216,7 +217,6 @@ class OffsetManager:
             topics=self._fetch(
                 request.group_id,
                 _wanted(request.topics),
-                stable,
                 OffsetFetchResponseTopic,
                 OffsetFetchResponsePartition,
             ),
@@ -227,7 +227,6 @@ class OffsetManager:
         self,
         group_id: str,
         wanted: list[tuple[str, list[int]]] | None,
-        require_stable: bool,
         topic_type: Callable[..., _Topic],
         partition_type: Callable[..., object],
     ) -> list[_Topic]:
@@ -235,7 +234,6 @@ class OffsetManager:
         nested structs; the fields are the same)."""
         group = self.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
-        pending = group.pending_offset_commits if group is not None else {}
         if wanted is None:
             by_topic: dict[str, list[int]] = {}
             for topic, partition in sorted(offsets):
@@ -246,21 +244,25 @@ class OffsetManager:
             answers = []
             for partition in partitions:
                 offset = offsets.get((topic, partition))
-                if require_stable and (topic, partition) in pending:
-                    code, offset = _E.UNSTABLE_OFFSET_COMMIT, None
-                else:
-                    code = _E.NONE
                 answers.append(
                     partition_type(
                         partition_index=partition,
                         committed_offset=-1 if offset is None else offset.offset,
                         committed_leader_epoch=-1 if offset is None else offset.leader_epoch,
                         metadata="" if offset is None else offset.metadata,
-                        error_code=code,
+                        error_code=_E.NONE,
                     )
                 )
             result.append(topic_type(name=topic, partitions=answers))
         return result
+
+    def has_pending_commits(self, group_ids: Sequence[str]) -> bool:
+        """Whether a commit of one of these groups is on its way to the log."""
+        return any(
+            group.pending_offset_commits
+            for group_id in group_ids
+            if (group := self.groups.get(group_id)) is not None
+        )
 
     def committed(self, effect: CommitWrite) -> None:
         """The commit's record is durable: the offset takes effect (unless cancelled)."""
@@ -392,6 +394,28 @@ class OffsetManager:
             self.writes.emit_all(out, records, TombstoneWrite(group, reply))
         else:
             del self.groups[group.group_id]
+
+    def on_topics_deleted(self, topics: set[str], now_ms: int, out: OutcomeBuilder) -> None:
+        """Deleted topics take every group's offsets for them along (tombstones), as
+        Kafka's OffsetMetadataManager.onPartitionsDeleted; an Empty group left with no
+        offsets is Dead (Kafka's cleanupGroupMetadata, which 4.x runs on the next offset
+        cleanup; here at once), so that a topic created again under the same name starts
+        from auto.offset.reset."""
+        for group in list(self.groups.values()):
+            if group.state is _S.DEAD:
+                continue
+            gone = sorted(
+                tp
+                for tp in set(group.offsets) | set(group.pending_offset_commits)
+                if tp[0] in topics
+            )
+            if not gone:
+                continue
+            tombstones = self.drop_offsets(group, gone)
+            if group.state is _S.EMPTY and not group.has_offsets():
+                self.bury(group, tombstones, now_ms, out, None)
+            else:
+                out.records.extend(tombstones)
 
     # --- expiry ---------------------------------------------------------------------------
 

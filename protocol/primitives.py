@@ -35,6 +35,7 @@ from construct import Construct
 __all__ = [
     "DecodeError",
     "KArray",
+    "KNullableStruct",
     "Leaf",
     "Reader",
     "read_uvarint",
@@ -471,6 +472,53 @@ class Leaf(Construct):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"Leaf({self.name})"
+
+
+class KNullableStruct(Construct):  # type: ignore[misc]
+    """A nullable nested struct: INT8 -1 for null, else 1 and the struct (Kafka's encoding of
+    a struct field with nullableVersions, e.g. DescribeTopicPartitions' Cursor)."""
+
+    def __init__(self, element: Construct) -> None:
+        super().__init__()
+        self.element = element
+
+    def _parse(self, stream: Reader, context: Any, path: str) -> Any:
+        if read_int8(stream) < 0:
+            return None
+        return self.element._parse(stream, context, path)
+
+    def _build(self, obj: Any, stream: list[Any], context: Any, path: str) -> Any:
+        if obj is None:
+            write_int8(stream, -1)
+            return obj
+        write_int8(stream, 1)
+        self.element._build(obj, stream, context, path)
+        return obj
+
+    def _emitparse(self, code: Any) -> str:
+        _emit_import(code, "read_int8")
+        fname = f"parse_nullable_struct_{code.allocateId()}"
+        code.append(f"""
+            def {fname}(io, this):
+                if read_int8(io) < 0:
+                    return None
+                return {self.element._compileparse(code)}
+        """)
+        return f"{fname}(io, this)"
+
+    def _emitbuild(self, code: Any) -> str:
+        _emit_import(code, "write_int8")
+        fname = f"build_nullable_struct_{code.allocateId()}"
+        code.append(f"""
+            def {fname}(obj, io, this):
+                if obj is None:
+                    write_int8(io, -1)
+                    return obj
+                write_int8(io, 1)
+                {self.element._compilebuild(code)}
+                return obj
+        """)
+        return f"{fname}(obj, io, this)"
 
 
 class KArray(Construct):  # type: ignore[misc]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from construct import Construct, ConstructError
 
 from protocol import primitives as p
-from protocol.primitives import DecodeError, KArray, Leaf, Reader
+from protocol.primitives import DecodeError, KArray, KNullableStruct, Leaf, Reader
 
 __all__ = [
     "Array",
@@ -492,54 +492,6 @@ class KStruct(Construct):  # type: ignore[misc]
         lines.append("    return msg")
         code.append("\n".join(lines))
         return f"build_struct_{n}(obj, io, this)"
-
-
-class KNullableStruct(Construct):  # type: ignore[misc]
-    """A nullable struct field: int8 -1 for null, else int8 1 and the struct (Kafka's
-    generated code writes and reads exactly that marker byte; any negative marker is null)."""
-
-    def __init__(self, inner: KStruct) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def __repr__(self) -> str:
-        return f"KNullableStruct({self.inner.cls.__name__})"
-
-    def _parse(self, stream: Reader, context: Any, path: str) -> Any:
-        if p.read_int8(stream) < 0:
-            return None
-        return self.inner._parse(stream, context, path)
-
-    def _build(self, obj: Any, stream: list[Any], context: Any, path: str) -> Any:
-        if obj is None:
-            p.write_int8(stream, -1)
-            return obj
-        p.write_int8(stream, 1)
-        return self.inner._build(obj, stream, context, path)
-
-    def _emitparse(self, code: Any) -> str:
-        code.append("from protocol.primitives import read_int8")
-        fname = f"parse_nullable_{code.allocateId()}"
-        code.append(f"""
-            def {fname}(io, this):
-                if read_int8(io) < 0:
-                    return None
-                return {self.inner._compileparse(code)}
-        """)
-        return f"{fname}(io, this)"
-
-    def _emitbuild(self, code: Any) -> str:
-        code.append("from protocol.primitives import write_int8")
-        fname = f"build_nullable_{code.allocateId()}"
-        code.append(f"""
-            def {fname}(obj, io, this):
-                if obj is None:
-                    write_int8(io, -1)
-                    return obj
-                write_int8(io, 1)
-                return {self.inner._compilebuild(code)}
-        """)
-        return f"{fname}(obj, io, this)"
 
 
 def build_struct(cls: type[Struct], version: int, flexible: bool | None = None) -> KStruct:

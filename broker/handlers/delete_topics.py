@@ -11,8 +11,10 @@ is a deadline that has already passed: REQUEST_TIMED_OUT for every topic, nothin
   * a name naming the topic an id in the same request names: INVALID_REQUEST, and neither
     entry deletes it.
 A deleted topic's answer carries its name and id. Deleting closes the partitions' logs,
-removes their directories and wakes fetches parked on them (TopicRegistry.delete). Committed
-offsets of a deleted topic stay until they expire, as in Kafka.
+removes their directories and wakes fetches parked on them (TopicRegistry.delete). Every
+group's committed offsets of a deleted topic are deleted with it (tombstones), and an Empty
+group left without offsets is deleted too, as Kafka's group coordinator does on
+onPartitionsDeleted: a topic created again under the name starts from auto.offset.reset.
 
 Difference from Kafka: Kafka deletes __consumer_offsets when asked to (and loses every
 group's offsets); kmock refuses it with INVALID_TOPIC_EXCEPTION, because its group
@@ -144,4 +146,7 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
             continue
         registry.delete(name)
         results.append(_result(name, topic_id, ErrorCode.NONE, None))
+    if doomed:
+        deleted = {r.name for r in results if r.error_code == ErrorCode.NONE and r.name}
+        await broker.coordinator.topics_deleted(deleted)
     return DeleteTopicsResponse(responses=results)

@@ -28,7 +28,7 @@ from protocol.messages.fetch import (
 
 
 def _partition_data(
-    ctx: RequestContext, topic: Any, fp: Any, budget: int, first: bool
+    ctx: RequestContext, topic: Any, fp: Any, budget: int, first: bool, isolation_level: int
 ) -> tuple[PartitionData, int]:
     if topic is None:
         return PartitionData(
@@ -56,7 +56,12 @@ def _partition_data(
     data = b""
     if fp.fetch_offset < plog.log_end_offset and (limit > 0 or first):
         data = plog.read_bytes(fp.fetch_offset, limit, min_one=first)
-    return PartitionData(error_code=ErrorCode.NONE, records=data, **base), len(data)
+    # read_committed: the aborted transactions in range, an empty list here (none exist);
+    # read_uncommitted: null, as Kafka's UnifiedLog.read leaves it.
+    aborted: list[Any] | None = [] if isolation_level == 1 else None
+    return PartitionData(
+        error_code=ErrorCode.NONE, records=data, aborted_transactions=aborted, **base
+    ), len(data)
 
 
 def _resolve(ctx: RequestContext, request: FetchRequest) -> list[tuple[Any, Any, Any]]:
@@ -89,7 +94,9 @@ def _build(
                     0,
                 )
             else:
-                pd, n = _partition_data(ctx, topic, fp, budget - total, first)
+                pd, n = _partition_data(
+                    ctx, topic, fp, budget - total, first, request.isolation_level
+                )
             if n:
                 first = False
                 total += n

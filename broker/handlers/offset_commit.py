@@ -1,9 +1,51 @@
+"""OffsetCommit: the partitions of topics that exist go to the group coordinator; the others
+are answered UNKNOWN_TOPIC_OR_PARTITION here, as Kafka's KafkaApis.handleOffsetCommitRequest
+does (its metadata cache check). When no partition is left the coordinator is not asked at
+all: no group is created, no member or generation is checked.
+"""
+
 from __future__ import annotations
 
+# A Struct is a dataclass that mypy does not see as one (protocol.schema): replace() below
+# carries type: ignore[type-var].
+from dataclasses import replace
+
 from broker.context import RequestContext
-from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.errors import ErrorCode
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
 
 
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
-    runtime = ctx.broker.coordinator
-    return await runtime.offset_commit(ctx, request)
+    registry = ctx.broker.topics
+    known: list[OffsetCommitRequestTopic] = []
+    unknown: list[OffsetCommitResponseTopic] = []
+    for topic in request.topics:
+        existing = registry.get(topic.name)
+        count = 0 if existing is None else len(existing.partitions)
+        valid = [p for p in topic.partitions if 0 <= p.partition_index < count]
+        invalid = [p for p in topic.partitions if not 0 <= p.partition_index < count]
+        if valid:
+            known.append(replace(topic, partitions=valid))  # type: ignore[type-var]
+        if invalid:
+            unknown.append(
+                OffsetCommitResponseTopic(
+                    name=topic.name,
+                    partitions=[
+                        OffsetCommitResponsePartition(
+                            partition_index=p.partition_index,
+                            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        )
+                        for p in invalid
+                    ],
+                )
+            )
+    if not known:
+        return OffsetCommitResponse(topics=unknown)
+    response = await ctx.broker.coordinator.offset_commit(ctx, replace(request, topics=known))  # type: ignore[type-var]
+    return replace(response, topics=unknown + list(response.topics))  # type: ignore[type-var]

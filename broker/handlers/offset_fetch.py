@@ -6,4 +6,4 @@ from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRespon
 
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     runtime = ctx.broker.coordinator
-    return runtime.offset_fetch(ctx, request)
+    return await runtime.offset_fetch(ctx, request)

@@ -12,6 +12,7 @@ path: storage rewrites only the base offset, which the CRC does not cover.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -21,12 +22,13 @@ from broker.context import RequestContext
 from broker.handlers import Deferred
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.produce import (
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
     TopicProduceResponse,
 )
-from protocol.records import split_batches
+from protocol.records import decode_records, split_batches
 from storage.layout import OFFSETS_TOPIC
 
 log = logging.getLogger("broker.produce")
@@ -43,18 +45,24 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported"
         )
     wall_ms = broker.wall_ms()
-    # (topic name, partition responses): names only, so that a Deferred answer does not
-    # keep the request's frame (its record batches) alive while it waits for the fsync.
-    responses: list[tuple[str, list[PartitionProduceResponse]]] = []
+    # (topic name, topic id, partition responses): no reference into the request, so that a
+    # Deferred answer does not keep its frame (its record batches) alive during the fsync.
+    responses: list[tuple[str, uuid.UUID, list[PartitionProduceResponse]]] = []
     durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
     for topic_data in request.topic_data:
         name = topic_data.name
+        if ctx.api_version >= 13:
+            # v13 names the topic by id (KIP-516); an unknown id is UNKNOWN_TOPIC_ID.
+            by_id = broker.topics.by_id.get(topic_data.topic_id)
+            name = "" if by_id is None else by_id.name
         partitions: list[PartitionProduceResponse] = []
         for pdata in topic_data.partition_data:
             try:
+                if not name:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"{topic_data.topic_id}")
                 result = _append(broker, name, pdata, wall_ms)
             except KafkaError as e:
-                if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,):
+                if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
                     log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
                 result = PartitionProduceResponse(
                     index=pdata.index,
@@ -70,15 +78,15 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                 else:
                     broker.durability.note_written(plog, end)
             partitions.append(result)
-        responses.append((name, partitions))
+        responses.append((topic_data.name, topic_data.topic_id, partitions))
     if request.acks == 0:
         return None
 
     def response() -> ProduceResponse:
         return ProduceResponse(
             responses=[
-                TopicProduceResponse(name=topic, partition_responses=parts)
-                for topic, parts in responses
+                TopicProduceResponse(name=topic, topic_id=topic_id, partition_responses=parts)
+                for topic, topic_id, parts in responses
             ]
         )
 
@@ -103,7 +111,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             # acknowledged, so it gets a retriable storage error (Kafka's answer to a failed
             # log dir).
             _, _, ti, pi = durable[i]
-            parts = responses[ti][1]
+            parts = responses[ti][2]
             # A Struct is a dataclass that mypy does not see as one (protocol.schema).
             parts[pi] = replace(parts[pi], error_code=ErrorCode.KAFKA_STORAGE_ERROR)  # type: ignore[type-var]
         return response()
@@ -131,6 +139,10 @@ def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduc
         raise KafkaError(
             ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes > max.message.bytes"
         )
+    if partition.log.config.compacts:
+        refused = _records_without_key(name, pdata.index, records)
+        if refused is not None:
+            return refused
     info = partition.append(records, wall_ms=wall_ms)
     return PartitionProduceResponse(
         index=pdata.index,
@@ -138,4 +150,32 @@ def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduc
         base_offset=info.base_offset,
         log_append_time_ms=info.log_append_time,
         log_start_offset=partition.log.log_start_offset,
+    )
+
+
+def _records_without_key(name: str, index: int, records: Any) -> PartitionProduceResponse | None:
+    """A compacted topic takes only keyed records (Kafka's LogValidator.validateKey).
+
+    Kafka rejects the whole batch with INVALID_RECORD, one record error per key-less record
+    (its index in the batch) and a message quoting the first three; nothing is appended.
+    """
+    what = f"Compacted topic cannot accept message without key in topic partition {name}-{index}"
+    errors = [
+        BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=what)
+        for i, record in enumerate(decode_records(records))
+        if record.key is None
+    ]
+    if not errors:
+        return None
+    shown = ", ".join(
+        f"RecordError(batchIndex={e.batch_index}, message='{e.batch_index_error_message}')"
+        for e in errors[:3]
+    )
+    return PartitionProduceResponse(
+        index=index,
+        error_code=ErrorCode.INVALID_RECORD,
+        base_offset=-1,
+        record_errors=errors,
+        error_message=f"One or more records have been rejected due to {len(errors)} record "
+        f"errors in total, and only showing the first three errors at most: [{shown}]",
     )

@@ -543,17 +543,17 @@ class ClassicMembership:
         v0-2 name one member and carry its error at the top level; v3+ answer per member.
         """
         version = ctx.api_version
-        group = self.live_group(request.group_id)
         if version >= 3:
             identities = list(request.members)
         else:
             identities = [MemberIdentity(member_id=request.member_id)]
         out = OutcomeBuilder()
+        group = self.live_group(request.group_id)
         results = []
         members_left = False
         for identity in identities:
-            code, was_member = self._leave_one(group, identity, out)
-            members_left |= was_member
+            code = self._leave_one(group, identity, out)
+            members_left |= code is _E.NONE
             results.append(
                 MemberResponse(
                     member_id=identity.member_id,
@@ -562,10 +562,14 @@ class ClassicMembership:
                 )
             )
         if members_left:
-            self._rebalance_after_removal(group, now_ms, out)
-        else:
-            # Pending member ids going away may end a join phase they held open.
-            self.maybe_complete_join(group, now_ms, out)
+            # Kafka 4.x (classicGroupLeaveToClassicGroup): a pending member id that leaves
+            # counts as a member that left, so a Stable group rebalances (3.x only ended a
+            # join phase the id held open); a rebalancing group ends its join phase if
+            # everyone left has joined, except during the initial delay.
+            if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
+                self.prepare_rebalance(group, now_ms, out)
+            else:
+                self.maybe_complete_join(group, now_ms, out)
         if version >= 3:
             response = LeaveGroupResponse(error_code=_E.NONE, members=results)
         else:
@@ -573,25 +577,23 @@ class ClassicMembership:
         out.reply(token, response)
         return out.outcome()
 
-    def _leave_one(
-        self, group: Group, identity: MemberIdentity, out: OutcomeBuilder
-    ) -> tuple[ErrorCode, bool]:
-        """The member's answer, and whether a member (not a pending id) left."""
+    def _leave_one(self, group: Group, identity: MemberIdentity, out: OutcomeBuilder) -> ErrorCode:
+        """The member's answer; NONE when a member or a pending member id left."""
         member_id, instance_id = identity.member_id, identity.group_instance_id
         if not member_id:
             # An admin tool removes a static member by its instance id alone.
             if instance_id is None or instance_id not in group.static_members:
-                return _E.UNKNOWN_MEMBER_ID, False
+                return _E.UNKNOWN_MEMBER_ID
             member_id = group.static_members[instance_id]
         elif member_id in group.pending_members:
             group.remove(member_id)
-            return _E.NONE, False
+            return _E.NONE
         else:
             error = member_error(group, member_id, instance_id)
             if error is not None:
-                return error, False
+                return error
         self.remove_member(group, group.members[member_id], out)
-        return _E.NONE, True
+        return _E.NONE
 
     def remove_member(self, group: Group, member: Member, out: OutcomeBuilder) -> None:
         """Drop a member, answering what it has parked with UNKNOWN_MEMBER_ID."""
@@ -614,11 +616,20 @@ class ClassicMembership:
             )
 
     def _rebalance_after_removal(self, group: Group, now_ms: int, out: OutcomeBuilder) -> None:
-        """Members are gone: a settled group rebalances, a rebalancing one may be done."""
+        """A timer removed a member: a settled group rebalances, a rebalancing one may be
+        done (Kafka's removeMemberAndUpdateClassicGroup)."""
         if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
             self.prepare_rebalance(group, now_ms, out)
         else:
-            self.maybe_complete_join(group, now_ms, out)
+            self.complete_join_if_all_joined(group, now_ms, out)
+
+    def complete_join_if_all_joined(self, group: Group, now_ms: int, out: OutcomeBuilder) -> None:
+        """After a timer removed a member or a pending member id: end the join phase if
+        everyone left has joined, the initial one's delay included. Kafka 4.x does so
+        (removeMemberAndUpdateClassicGroup, removePendingMemberAndUpdateClassicGroup);
+        3.x waited the initial delay out (its InitialDelayedJoin never completed early)."""
+        if group.state is _S.PREPARING_REBALANCE and group.has_all_members_joined():
+            self._complete_join(group, now_ms, out)
 
     # --- request checks --------------------------------------------------------------------
 

@@ -19,7 +19,8 @@ Empty group expire counting from the time it became Empty.
 A rebalance has two phases. In PreparingRebalance the coordinator collects JoinGroups: each
 member's JoinGroup is parked (no reply) until every known member has rejoined, or the
 rebalance timeout (the largest of the members') runs out, or, for a group that was Empty,
-the initial delay ends. Then the next generation starts: the generation id goes up by one,
+the initial delay ends (or, as in Kafka 4.x, a timer removes a member or a pending member id
+and everyone left has joined). Then the next generation starts: the generation id goes up by one,
 the protocol is chosen by vote, every parked JoinGroup is answered (only the leader receives
 the members' metadata) and the group is CompletingRebalance, or Empty when nobody is left.
 In CompletingRebalance the members send SyncGroup; followers are parked until the leader's
@@ -55,16 +56,19 @@ members, so requests from "known members" meet UNKNOWN_MEMBER_ID there.
         PreparingRebalance            REBALANCE_IN_PROGRESS
         CompletingRebalance, Stable   NONE
         Dead                          COORDINATOR_NOT_AVAILABLE
-    LeaveGroup
-        PreparingRebalance            remove; the join phase may be over
+    LeaveGroup (a member, or a pending member id: Kafka 4.x counts both)
+        PreparingRebalance            remove; the join phase may be over (not in the
+                                      initial delay)
         CompletingRebalance, Stable   remove; rebalance
         Dead                          COORDINATOR_NOT_AVAILABLE
+        unknown group                 v3+: NONE, each member UNKNOWN_MEMBER_ID (Kafka 4.x)
     OffsetCommit
         Empty                         generation -1, no member id: store
         PreparingRebalance, Stable    members, with this generation: store
         CompletingRebalance           REBALANCE_IN_PROGRESS
         Dead                          COORDINATOR_NOT_AVAILABLE
-    OffsetFetch                       from memory, in every state
+    OffsetFetch                       from memory, in every state (require_stable: once
+                                      the group's commits on their way are durable)
     DeleteGroups
         Empty                         Dead, with tombstones for its offsets and itself
         the other live states         NON_EMPTY_GROUP

@@ -1,6 +1,6 @@
 """DescribeGroups (key 15): state, protocol and members of each named group.
 
-Spec: DescribeGroupsRequest.json / DescribeGroupsResponse.json. Versions 0-5, flexible from 5.
+Spec: DescribeGroupsRequest.json / DescribeGroupsResponse.json. Versions 0-6, flexible from 5.
 
 Version notes:
   v1: throttle_time_ms in the response.
@@ -8,6 +8,7 @@ Version notes:
   v3: include_authorized_operations; authorized_operations per group (KIP-430).
   v4: group_instance_id per member (KIP-345).
   v5: flexible.
+  v6: error_message per group; an unknown group is GROUP_ID_NOT_FOUND (KIP-1043).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from protocol.schema import Array, Bool, Bytes, Int16, Int32, Message, String, S
 
 class DescribeGroupsRequest(Message):
     API_KEY = 15
-    VERSIONS = range(0, 6)
+    VERSIONS = range(0, 7)
     FLEXIBLE_FROM = 5
     groups: list[str] = wire(Array(String))
     include_authorized_operations: bool = wire(Bool, since=3)
@@ -35,6 +36,7 @@ class DescribedGroupMember(Struct):
 
 class DescribedGroup(Struct):
     error_code: int = wire(Int16)
+    error_message: str | None = wire(String, since=6, nullable=6, default=None)
     group_id: str = wire(String)
     group_state: str = wire(String)
     protocol_type: str = wire(String)
@@ -45,7 +47,7 @@ class DescribedGroup(Struct):
 
 class DescribeGroupsResponse(Message):
     API_KEY = 15
-    VERSIONS = range(0, 6)
+    VERSIONS = range(0, 7)
     FLEXIBLE_FROM = 5
     throttle_time_ms: int = wire(Int32, since=1)
     groups: list[DescribedGroup] = wire(Array(DescribedGroup))

@@ -1,6 +1,6 @@
 """Fetch (key 1): read record batches from partitions; also fetch sessions (KIP-227).
 
-Spec: FetchRequest.json / FetchResponse.json. Versions 4-16, flexible from 12.
+Spec: FetchRequest.json / FetchResponse.json. Versions 4-18, flexible from 12.
 
 Versions 0-3 carry message formats v0/v1, which we do not serve. `records` stays opaque: a
 log slice handed over as bytes or a memoryview and written without a copy.
@@ -19,7 +19,8 @@ Version notes:
   v14: OFFSET_MOVED_TO_TIERED_STORAGE may be returned (KIP-405).
   v15: replica_state (tag 1) replaces replica_id (KIP-903).
   v16: node_endpoints (tag 0) in the response (KIP-951).
-  v17 (declared, not served): replica_directory_id (tag 0 per partition, KIP-853).
+  v17: replica_directory_id (tag 0 per partition, KIP-853), for followers.
+  v18: high_watermark (tag 1 per partition, KIP-1166), for followers.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class FetchPartition(Struct):
     log_start_offset: int = wire(Int64, since=5, default=-1)
     partition_max_bytes: int = wire(Int32)
     replica_directory_id: uuid.UUID = wire(Uuid, since=17, tag=0)
+    high_watermark: int = wire(Int64, since=18, tag=1, default=2**63 - 1)
 
 
 class FetchTopic(Struct):
@@ -71,7 +73,7 @@ class ForgottenTopic(Struct):
 
 class FetchRequest(Message):
     API_KEY = 1
-    VERSIONS = range(4, 17)
+    VERSIONS = range(4, 19)
     FLEXIBLE_FROM = 12
     cluster_id: str | None = wire(String, since=12, nullable=12, tag=0, default=None)
     replica_id: int = wire(Int32, until=14, default=-1)
@@ -120,7 +122,8 @@ class PartitionData(Struct):
         Array(AbortedTransaction), since=4, nullable=4
     )
     preferred_read_replica: int = wire(Int32, since=11, default=-1)
-    records: bytes | memoryview | None = wire(Records, nullable=True)
+    # Never null in an answer: Kafka sends MemoryRecords.EMPTY for a partition in error.
+    records: bytes | memoryview | None = wire(Records, nullable=True, default=b"")
 
 
 class FetchableTopicResponse(Struct):
@@ -138,7 +141,7 @@ class NodeEndpoint(Struct):
 
 class FetchResponse(Message):
     API_KEY = 1
-    VERSIONS = range(4, 17)
+    VERSIONS = range(4, 19)
     FLEXIBLE_FROM = 12
     throttle_time_ms: int = wire(Int32, since=1)
     error_code: int = wire(Int16, since=7)

@@ -1,6 +1,6 @@
 """ListOffsets (key 2): the offset for a timestamp, or the earliest/latest offset.
 
-Spec: ListOffsetsRequest.json / ListOffsetsResponse.json. Versions 1-8, flexible from 6.
+Spec: ListOffsetsRequest.json / ListOffsetsResponse.json. Versions 1-10, flexible from 6.
 
 Version notes:
   v0 (declared, not served): max_num_offsets and old_style_offsets, several offsets each.
@@ -11,7 +11,8 @@ Version notes:
   v6: flexible.
   v7: timestamp -3 asks for the offset of the largest timestamp (KIP-734).
   v8: timestamp -4 asks for the local log start offset (KIP-405).
-  v9, v10 (declared, not served): timestamp -5 (KIP-1005); timeout_ms (KIP-1075).
+  v9: timestamp -5 asks for the last tiered offset (KIP-1005).
+  v10: timeout_ms, for a remote-storage lookup (KIP-1075).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class ListOffsetsTopic(Struct):
 
 class ListOffsetsRequest(Message):
     API_KEY = 2
-    VERSIONS = range(1, 9)
+    VERSIONS = range(1, 11)
     FLEXIBLE_FROM = 6
     replica_id: int = wire(Int32)
     isolation_level: int = wire(Int8, since=2)
@@ -58,7 +59,7 @@ class ListOffsetsTopicResponse(Struct):
 
 class ListOffsetsResponse(Message):
     API_KEY = 2
-    VERSIONS = range(1, 9)
+    VERSIONS = range(1, 11)
     FLEXIBLE_FROM = 6
     throttle_time_ms: int = wire(Int32, since=2)
     topics: list[ListOffsetsTopicResponse] = wire(Array(ListOffsetsTopicResponse))

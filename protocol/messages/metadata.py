@@ -1,6 +1,6 @@
 """Metadata (key 3): brokers, controller, and the partitions and leaders of topics.
 
-Spec: MetadataRequest.json / MetadataResponse.json. Versions 0-12, flexible from 9.
+Spec: MetadataRequest.json / MetadataResponse.json. Versions 0-13, flexible from 9.
 
 Version notes:
   v0: an empty `topics` means all topics; from v1 all topics is a null `topics`, and an empty
@@ -16,6 +16,7 @@ Version notes:
   v10: topic_id; the request's topic name may be null (Kafka serves this only from v12).
   v11: cluster authorized operations dropped (DescribeCluster has them, KIP-700).
   v12: topics by id; the response's topic name may be null.
+  v13: a top-level error_code in the response (KIP-1102).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class MetadataRequestTopic(Struct):
 
 class MetadataRequest(Message):
     API_KEY = 3
-    VERSIONS = range(0, 13)
+    VERSIONS = range(0, 14)
     FLEXIBLE_FROM = 9
     topics: list[MetadataRequestTopic] | None = wire(Array(MetadataRequestTopic), nullable=1)
     allow_auto_topic_creation: bool = wire(Bool, since=4, default=True)
@@ -69,7 +70,7 @@ class MetadataResponseTopic(Struct):
 
 class MetadataResponse(Message):
     API_KEY = 3
-    VERSIONS = range(0, 13)
+    VERSIONS = range(0, 14)
     FLEXIBLE_FROM = 9
     throttle_time_ms: int = wire(Int32, since=3)
     brokers: list[MetadataResponseBroker] = wire(Array(MetadataResponseBroker))
@@ -77,6 +78,7 @@ class MetadataResponse(Message):
     controller_id: int = wire(Int32, since=1, default=-1)
     topics: list[MetadataResponseTopic] = wire(Array(MetadataResponseTopic))
     cluster_authorized_operations: int = wire(Int32, since=8, until=10, default=-2147483648)
+    error_code: int = wire(Int16, since=13)
 
 
 def error_response(request: MetadataRequest, code: ErrorCode, version: int) -> MetadataResponse:
@@ -84,9 +86,11 @@ def error_response(request: MetadataRequest, code: ErrorCode, version: int) -> M
 
     As Kafka's MetadataRequest.getErrorResponse. v0-12 have no top-level error code, so a
     request for all topics (null `topics`, or an empty one at v0) gets an empty answer, as
-    from Kafka. A null topic name (v12, by id) is answered as "", as Kafka does.
+    from Kafka; v13 carries the code at the top level too. A null topic name (v12, by id) is
+    answered as "", as Kafka does.
     """
     return MetadataResponse(
+        error_code=code if version >= 13 else ErrorCode.NONE,
         topics=[
             MetadataResponseTopic(
                 error_code=code,
@@ -94,5 +98,5 @@ def error_response(request: MetadataRequest, code: ErrorCode, version: int) -> M
                 topic_id=topic.topic_id,
             )
             for topic in request.topics or ()
-        ]
+        ],
     )

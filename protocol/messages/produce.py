@@ -1,6 +1,6 @@
 """Produce (key 0): append record batches to partitions.
 
-Spec: ProduceRequest.json / ProduceResponse.json. Versions 3-11, flexible from 9.
+Spec: ProduceRequest.json / ProduceResponse.json. Versions 3-13, flexible from 9.
 
 Versions 0-2 carry message formats v0/v1, which we do not store; from v3 on a request carries
 only RecordBatch v2 (message format v2), exactly one batch per partition. `records` stays
@@ -16,9 +16,13 @@ Version notes:
   v9: flexible.
   v10: current_leader (tag 0 per partition) and node_endpoints (tag 0 at the top) (KIP-951).
   v11: TRANSACTION_ABORTABLE may be returned (KIP-890).
+  v12: no change on the wire (KIP-890 transactions v2).
+  v13: topic_id replaces the topic name (KIP-516); UNKNOWN_TOPIC_ID may be returned.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from protocol.errors import ErrorCode
 from protocol.schema import (
@@ -30,6 +34,7 @@ from protocol.schema import (
     Records,
     String,
     Struct,
+    Uuid,
     wire,
 )
 
@@ -40,13 +45,14 @@ class PartitionProduceData(Struct):
 
 
 class TopicProduceData(Struct):
-    name: str = wire(String)
+    name: str = wire(String, until=12)
+    topic_id: uuid.UUID = wire(Uuid, since=13)
     partition_data: list[PartitionProduceData] = wire(Array(PartitionProduceData))
 
 
 class ProduceRequest(Message):
     API_KEY = 0
-    VERSIONS = range(3, 12)
+    VERSIONS = range(3, 14)
     FLEXIBLE_FROM = 9
     transactional_id: str | None = wire(String, since=3, nullable=3, default=None)
     acks: int = wire(Int16)
@@ -76,7 +82,8 @@ class PartitionProduceResponse(Struct):
 
 
 class TopicProduceResponse(Struct):
-    name: str = wire(String)
+    name: str = wire(String, until=12)
+    topic_id: uuid.UUID = wire(Uuid, since=13)
     partition_responses: list[PartitionProduceResponse] = wire(Array(PartitionProduceResponse))
 
 
@@ -89,7 +96,7 @@ class NodeEndpoint(Struct):
 
 class ProduceResponse(Message):
     API_KEY = 0
-    VERSIONS = range(3, 12)
+    VERSIONS = range(3, 14)
     FLEXIBLE_FROM = 9
     responses: list[TopicProduceResponse] = wire(Array(TopicProduceResponse))
     throttle_time_ms: int = wire(Int32, since=1)
@@ -107,6 +114,7 @@ def error_response(request: ProduceRequest, code: ErrorCode, version: int) -> Pr
         responses=[
             TopicProduceResponse(
                 name=topic.name,
+                topic_id=topic.topic_id,
                 partition_responses=[
                     PartitionProduceResponse(index=partition.index, error_code=code, base_offset=-1)
                     for partition in topic.partition_data

@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 import trio
+from kafka.protocol.broker_version_data import (
+    BROKER_API_VERSIONS,
+    infer_broker_version_from_api_versions,
+)
 
 from broker import routes
 from broker.connection import _unsent
@@ -47,10 +51,25 @@ async def test_api_versions_lists_every_routed_api(broker):
         )
         keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         assert keys[18] == (0, 4)
-        assert keys[0] == (3, 11)
-        assert keys[1] == (4, 16)
+        assert keys[0] == (0, 13)  # v0-2 advertised, as Kafka 4.x does (KAFKA-18659)
+        assert keys[1] == (4, 18)
         assert keys[11] == (0, 9)
         assert 24 not in keys  # AddPartitionsToTxn: transactions are not supported
+
+
+async def test_api_versions_is_kafka_4_1s_answer_for_every_api_served(broker):
+    # kafka-python keeps the ApiVersions answer of each Kafka release it was tested against;
+    # for every API kmock serves, kmock's ranges are Kafka 4.1's, and kafka-python's own
+    # inference reads 4.1 from them.
+    with trio.fail_after(10):
+        client = await WireClient.connect(broker)
+        response = await client.call(
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3
+        )
+    ours = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    kafka_41 = BROKER_API_VERSIONS[(4, 1)]
+    assert {key: kafka_41[key] for key in ours} == ours
+    assert infer_broker_version_from_api_versions(ours) == (4, 1)
 
 
 async def test_api_versions_with_unsupported_version_answers_v0_with_our_versions(broker):

@@ -10,6 +10,7 @@ from protocol.errors import ErrorCode
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from tests.coordinator.builders import (
+    GROUP,
     coordinator,
     ctx,
     join,
@@ -87,13 +88,26 @@ def test_describe_of_an_unknown_group_says_dead_without_error() -> None:
         "",
         [],
     )
-    assert g.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
+    # Kafka 4.x, no authorizer: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+    assert g.authorized_operations == sum(1 << b for b in (3, 6, 8, 10, 11))
+
+
+def test_describe_v6_of_an_unknown_group_is_group_id_not_found() -> None:
+    # KIP-1043: from v6 Kafka says so, with a message; the group is still described as Dead.
+    g = describe(coordinator(), "nobody", version=6)["nobody"]
+    assert (g.error_code, g.error_message, g.group_state) == (
+        E.GROUP_ID_NOT_FOUND,
+        "Group nobody not found.",
+        "Dead",
+    )
+    c, _ = stable_group(1)
+    assert describe(c, GROUP, version=6)[GROUP].error_code == E.NONE
 
 
 def test_describe_reports_authorized_operations_only_from_v3_when_asked() -> None:
     c, _ = stable_group(1)
     assert describe(c, "g", version=2, operations=True)["g"].authorized_operations == -(2**31)
-    assert describe(c, "g", version=3, operations=True)["g"].authorized_operations == 328
+    assert describe(c, "g", version=3, operations=True)["g"].authorized_operations == 3400
 
 
 def test_list_groups_shows_every_live_group_with_state_and_type() -> None:

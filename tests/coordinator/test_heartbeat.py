@@ -176,11 +176,25 @@ def test_leave_during_completing_rebalance_answers_parked_syncs_and_rebalances()
 
 
 @pytest.mark.parametrize(
-    ("group_id", "error"), [("", E.INVALID_GROUP_ID), ("unknown", E.UNKNOWN_MEMBER_ID)]
+    ("group_id", "version", "error"),
+    [("", 5, E.INVALID_GROUP_ID), ("", 0, E.INVALID_GROUP_ID), ("unknown", 2, E.UNKNOWN_MEMBER_ID)],
 )
-def test_leave_refused_as_a_whole(group_id: str, error: ErrorCode) -> None:
+def test_leave_refused_as_a_whole(group_id: str, version: int, error: ErrorCode) -> None:
     c, ids = stable_group(1)
-    assert raised(leave, c, 1, (ids[0], None), group_id=group_id) == error
+    assert raised(leave, c, 1, (ids[0], None), group_id=group_id, version=version) == error
+
+
+def test_leave_v3_of_an_unknown_group_answers_unknown_member_id_per_member() -> None:
+    # Kafka 4.x GroupCoordinatorService.leaveGroup: top-level NONE, each member refused.
+    c, ids = stable_group(1)
+    token, outcome = leave(c, 1, (ids[0], None), ("", "instance"), group_id="unknown")
+    response = reply(outcome, token)
+    assert response.error_code == E.NONE
+    assert [(m.member_id, m.group_instance_id, m.error_code) for m in response.members] == [
+        (ids[0], None, E.UNKNOWN_MEMBER_ID),
+        ("", "instance", E.UNKNOWN_MEMBER_ID),
+    ]
+    assert c.group("unknown") is None
 
 
 def test_leave_of_a_dead_group_returns_coordinator_not_available() -> None:
@@ -210,11 +224,14 @@ def test_new_member_keeps_its_join_timeout_when_it_sends_its_join_again() -> Non
     assert c.group(GROUP).members[member_id].heartbeat_deadline_ms == 3 + 300_000
 
 
-def test_leave_of_a_pending_member_id_does_not_disturb_a_stable_group() -> None:
+def test_leave_of_a_pending_member_id_rebalances_a_stable_group() -> None:
+    # Kafka 4.x (classicGroupLeaveToClassicGroup): a pending member id that leaves counts
+    # as a member that left; 3.x left the Stable group alone.
     c, _ = stable_group(1)
     member_id = new_member_id(c, 1)
-    leave(c, 2, (member_id, None))
-    assert c.group(GROUP).state is GroupState.STABLE
+    token, outcome = leave(c, 2, (member_id, None))
+    assert reply(outcome, token).members[0].error_code == E.NONE
+    assert c.group(GROUP).state is GroupState.PREPARING_REBALANCE
 
 
 def test_leave_of_the_pending_member_id_that_held_the_join_phase_open_ends_it() -> None:

@@ -10,6 +10,7 @@ from protocol.errors import ErrorCode
 from tests.coordinator.builders import (
     GROUP,
     REBALANCE_MS,
+    SESSION_MS,
     WALL,
     as_record,
     commit,
@@ -450,3 +451,25 @@ def test_outcome_of_a_call_that_starts_no_generation_reports_none() -> None:
     _, outcome = commit(c, 5, {("t", 0): 1}, member_id=ids[0], generation_id=1)
     assert outcome.generations == ()
     assert outcome.dead_groups == ()
+
+
+def test_a_pending_member_id_expiring_in_the_initial_delay_ends_the_join_phase() -> None:
+    # Kafka 4.x (removePendingMemberAndUpdateClassicGroup): once every member left has
+    # joined, the join phase ends, initial delay or not; 3.x waited the delay out.
+    c = coordinator(group_initial_rebalance_delay_ms=60_000)
+    first = new_member_id(c, 0)
+    token, _ = join(c, 0, first, rebalance_timeout_ms=300_000)
+    new_member_id(c, 1)  # a second consumer that never comes back with its id
+    assert c.group(GROUP).state is GroupState.PREPARING_REBALANCE
+    outcome = c.expire(1 + SESSION_MS, WALL + 1 + SESSION_MS)
+    assert reply(outcome, token).generation_id == 1
+    assert c.group(GROUP).state is GroupState.COMPLETING_REBALANCE
+
+
+def test_a_group_loaded_above_group_max_size_rebalances() -> None:
+    # Kafka's GroupMetadataManager.onLoaded: a rebalance gives the members a chance to commit
+    # before the last to rejoin are turned away.
+    c, _ids = stable_group(3)
+    loaded = reload([as_record(c)], group_max_size=2)
+    assert loaded.group(GROUP).state is GroupState.PREPARING_REBALANCE
+    assert reload([as_record(c)], group_max_size=3).group(GROUP).state is GroupState.STABLE

@@ -31,7 +31,7 @@ RESPONSE = DescribeClusterResponse(
 
 
 def test_versions():
-    assert DescribeClusterRequest.VERSIONS == DescribeClusterResponse.VERSIONS == range(0, 2)
+    assert DescribeClusterRequest.VERSIONS == DescribeClusterResponse.VERSIONS == range(0, 3)
     assert DescribeClusterRequest.FLEXIBLE_FROM == DescribeClusterResponse.FLEXIBLE_FROM == 0
 
 

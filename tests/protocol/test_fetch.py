@@ -99,7 +99,7 @@ RESPONSE = FetchResponse(
 
 
 def test_versions():
-    assert FetchRequest.VERSIONS == FetchResponse.VERSIONS == range(4, 17)
+    assert FetchRequest.VERSIONS == FetchResponse.VERSIONS == range(4, 19)
     assert FetchRequest.FLEXIBLE_FROM == FetchResponse.FLEXIBLE_FROM == 12
 
 
@@ -113,12 +113,10 @@ def test_response_roundtrip(version):
     assert_roundtrip(RESPONSE, version)
 
 
-def test_replica_directory_id_is_declared_for_v17():
-    # v17 is beyond what we serve, but the declaration covers it (one truth per field).
-    assert [name for name, w in FetchPartition._wire_fields if w.since == 17] == [
-        "replica_directory_id"
-    ]
-    assert 17 not in FetchRequest.VERSIONS
+def test_the_follower_fields_of_v17_and_v18_are_tagged():
+    # Consumers never send them; a follower's tags are decoded and ignored.
+    tagged = {name: (w.since, w.tag) for name, w in FetchPartition._wire_fields if w.since >= 17}
+    assert tagged == {"replica_directory_id": (17, 0), "high_watermark": (18, 1)}
 
 
 def test_records_encode_without_a_copy():

@@ -58,7 +58,7 @@ RESPONSE = ListOffsetsResponse(
 
 
 def test_versions():
-    assert ListOffsetsRequest.VERSIONS == ListOffsetsResponse.VERSIONS == range(1, 9)
+    assert ListOffsetsRequest.VERSIONS == ListOffsetsResponse.VERSIONS == range(1, 11)
     assert ListOffsetsRequest.FLEXIBLE_FROM == ListOffsetsResponse.FLEXIBLE_FROM == 6
 
 

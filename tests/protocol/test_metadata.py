@@ -64,7 +64,7 @@ RESPONSE = MetadataResponse(
 
 
 def test_versions():
-    assert MetadataRequest.VERSIONS == MetadataResponse.VERSIONS == range(0, 13)
+    assert MetadataRequest.VERSIONS == MetadataResponse.VERSIONS == range(0, 14)
     assert MetadataRequest.FLEXIBLE_FROM == MetadataResponse.FLEXIBLE_FROM == 9
 
 
@@ -144,14 +144,17 @@ def test_error_response_puts_the_code_on_every_requested_topic(version):
     )
     code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert error_response(request, code, version) == MetadataResponse(
+        error_code=code if version >= 13 else ErrorCode.NONE,
         topics=[
             MetadataResponseTopic(error_code=code, name="orders"),
             MetadataResponseTopic(error_code=code, name="", topic_id=TOPIC_ID),
-        ]
+        ],
     )
 
 
 @pytest.mark.parametrize("version", MetadataRequest.VERSIONS)
-def test_error_response_for_all_topics_has_nowhere_to_put_the_code(version):
+def test_error_response_for_all_topics_has_the_code_only_at_the_top_from_v13(version):
     request = MetadataRequest(topics=None)
-    assert error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR, version) == MetadataResponse()
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+    expected = MetadataResponse(error_code=code if version >= 13 else ErrorCode.NONE)
+    assert error_response(request, code, version) == expected

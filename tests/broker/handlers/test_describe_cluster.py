@@ -21,6 +21,13 @@ async def test_describe_cluster_names_this_broker_as_the_whole_cluster(tmp_path)
             assert cluster["cluster_id"] == broker.cluster_id
             assert cluster["controller_id"] == broker.node_id
             assert cluster["brokers"] == [
-                {"broker_id": broker.node_id, "host": host, "port": port, "rack": None}
+                # kafka-python asks with v2 (KIP-1073): this broker is not fenced.
+                {
+                    "broker_id": broker.node_id,
+                    "host": host,
+                    "port": port,
+                    "rack": None,
+                    "is_fenced": False,
+                }
             ]
             assert "DESCRIBE" in cluster["authorized_operations"]

@@ -144,3 +144,37 @@ async def test_a_waiting_fetch_times_out_empty(tmp_path):
             (part,) = response.responses[0].partitions
             assert (part.error_code, base_offsets(part)) == (ErrorCode.NONE, [])
             assert not broker.topics.partition("t", 0).waiters
+
+
+async def test_a_partition_in_error_carries_empty_records_never_null(tmp_path):
+    # Kafka's FetchResponse.partitionResponse sets MemoryRecords.EMPTY on every partition,
+    # errors included; librdkafka rejects a response with null records and never sees the
+    # OFFSET_OUT_OF_RANGE inside it.
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            await produce(client, "t", b"a")
+            for version in FetchRequest.VERSIONS:
+                for args, kw in (((("t",)), {"offset": 5}), ((("missing",)), {})):
+                    if version >= 13 and args == ("missing",):
+                        args = (uuid.uuid4(),)
+                    response = await client.call(fetch_request(*args, **kw), version)
+                    (part,) = response.responses[0].partitions
+                    assert part.error_code != ErrorCode.NONE
+                    assert part.records is not None, version
+                    assert bytes(part.records) == b"", version
+
+
+async def test_read_committed_gets_an_empty_aborted_transactions_list(tmp_path):
+    # Kafka's UnifiedLog.read lists the aborted transactions for read_committed (none here:
+    # an empty list) and leaves the field null for read_uncommitted.
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            await produce(client, "t", b"a")
+            for level, expected in ((1, []), (0, None)):
+                response = await client.call(fetch_request("t", isolation_level=level), 12)
+                (part,) = response.responses[0].partitions
+                assert part.aborted_transactions == expected, level

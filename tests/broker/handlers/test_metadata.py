@@ -11,12 +11,37 @@ from typing import Any
 import trio
 
 from protocol.errors import ErrorCode
+from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from storage.layout import OFFSETS_TOPIC
 from tests.reliability.inproc import create, running
 from tests.wire import WireClient
 
-ALL_TOPIC_OPERATIONS = 0b1_1101_1111_1000  # Kafka's AclOperation codes 3-8 and 10-12
+# Kafka's AclOperation codes, and what a Kafka 4.x broker without an authorizer reports
+# (AclEntry.supportedOperations).
+ACL = {
+    "READ": 3,
+    "WRITE": 4,
+    "CREATE": 5,
+    "DELETE": 6,
+    "ALTER": 7,
+    "DESCRIBE": 8,
+    "CLUSTER_ACTION": 9,
+    "DESCRIBE_CONFIGS": 10,
+    "ALTER_CONFIGS": 11,
+    "IDEMPOTENT_WRITE": 12,
+}
+TOPIC_OPS = {"READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS"}
+TOPIC_OPS |= {"ALTER_CONFIGS"}
+CLUSTER_OPS = {"CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+CLUSTER_OPS |= {"IDEMPOTENT_WRITE", "ALTER", "DESCRIBE"}
+
+
+def bits(names: set[str]) -> int:
+    return sum(1 << ACL[n] for n in names)
+
+
+ALL_TOPIC_OPERATIONS = bits(TOPIC_OPS)
 NOT_REQUESTED = -(2**31)
 
 
@@ -71,6 +96,17 @@ async def test_authorized_operations_only_when_asked_for(tmp_path):
                 )
                 response = await client.call(request, 9)
                 assert response.topics[0].topic_authorized_operations == expected
+            request = MetadataRequest(
+                topics=named("a"),
+                include_topic_authorized_operations=False,
+                include_cluster_authorized_operations=True,
+            )
+            response = await client.call(request, 9)
+            assert response.cluster_authorized_operations == bits(CLUSTER_OPS)
+            described = await client.call(
+                DescribeClusterRequest(include_cluster_authorized_operations=True), 0
+            )
+            assert described.cluster_authorized_operations == bits(CLUSTER_OPS)
 
 
 async def test_unknown_topics_are_created_unless_refused(tmp_path):

@@ -4,16 +4,27 @@ every served version, each per-partition refusal, the request-level refusals and
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import replace
 from typing import Any
 
 import trio
 
+from protocol.compression import CompressionType
 from protocol.errors import ErrorCode
+from protocol.messages.create_topics import CreatableTopicConfig
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.records import build_batch
 from storage.layout import OFFSETS_TOPIC
-from tests.reliability.inproc import T0, contents, create, produce_request, running
+from tests.reliability.inproc import (
+    T0,
+    contents,
+    create,
+    create_topics_request,
+    produce_request,
+    running,
+)
 from tests.wire import WireClient, request_bytes
 
 
@@ -52,9 +63,18 @@ async def test_every_version_appends_and_answers_the_base_offset(tmp_path):
         async with running(tmp_path) as broker:
             client = await WireClient.connect(broker)
             await create(client, "t")
+            topic_id = broker.topics.get("t").topic_id
             for i, version in enumerate(ProduceRequest.VERSIONS):
-                response = await client.call(produce_request("t", b"v%d" % version), version)
-                (part,) = response.responses[0].partition_responses
+                request = produce_request("t", b"v%d" % version)
+                if version >= 13:  # by topic id (KIP-516)
+                    topic = replace(request.topic_data[0], name="", topic_id=topic_id)
+                    request = replace(request, topic_data=[topic])
+                response = await client.call(request, version)
+                (answer,) = response.responses
+                assert (answer.topic_id if version >= 13 else answer.name) == (
+                    topic_id if version >= 13 else "t"
+                )
+                (part,) = answer.partition_responses
                 assert (part.error_code, part.base_offset) == (ErrorCode.NONE, i)
                 assert part.log_start_offset == (0 if version >= 5 else -1)
                 assert part.log_append_time_ms == -1  # CreateTime topic
@@ -126,3 +146,52 @@ async def test_acks_zero_appends_and_sends_no_response(tmp_path):
             metadata = await client.call(MetadataRequest(topics=None), 9)
             assert [t.name for t in metadata.topics] == ["t"]
             assert await contents(broker, "t") == {0: "quiet"}
+
+
+async def test_produce_v13_to_an_unknown_topic_id_is_unknown_topic_id(tmp_path):
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            request = produce_request("t", b"x")
+            unknown = uuid.uuid4()
+            request = replace(
+                request, topic_data=[replace(request.topic_data[0], name="", topic_id=unknown)]
+            )
+            (answer,) = (await client.call(request, 13)).responses
+            assert answer.topic_id == unknown
+            assert answer.partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+async def test_a_compacted_topic_refuses_a_batch_with_a_keyless_record(tmp_path):
+    # Kafka's LogValidator.validateKey: INVALID_RECORD with one record error per key-less
+    # record, and nothing of the batch appended; keyed records go in.
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            create_req = create_topics_request("c", 1)
+            topic = replace(
+                create_req.topics[0],
+                configs=[CreatableTopicConfig(name="cleanup.policy", value="compact")],
+            )
+            created = await client.call(replace(create_req, topics=[topic]), 7)
+            assert created.topics[0].error_code == ErrorCode.NONE
+            for codec in (CompressionType.NONE, CompressionType.GZIP):
+                records = build_batch(
+                    [(b"k", b"1", (), T0), (None, b"2", (), T0), (None, b"3", (), T0)],
+                    compression=codec,
+                )
+                response = await client.call(request({("c", 0): records}), 9)
+                (part,) = response.responses[0].partition_responses
+                assert (part.error_code, part.base_offset) == (ErrorCode.INVALID_RECORD, -1)
+                assert [e.batch_index for e in part.record_errors] == [1, 2]
+                assert part.record_errors[0].batch_index_error_message == (
+                    "Compacted topic cannot accept message without key in topic partition c-0"
+                )
+                assert part.error_message.startswith(
+                    "One or more records have been rejected due to 2 record errors"
+                )
+            assert broker.topics.partition("c", 0).log.log_end_offset == 0
+            keyed = build_batch([(b"k", b"1", (), T0)])
+            response = await client.call(request({("c", 0): keyed}), 9)
+            assert answers(response) == {("c", 0): (ErrorCode.NONE, 0)}
