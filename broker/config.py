@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.config import COORDINATOR_SETTINGS
+from protocol.releases import DEFAULT_RELEASE, RELEASES
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "Setting", "load_config", "parse_properties"]
 
@@ -68,6 +69,14 @@ SETTINGS: dict[str, Setting] = {
             "Address given to clients in Metadata and FindCoordinator; defaults to listeners.",
         ),
         _s("node.id", "int", 0, "This broker's id (broker.id)."),
+        _s(
+            "kafka.version",
+            "string",
+            DEFAULT_RELEASE,
+            "The Kafka release (2.1 to 4.1) whose API versions ApiVersions lists and requests "
+            "may use, where kmock implements them. kmock only.",
+            choices=RELEASES,
+        ),
         _s(
             "log.dirs",
             "string",
@@ -417,6 +426,8 @@ def _convert(setting: Setting, value: Any) -> Any:
             return v.lower() == "true"
     except ValueError:
         raise ConfigError(f"{setting.name}: {value!r} is not a valid {setting.type}") from None
+    if setting.type == "string" and setting.choices and v not in setting.choices:
+        raise ConfigError(f"{setting.name}: {value!r} is not one of {', '.join(setting.choices)}")
     return v
 
 
