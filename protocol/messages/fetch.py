@@ -1,11 +1,16 @@
 """Fetch (key 1): read record batches from partitions; also fetch sessions (KIP-227).
 
-Spec: FetchRequest.json / FetchResponse.json. Versions 4-16, flexible from 12.
+Spec: FetchRequest.json / FetchResponse.json. Versions 0-17, flexible from 12.
 
-Versions 0-3 carry message formats v0/v1, which we do not serve. `records` stays opaque: a
-log slice handed over as bytes or a memoryview and written without a copy.
+Versions 0-3 are answered in message formats v0 (Fetch v0-1) and v1 (v2-3), converted down
+from the log's RecordBatch v2 by broker.handlers.fetch (protocol.legacy_records); a Kafka
+release from 4.0 refuses them (protocol.releases). `records` stays opaque: a log slice
+handed over as bytes or a memoryview and written without a copy.
 
 Version notes:
+  v1: throttle_time_ms in the response.
+  v2: message format v1 (timestamps) in the response.
+  v3: max_bytes.
   v4: isolation_level; last_stable_offset and aborted_transactions in the response.
   v5: log_start_offset.
   v7: incremental fetch sessions: session_id, session_epoch, forgotten_topics_data, and a
@@ -19,7 +24,7 @@ Version notes:
   v14: OFFSET_MOVED_TO_TIERED_STORAGE may be returned (KIP-405).
   v15: replica_state (tag 1) replaces replica_id (KIP-903).
   v16: node_endpoints (tag 0) in the response (KIP-951).
-  v17 (declared, not served): replica_directory_id (tag 0 per partition, KIP-853).
+  v17: replica_directory_id (tag 0 per partition, KIP-853; a follower's, unused here).
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ class ForgottenTopic(Struct):
 
 class FetchRequest(Message):
     API_KEY = 1
-    VERSIONS = range(4, 17)
+    VERSIONS = range(0, 18)
     FLEXIBLE_FROM = 12
     cluster_id: str | None = wire(String, since=12, nullable=12, tag=0, default=None)
     replica_id: int = wire(Int32, until=14, default=-1)
@@ -138,7 +143,7 @@ class NodeEndpoint(Struct):
 
 class FetchResponse(Message):
     API_KEY = 1
-    VERSIONS = range(4, 17)
+    VERSIONS = range(0, 18)
     FLEXIBLE_FROM = 12
     throttle_time_ms: int = wire(Int32, since=1)
     error_code: int = wire(Int16, since=7)

@@ -99,7 +99,7 @@ RESPONSE = FetchResponse(
 
 
 def test_versions():
-    assert FetchRequest.VERSIONS == FetchResponse.VERSIONS == range(4, 17)
+    assert FetchRequest.VERSIONS == FetchResponse.VERSIONS == range(0, 18)
     assert FetchRequest.FLEXIBLE_FROM == FetchResponse.FLEXIBLE_FROM == 12
 
 
@@ -113,12 +113,13 @@ def test_response_roundtrip(version):
     assert_roundtrip(RESPONSE, version)
 
 
-def test_replica_directory_id_is_declared_for_v17():
-    # v17 is beyond what we serve, but the declaration covers it (one truth per field).
+def test_v17_adds_only_replica_directory_id():
+    # v17 (KIP-853) differs from v16 by a follower's tagged field alone: a consumer's v17 is
+    # served as v16.
     assert [name for name, w in FetchPartition._wire_fields if w.since == 17] == [
         "replica_directory_id"
     ]
-    assert 17 not in FetchRequest.VERSIONS
+    assert 17 in FetchRequest.VERSIONS
 
 
 def test_records_encode_without_a_copy():

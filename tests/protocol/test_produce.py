@@ -90,7 +90,7 @@ RESPONSE = ProduceResponse(
 
 
 def test_versions():
-    assert ProduceRequest.VERSIONS == ProduceResponse.VERSIONS == range(3, 12)
+    assert ProduceRequest.VERSIONS == ProduceResponse.VERSIONS == range(0, 12)
     assert ProduceRequest.FLEXIBLE_FROM == ProduceResponse.FLEXIBLE_FROM == 9
 
 
