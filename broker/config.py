@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.config import COORDINATOR_SETTINGS
-from protocol.releases import DEFAULT_RELEASE, RELEASES
+from protocol.releases import RELEASES
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "Setting", "load_config", "parse_properties"]
 
@@ -72,9 +72,11 @@ SETTINGS: dict[str, Setting] = {
         _s(
             "kafka.version",
             "string",
-            DEFAULT_RELEASE,
+            None,
             "The Kafka release (2.1 to 4.1) whose API versions ApiVersions lists and requests "
-            "may use, where kmock implements them. kmock only.",
+            "may use, where kmock implements them. Unset: 4.1's, plus the older versions "
+            "kmock implements but message formats v0/v1 (Produce v0-2, Fetch v0-3). "
+            "kmock only.",
             choices=RELEASES,
         ),
         _s(

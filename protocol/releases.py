@@ -16,6 +16,13 @@ v17 (KIP-853, 3.9), ListOffsets v10 (KIP-1075, 4.0); the ranges match the ApiVer
 answers of real brokers that kafka-python records to infer a broker's release
 (kafka.protocol.broker_version_data), which tests/protocol/test_releases.py checks.
 
+With `kafka.version` unset (None here), kmock answers as the newest release, 4.1, except
+that it keeps serving the versions below KIP-896's new minimums that it implements for
+clients still in use (sarama 1.22 commits with OffsetCommit v1 and describes configs with
+DescribeConfigs v0; Kafka 4.x closes the connection on both): the lower bounds are 3.9's.
+The message formats v0/v1 (Produce v0-2, Fetch v0-3) are the exception: they are served only
+when a release before 4.0 is chosen. `--kafka-version 4.1` gives 4.1's ranges exactly.
+
 Two rules sit beside the table:
   * DescribeTopicPartitions (75, KIP-966) is served by KRaft brokers from 3.7, as 0-0;
     a ZooKeeper broker does not list it. kmock lists it from 3.7.
@@ -32,15 +39,19 @@ from functools import cache
 
 from protocol.messages.api_versions import ApiVersion
 
-__all__ = ["DEFAULT_RELEASE", "RELEASES", "accepted", "accepts", "advertised", "intersect"]
+__all__ = ["LATEST", "RELEASES", "accepted", "accepts", "advertised", "intersect"]
 
 Ranges = dict[int, tuple[int, int]]
 
-DEFAULT_RELEASE = "4.1"
+LATEST = "4.1"
 
 # Kafka 4.x: Produce is advertised from this version whatever it accepts (KAFKA-18659).
 _PRODUCE_ADVERTISED_MIN = 0
 _PRODUCE_KEY = 0
+_FETCH_KEY = 1
+# With kafka.version unset: lower bounds of the last release before KIP-896, except
+# the message formats v0/v1 (4.1's lower bounds for Produce and Fetch).
+_LENIENT_MINIMUMS_OF = "3.9"
 
 CHANGES: dict[str, dict[int, tuple[int, int] | None]] = {
     "2.1": {
@@ -334,12 +345,22 @@ RELEASES: tuple[str, ...] = tuple(CHANGES)
 
 
 @cache
-def accepted(release: str) -> Ranges:
-    """API key -> (min, max) versions a broker of `release` accepts.
+def accepted(release: str | None) -> Ranges:
+    """API key -> (min, max) versions a broker of `release` accepts (None: unset, see the
+    module docstring).
 
     Raises:
         KeyError: `release` is not one of RELEASES.
     """
+    if release is None:
+        older = accepted(_LENIENT_MINIMUMS_OF)
+        ranges = {
+            key: (older[key][0] if key in older else low, high)
+            for key, (low, high) in accepted(LATEST).items()
+        }
+        for key in (_PRODUCE_KEY, _FETCH_KEY):
+            ranges[key] = accepted(LATEST)[key]
+        return ranges
     if release not in CHANGES:
         raise KeyError(release)
     ranges: Ranges = {}
@@ -355,10 +376,10 @@ def accepted(release: str) -> Ranges:
 
 
 @cache
-def advertised(release: str) -> Ranges:
+def advertised(release: str | None) -> Ranges:
     """API key -> (min, max) versions a broker of `release` lists in ApiVersions."""
     ranges = dict(accepted(release))
-    if _major_minor(release) >= (4, 0) and _PRODUCE_KEY in ranges:
+    if _major_minor(release or LATEST) >= (4, 0) and _PRODUCE_KEY in ranges:
         ranges[_PRODUCE_KEY] = (_PRODUCE_ADVERTISED_MIN, ranges[_PRODUCE_KEY][1])
     return ranges
 
@@ -368,13 +389,13 @@ def _major_minor(release: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def accepts(release: str, api_key: int, version: int) -> bool:
+def accepts(release: str | None, api_key: int, version: int) -> bool:
     """Whether a broker of `release` accepts `version` of the API `api_key`."""
     span = accepted(release).get(api_key)
     return span is not None and span[0] <= version <= span[1]
 
 
-def intersect(implemented: Iterable[ApiVersion], release: str) -> list[ApiVersion]:
+def intersect(implemented: Iterable[ApiVersion], release: str | None) -> list[ApiVersion]:
     """ApiVersions' list under `release`: each implemented API's range cut to the release's
     advertised one; an API the release does not list, or whose ranges do not meet, is left
     out (as Kafka leaves out the APIs it does not serve)."""

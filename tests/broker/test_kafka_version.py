@@ -14,6 +14,7 @@ from protocol.errors import ErrorCode
 from protocol.frames import decode_response
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.fetch import FetchRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.produce import ProduceRequest
 from protocol.releases import RELEASES, accepted
 from tests.reliability.inproc import create, produce_request, running
@@ -81,6 +82,23 @@ async def test_fetch_v3_under_4_1_closes_the_connection(tmp_path):
             client = await WireClient.connect(broker)
             request = FetchRequest(max_wait_ms=0, min_bytes=0, topics=[])
             await client.send_raw(request_bytes(request, 3, correlation_id=1))
+            assert await client.is_closed_by_peer()
+            await client.aclose()
+
+
+async def test_unset_keeps_older_versions_that_4_1_closes_on(tmp_path):
+    # sarama 1.22 commits with OffsetCommit v1: served with kafka.version unset, refused
+    # (connection closed) by Kafka 4.1 and so with --kafka-version 4.1.
+    commit = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, member_id="")
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            assert listed(await wire_call(broker, ApiVersionsRequest(), 3))[8][0] == 1
+            response = await wire_call(broker, commit, 1)
+            assert response.topics == []
+        async with running(tmp_path / "b", **{"kafka.version": "4.1"}) as broker:
+            assert listed(await wire_call(broker, ApiVersionsRequest(), 3))[8][0] == 2
+            client = await WireClient.connect(broker)
+            await client.send_raw(request_bytes(commit, 1, correlation_id=1))
             assert await client.is_closed_by_peer()
             await client.aclose()
 

@@ -55,3 +55,15 @@ def test_intersect_cuts_ranges_and_drops_keys_the_release_lacks():
     assert got == {(0, 0, 7), (1, 4, 10)}
     got = {(a.api_key, a.min_version, a.max_version) for a in intersect(implemented, "4.1")}
     assert got == {(0, 0, 11), (1, 4, 17), (60, 0, 1)}
+
+
+def test_unset_is_4_1_with_older_lower_bounds_but_not_the_old_message_formats():
+    unset, latest, older = accepted(None), accepted("4.1"), accepted("3.9")
+    assert {k: hi for k, (_, hi) in unset.items()} == {k: hi for k, (_, hi) in latest.items()}
+    assert unset[8] == (0, 9)  # OffsetCommit: 3.9's v0 (4.1 starts at v2)
+    assert unset[32] == (0, 4)  # DescribeConfigs: 3.9's v0 (4.1 starts at v1)
+    assert unset[0] == (3, 13)  # Produce: message format v2 only, as in 4.1
+    assert unset[1] == (4, 18)  # Fetch: the same
+    assert advertised(None)[0] == (0, 13)  # KAFKA-18659
+    assert unset[75] == latest[75] == (0, 0)  # only in 4.x's KRaft list: 4.1's own bound
+    assert older[8] == (0, 9)
