@@ -354,13 +354,13 @@ def accepted(release: str | None) -> Ranges:
     """
     if release is None:
         older = accepted(_LENIENT_MINIMUMS_OF)
-        ranges = {
+        lenient = {
             key: (older[key][0] if key in older else low, high)
             for key, (low, high) in accepted(LATEST).items()
         }
         for key in (_PRODUCE_KEY, _FETCH_KEY):
-            ranges[key] = accepted(LATEST)[key]
-        return ranges
+            lenient[key] = accepted(LATEST)[key]
+        return lenient
     if release not in CHANGES:
         raise KeyError(release)
     ranges: Ranges = {}
