@@ -10,6 +10,9 @@ import pytest
 import trio
 from kafka import KafkaAdminClient
 
+from broker.config import ConfigError
+from cli.commands.serve import serve_config
+from cli.main import build_parser
 from protocol.errors import ErrorCode
 from protocol.frames import decode_response
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -119,7 +122,7 @@ async def test_kafka_python_infers_the_release(tmp_path, release, inferred):
 
 
 def test_every_release_is_a_choice_of_the_setting():
-    from broker.config import SETTINGS, ConfigError, load_config
+    from broker.config import SETTINGS, load_config
 
     assert SETTINGS["kafka.version"].choices == RELEASES
     assert load_config(overrides={"kafka.version": "3.9"})["kafka.version"] == "3.9"
@@ -127,3 +130,13 @@ def test_every_release_is_a_choice_of_the_setting():
         load_config(overrides={"kafka.version": "2.0"})
     with pytest.raises(ConfigError, match=re.escape("kafka.version")):
         load_config(environ={"KAFKA_KAFKA_VERSION": "5.0"})
+
+
+def test_the_serve_flag_and_the_environment_set_it():
+    args = build_parser().parse_args(["serve", "--kafka-version", "3.9"])
+    assert serve_config(args, {})["kafka.version"] == "3.9"
+    args = build_parser().parse_args(["serve"])
+    assert serve_config(args, {"KAFKA_KAFKA_VERSION": "2.8"})["kafka.version"] == "2.8"
+    assert serve_config(args, {})["kafka.version"] is None
+    with pytest.raises(ConfigError, match=re.escape("kafka.version: '4.2' is not one of")):
+        serve_config(build_parser().parse_args(["serve", "--kafka-version", "4.2"]), {})
