@@ -10,9 +10,9 @@ partition with data returns at least one whole batch even if it is larger than
 Fetch v0-3 (a Kafka release before 4.0, see protocol.releases) gets message format v0
 (Fetch v0-1) or v1 (v2-3): the v2 batches read are converted down, as Kafka's KafkaApis does
 through LazyDownConversionRecords and RecordsUtil.downConvert: control batches dropped,
-records before the fetch offset left out, each batch one MessageSet with its codec (zstd,
-which v0/v1 cannot carry, is UNSUPPORTED_COMPRESSION_TYPE for the partition, as in Kafka
-for fetch versions below 10).
+records before the fetch offset left out of uncompressed batches, each batch one MessageSet
+with its codec (zstd, which v0/v1 cannot carry, is UNSUPPORTED_COMPRESSION_TYPE for the
+partition, as in Kafka).
 
 Fetch sessions (KIP-227, v7+) are not kept: every response carries session_id 0, which tells
 the client to send full fetch requests, as a Kafka broker with no free session slots does.
@@ -85,7 +85,9 @@ def _down_convert(data: bytes, magic: int, fetch_offset: int) -> bytes:
         records = [
             LegacyRecord(r.offset, r.timestamp, r.key, r.value)
             for r in decode_records(memoryview(data)[pos : pos + header.size])
-            if r.offset >= fetch_offset
+            # Kafka leaves out the records before the fetch offset of an uncompressed batch
+            # only (a v0/v1 wrapper holds the whole compressed batch).
+            if header.compression or r.offset >= fetch_offset
         ]
         if records:
             out.append(
