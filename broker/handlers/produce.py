@@ -154,10 +154,10 @@ def _append(
 def _up_convert(records: Any) -> bytes:
     """A v0/v1 MessageSet as one RecordBatch v2: same records (keys, values, v1 timestamps;
     v0 has none, -1), same codec, no producer id (LogValidator's
-    convertAndAssignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompressed)."""
+    convertAndAssignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompressed). The
+    timestamp type is the topic's, set on append, whatever the producer's attributes say."""
     message_set = read_message_set(records)
     return build_batch(
         [(r.key, r.value, (), r.timestamp) for r in message_set.records],
         compression=message_set.compression,
-        timestamp_type=message_set.timestamp_type,
     )
