@@ -5,6 +5,8 @@ down-converted in the format each Fetch version reads."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 import trio
 from kafka import KafkaConsumer, KafkaProducer
@@ -206,3 +208,26 @@ async def test_kafka_python_speaking_kafka_0_10_round_trips(tmp_path, compressio
     assert got == [(i, T + i, b"k%d" % i, b"v%d" % i) for i in range(3)]
     expected = {None: 0, "gzip": 1, "snappy": 2, "lz4": 3}[compression]
     assert codecs == {expected}
+
+
+async def test_log_append_time_topic_stamps_old_produce_and_old_fetch(tmp_path):
+    settings = {**KAFKA_3_9, "log.message.timestamp.type": "LogAppendTime"}
+    with trio.fail_after(30):
+        async with running(tmp_path, **settings) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            response = await client.call(produce(message_set(1, 1, [b"a", b"b"])), 2)
+            (part,) = response.responses[0].partition_responses
+            appended = part.log_append_time_ms
+            assert part.error_code == ErrorCode.NONE
+            assert appended > T  # the broker's clock, not the producer's timestamps
+            response = await client.call(fetch(0), 2)
+            (part,) = response.responses[0].partitions
+            assert legacy(part.records) == [
+                (1, 0, appended, None, b"a"),
+                (1, 1, appended, b"k", b"b"),
+            ]
+            # The wrapper says LogAppendTime (attributes bit 3) with that time.
+            attributes, timestamp = struct.unpack_from(">bq", bytes(part.records), 17)
+            assert (attributes & 0x08, timestamp) == (0x08, appended)
+            await client.aclose()
