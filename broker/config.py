@@ -21,6 +21,7 @@ from typing import Any
 
 from broker.listeners import DEFAULT_PROTOCOL_MAP
 from coordinator.config import COORDINATOR_SETTINGS
+from protocol.releases import RELEASES
 
 __all__ = [
     "ALIASES",
@@ -95,6 +96,16 @@ SETTINGS: dict[str, Setting] = {
             acted_on=False,
         ),
         _s("node.id", "int", 0, "This broker's id (broker.id)."),
+        _s(
+            "kafka.version",
+            "string",
+            None,
+            "The Kafka release (2.1 to 4.1) whose API versions ApiVersions lists and requests "
+            "may use, where kmock implements them. Unset: 4.1's, plus the older versions "
+            "kmock implements but message formats v0/v1 (Produce v0-2, Fetch v0-3). "
+            "kmock only.",
+            choices=RELEASES,
+        ),
         _s(
             "log.dirs",
             "string",

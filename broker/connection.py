@@ -73,6 +73,7 @@ from protocol.frames import (
     peek_request_key,
     response_header_is_flexible,
 )
+from protocol.releases import accepts, intersect
 from protocol.schema import DecodeError, decode, encode_chunks
 from storage.segment import IOV_MAX
 
@@ -472,9 +473,12 @@ async def _handle_frame(
     route = route_for(api_key)
     if route is None:
         raise CloseConnection(f"unknown API key {api_key}")
-    if version not in route.request.VERSIONS:
+    release = broker.config["kafka.version"]
+    # A version kmock implements but the configured Kafka release does not accept is refused
+    # the same way (protocol.releases): Kafka 4.x lists Produce v0-2 and closes on them.
+    if version not in route.request.VERSIONS or not accepts(release, api_key, version):
         if api_key == API_VERSIONS_KEY:
-            return _unsupported_api_versions(correlation_id)
+            return _unsupported_api_versions(correlation_id, release)
         raise CloseConnection(f"unsupported version {version} of {route.name}")
     flexible = route.request.is_flexible(version)
     try:
@@ -567,10 +571,11 @@ def _respond(route: Route, version: int, correlation_id: int, response: Any) -> 
     return frame_response(correlation_id, body, flexible_header)
 
 
-def _unsupported_api_versions(correlation_id: int) -> list[Any]:
+def _unsupported_api_versions(correlation_id: int, release: str) -> list[Any]:
     from protocol.messages.api_versions import ApiVersionsResponse
 
     response = ApiVersionsResponse(
-        error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=routes.supported_versions()
+        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        api_keys=intersect(routes.supported_versions(), release),
     )
     return frame_response(correlation_id, encode_chunks(response, 0), False)

@@ -165,24 +165,12 @@ def all_routes() -> list[Route]:
     return list(_BY_KEY.values())
 
 
-# Where Kafka 4.1's ApiVersions answer starts elsewhere than the versions kmock decodes.
-# Produce: 4.x advertises v0 although it refuses v0-2, because librdkafka will not produce
-# to a broker that does not list them (KAFKA-18659, ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_
-# MIN_VERSION). OffsetCommit v1 and DescribeConfigs v0 were removed in 4.0 (KIP-896); kmock
-# still serves them to the old clients that send them without asking.
-ADVERTISED_MIN_VERSION: dict[type[Message], int] = {
-    ProduceRequest: 0,
-    OffsetCommitRequest: 2,
-    DescribeConfigsRequest: 1,
-}
-
-
 def supported_versions() -> list[ApiVersion]:
     """ApiVersions' list: every routed API with its range of versions, by key."""
     return [
         ApiVersion(
             api_key=r.api_key,
-            min_version=ADVERTISED_MIN_VERSION.get(r.request, r.request.VERSIONS.start),
+            min_version=r.request.VERSIONS.start,
             max_version=r.request.VERSIONS.stop - 1,
         )
         for r in all_routes()

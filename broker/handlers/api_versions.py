@@ -1,7 +1,9 @@
 """ApiVersions: every API this broker routes, with its range of versions (KIP-511).
 
 The list is the route table's (broker.routes.supported_versions), read through the request
-context. A request for a version we do not support is answered by the connection itself,
+context, cut to the ranges of the Kafka release in `kafka.version` (protocol.releases): a
+client sees the versions a broker of that release would list, where kmock implements them.
+A request for a version outside that list is answered by the connection itself,
 UNSUPPORTED_VERSION with the same list in v0 form (broker.connection).
 """
 
@@ -9,7 +11,9 @@ from __future__ import annotations
 
 from broker.context import RequestContext
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.releases import intersect
 
 
 async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
-    return ApiVersionsResponse(api_keys=ctx.routes.supported_versions())
+    release = ctx.broker.config["kafka.version"]
+    return ApiVersionsResponse(api_keys=intersect(ctx.routes.supported_versions(), release))

@@ -7,6 +7,13 @@ partition with data returns at least one whole batch even if it is larger than
 `partition_max_bytes` or `max_bytes`, so a consumer can always make progress; after that,
 `max_bytes` bounds the response and `partition_max_bytes` each partition.
 
+Fetch v0-3 (a Kafka release before 4.0, see protocol.releases) gets message format v0
+(Fetch v0-1) or v1 (v2-3): the v2 batches read are converted down, as Kafka's KafkaApis does
+through LazyDownConversionRecords and RecordsUtil.downConvert: control batches dropped,
+records before the fetch offset left out of uncompressed batches, each batch one MessageSet
+with its codec (zstd, which v0/v1 cannot carry, is UNSUPPORTED_COMPRESSION_TYPE for the
+partition, as in Kafka).
+
 Fetch sessions (KIP-227, v7+) are not kept: every response carries session_id 0, which tells
 the client to send full fetch requests, as a Kafka broker with no free session slots does.
 """
@@ -18,13 +25,16 @@ from typing import Any
 import trio
 
 from broker.context import RequestContext
+from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
+from protocol.legacy_records import LegacyRecord, build_message_set
 from protocol.messages.fetch import (
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
     PartitionData,
 )
+from protocol.records import decode_records, iter_batches
 
 
 def _partition_data(
@@ -56,12 +66,45 @@ def _partition_data(
     data = b""
     if fp.fetch_offset < plog.log_end_offset and (limit > 0 or first):
         data = plog.read_bytes(fp.fetch_offset, limit, min_one=first)
+    if ctx.api_version < 4 and data:
+        try:
+            data = _down_convert(data, 0 if ctx.api_version <= 1 else 1, fp.fetch_offset)
+        except KafkaError as e:
+            return PartitionData(error_code=e.code, records=b"", **base), 0
     # read_committed: the aborted transactions in range, an empty list here (none exist);
     # read_uncommitted: null, as Kafka's UnifiedLog.read leaves it.
     aborted: list[Any] | None = [] if isolation_level == 1 else None
     return PartitionData(
         error_code=ErrorCode.NONE, records=data, aborted_transactions=aborted, **base
     ), len(data)
+
+
+def _down_convert(data: bytes, magic: int, fetch_offset: int) -> bytes:
+    """The v2 batches in `data` as a magic 0/1 MessageSet (see the module docstring)."""
+    out = []
+    for pos, header in iter_batches(data):
+        if header.is_control:
+            continue
+        if header.compression == CompressionType.ZSTD:
+            raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd below Fetch v10")
+        records = [
+            LegacyRecord(r.offset, r.timestamp, r.key, r.value)
+            for r in decode_records(memoryview(data)[pos : pos + header.size])
+            # Kafka leaves out the records before the fetch offset of an uncompressed batch
+            # only (a v0/v1 wrapper holds the whole compressed batch).
+            if header.compression or r.offset >= fetch_offset
+        ]
+        if records:
+            out.append(
+                build_message_set(
+                    records,
+                    magic=magic,
+                    compression=header.compression,
+                    timestamp_type=header.timestamp_type,
+                    log_append_time=header.max_timestamp,
+                )
+            )
+    return b"".join(out)
 
 
 def _resolve(ctx: RequestContext, request: FetchRequest) -> list[tuple[Any, Any, Any]]:

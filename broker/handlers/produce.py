@@ -7,6 +7,11 @@ next batches while the fsync runs. Per-partition failures are answered per parti
 
 Batches are validated (magic 2, length, CRC32C over attributes..end), never decoded on this
 path: storage rewrites only the base offset, which the CRC does not cover.
+
+Produce v0-2 (a Kafka release before 4.0, see protocol.releases) carries MessageSets in
+formats v0/v1: they are checked message by message (CRC32, lengths, codec) and converted to
+one RecordBatch v2 with the same compression, as a Kafka 3.x broker does on append
+(LogValidator: log.message.format.version is ignored from 3.0, so every append is v2).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import trio
 from broker.context import RequestContext
 from broker.handlers import Deferred
 from protocol.errors import ErrorCode, KafkaError
+from protocol.legacy_records import message_set_magic, read_message_set
 from protocol.messages.produce import (
     BatchIndexAndErrorMessage,
     PartitionProduceResponse,
@@ -28,7 +34,7 @@ from protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from protocol.records import decode_records, split_batches
+from protocol.records import build_batch, decode_records, split_batches
 from storage.layout import OFFSETS_TOPIC
 
 log = logging.getLogger("broker.produce")
@@ -60,7 +66,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             try:
                 if not name:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"{topic_data.topic_id}")
-                result = _append(broker, name, pdata, wall_ms)
+                result = _append(broker, name, pdata, wall_ms, ctx.api_version)
             except KafkaError as e:
                 if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
                     log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
@@ -120,13 +126,17 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     return Deferred(finish)
 
 
-def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduceResponse:
+def _append(
+    broker: Any, name: str, pdata: Any, wall_ms: int, version: int
+) -> PartitionProduceResponse:
     if name == OFFSETS_TOPIC:
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "cannot produce to an internal topic")
     partition = broker.topics.partition(name, pdata.index)
     records = pdata.records
     if records is None or len(records) == 0:
         raise KafkaError(ErrorCode.INVALID_RECORD, "no record batch")
+    if version < 3 and message_set_magic(records) in (0, 1):
+        records = _up_convert(records)
     batches = split_batches(records)
     if len(batches) != 1:
         # Kafka: "Produce requests with version 3 and above may only contain exactly one
@@ -178,4 +188,16 @@ def _records_without_key(name: str, index: int, records: Any) -> PartitionProduc
         record_errors=errors,
         error_message=f"One or more records have been rejected due to {len(errors)} record "
         f"errors in total, and only showing the first three errors at most: [{shown}]",
+    )
+
+
+def _up_convert(records: Any) -> bytes:
+    """A v0/v1 MessageSet as one RecordBatch v2: same records (keys, values, v1 timestamps;
+    v0 has none, -1), same codec, no producer id (LogValidator's
+    convertAndAssignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompressed). The
+    timestamp type is the topic's, set on append, whatever the producer's attributes say."""
+    message_set = read_message_set(records)
+    return build_batch(
+        [(r.key, r.value, (), r.timestamp) for r in message_set.records],
+        compression=message_set.compression,
     )

@@ -1,11 +1,16 @@
 """Fetch (key 1): read record batches from partitions; also fetch sessions (KIP-227).
 
-Spec: FetchRequest.json / FetchResponse.json. Versions 4-18, flexible from 12.
+Spec: FetchRequest.json / FetchResponse.json. Versions 0-18, flexible from 12.
 
-Versions 0-3 carry message formats v0/v1, which we do not serve. `records` stays opaque: a
-log slice handed over as bytes or a memoryview and written without a copy.
+Versions 0-3 are answered in message formats v0 (Fetch v0-1) and v1 (v2-3), converted down
+from the log's RecordBatch v2 by broker.handlers.fetch (protocol.legacy_records); a Kafka
+release from 4.0 refuses them (protocol.releases). `records` stays opaque: a log slice
+handed over as bytes or a memoryview and written without a copy.
 
 Version notes:
+  v1: throttle_time_ms in the response.
+  v2: message format v1 (timestamps) in the response.
+  v3: max_bytes.
   v4: isolation_level; last_stable_offset and aborted_transactions in the response.
   v5: log_start_offset.
   v7: incremental fetch sessions: session_id, session_epoch, forgotten_topics_data, and a
@@ -73,7 +78,7 @@ class ForgottenTopic(Struct):
 
 class FetchRequest(Message):
     API_KEY = 1
-    VERSIONS = range(4, 19)
+    VERSIONS = range(0, 19)
     FLEXIBLE_FROM = 12
     cluster_id: str | None = wire(String, since=12, nullable=12, tag=0, default=None)
     replica_id: int = wire(Int32, until=14, default=-1)
@@ -141,7 +146,7 @@ class NodeEndpoint(Struct):
 
 class FetchResponse(Message):
     API_KEY = 1
-    VERSIONS = range(4, 19)
+    VERSIONS = range(0, 19)
     FLEXIBLE_FROM = 12
     throttle_time_ms: int = wire(Int32, since=1)
     error_code: int = wire(Int16, since=7)

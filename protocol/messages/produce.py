@@ -1,13 +1,17 @@
 """Produce (key 0): append record batches to partitions.
 
-Spec: ProduceRequest.json / ProduceResponse.json. Versions 3-13, flexible from 9.
+Spec: ProduceRequest.json / ProduceResponse.json. Versions 0-13, flexible from 9.
 
-Versions 0-2 carry message formats v0/v1, which we do not store; from v3 on a request carries
-only RecordBatch v2 (message format v2), exactly one batch per partition. `records` stays
+Versions 0-2 carry message sets in formats v0/v1 (protocol.legacy_records), converted to
+RecordBatch v2 on append as a Kafka 3.x broker converts them; a Kafka release from 4.0
+refuses them (protocol.releases). From v3 on a request carries only RecordBatch v2 (message
+format v2), exactly one batch per partition. `records` stays
 opaque: it decodes as a zero-copy memoryview of the frame and encodes from bytes or a
 memoryview without a copy (protocol.records reads the batch header).
 
 Version notes:
+  v1: throttle_time_ms in the response.
+  v2: log_append_time_ms in the response; message format v1 (timestamps).
   v3: transactional_id; RecordBatch v2 only.
   v4: KAFKA_STORAGE_ERROR may be returned.
   v5: log_start_offset in the response.
@@ -52,7 +56,7 @@ class TopicProduceData(Struct):
 
 class ProduceRequest(Message):
     API_KEY = 0
-    VERSIONS = range(3, 14)
+    VERSIONS = range(0, 14)
     FLEXIBLE_FROM = 9
     transactional_id: str | None = wire(String, since=3, nullable=3, default=None)
     acks: int = wire(Int16)
@@ -96,7 +100,7 @@ class NodeEndpoint(Struct):
 
 class ProduceResponse(Message):
     API_KEY = 0
-    VERSIONS = range(3, 14)
+    VERSIONS = range(0, 14)
     FLEXIBLE_FROM = 9
     responses: list[TopicProduceResponse] = wire(Array(TopicProduceResponse))
     throttle_time_ms: int = wire(Int32, since=1)

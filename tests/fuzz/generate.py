@@ -25,6 +25,7 @@ from typing import Any
 from broker.routes import Route, all_routes
 from protocol.frames import frame_request
 from protocol.records import build_batch
+from protocol.releases import accepts
 from protocol.schema import Array, Message, Struct, _Fixed, _StructType, _Variable, encode_chunks
 
 TOPICS = ["fuzz-a", "fuzz-b", "fuzz-c"]
@@ -149,7 +150,11 @@ class RandomRequests:
     def valid(self, correlation_id: int, client_id: str) -> tuple[Route, int, Any, bytes]:
         """(route, version, request, frame with its size prefix)."""
         route = self.rng.choice(self.routes)
-        version = self.rng.choice(list(route.request.VERSIONS))
+        # The versions the broker serves with kafka.version unset (not Produce v0-2 nor
+        # Fetch v0-3: message formats v0/v1 are served under older releases only).
+        version = self.rng.choice(
+            [v for v in route.request.VERSIONS if accepts(None, route.api_key, v)]
+        )
         request = self.message(route.request, version)
         chunks = frame_request(
             route.api_key,

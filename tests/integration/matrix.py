@@ -40,16 +40,25 @@ SCENARIOS: dict[str, str] = {
     "idempotent-producer": "Idempotent producer: one producer id, gapless sequences",
 }
 
+# Scenarios also run against an older Kafka release (`kafka.version`), where a client
+# behaves differently: release -> the scenarios run there. Their cells are "<id>@<release>"
+# and have a table of their own; a client need not cover them.
+RELEASE_SCENARIOS: dict[str, list[str]] = {"3.9": [f"compression-{c}" for c in CODECS]}
+
 # Scenario tests run this long at most before the conftest guard fails them (seconds).
 DEFAULT_DEADLINE_S = 60.0
 
 
-def scenario(name: str, *, deadline: float = DEFAULT_DEADLINE_S) -> Callable[[F], F]:
-    """Tag a test as the matrix cell (module CLIENT, name). A `{codec}` in the name is
-    filled from the test's `codec` parameter."""
+def scenario(
+    name: str, *, deadline: float = DEFAULT_DEADLINE_S, release: str | None = None
+) -> Callable[[F], F]:
+    """Tag a test as the matrix cell (module CLIENT, name), or (module CLIENT,
+    name@release) for a run against `kafka.version` release (RELEASE_SCENARIOS). A
+    `{codec}` in the name is filled from the test's `codec` parameter."""
 
     def tag(fn: F) -> F:
-        fn.kmock_scenario = name  # type: ignore[attr-defined]
+        fn.kmock_scenario = name if release is None else f"{name}@{release}"  # type: ignore[attr-defined]
+        fn.kmock_release = release  # type: ignore[attr-defined]
         return harness.deadline(deadline)(fn)
 
     return tag
@@ -163,6 +172,32 @@ def render(
                 failures.append((client, sid, r.message or r.outcome))
                 cells.append(f"**FAIL** [F{len(failures)}](#f{len(failures)})")
         rows.append(f"| {title} (`{sid}`) | " + " | ".join(cells) + " |")
+
+    for release, sids in RELEASE_SCENARIOS.items():
+        cells_of = {c for c, sid in results if sid.endswith(f"@{release}")}
+        columns = [c for c in CLIENTS if c in cells_of]
+        if not columns:
+            continue
+        rows += [
+            "",
+            f"Against `kmock serve --kafka-version {release}` (ApiVersions lists Kafka "
+            f"{release}'s versions):",
+            "",
+            "| scenario | " + " | ".join(columns) + " |",
+            "|---|" + "---|" * len(columns),
+        ]
+        for sid in sids:
+            cells = []
+            for client in columns:
+                r = results.get((client, f"{sid}@{release}"))
+                if r is None:
+                    cells.append("not run")
+                elif r.outcome == "passed":
+                    cells.append("pass")
+                else:
+                    failures.append((client, f"{sid}@{release}", r.message or r.outcome))
+                    cells.append(f"**FAIL** [F{len(failures)}](#f{len(failures)})")
+            rows.append(f"| {SCENARIOS[sid]} (`{sid}`) | " + " | ".join(cells) + " |")
 
     passed = sum(1 for r in results.values() if r.outcome == "passed")
     known = sum(1 for r in results.values() if r.outcome == "known")

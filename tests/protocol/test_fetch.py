@@ -99,7 +99,7 @@ RESPONSE = FetchResponse(
 
 
 def test_versions():
-    assert FetchRequest.VERSIONS == FetchResponse.VERSIONS == range(4, 19)
+    assert FetchRequest.VERSIONS == FetchResponse.VERSIONS == range(0, 19)
     assert FetchRequest.FLEXIBLE_FROM == FetchResponse.FLEXIBLE_FROM == 12
 
 

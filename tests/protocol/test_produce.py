@@ -90,7 +90,7 @@ RESPONSE = ProduceResponse(
 
 
 def test_versions():
-    assert ProduceRequest.VERSIONS == ProduceResponse.VERSIONS == range(3, 14)
+    assert ProduceRequest.VERSIONS == ProduceResponse.VERSIONS == range(0, 14)
     assert ProduceRequest.FLEXIBLE_FROM == ProduceResponse.FLEXIBLE_FROM == 9
 
 
