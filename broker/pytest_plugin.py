@@ -291,7 +291,8 @@ async def _seed_records(
     from protocol.records import build_batch
 
     def ctx(request: Any) -> RequestContext:
-        version = request.VERSIONS.stop - 1
+        # The newest version that names topics: Produce v13 addresses them by id (KIP-516).
+        version = min(request.VERSIONS.stop - 1, 12)
         return RequestContext(broker, version, "kmock-seed", "127.0.0.1", 0, routes)
 
     def topic_of(record: Any) -> str:
