@@ -1,11 +1,17 @@
 """One partition's log: a directory of segments, with recovery, appends, reads, retention.
 
 Layout (Kafka's): `<topic>-<partition>/` holds `<20-digit base offset>.log` segments with
-their `.index` and `.timeindex` (see segment.py), and `log-start-offset-checkpoint`.
+their `.index` and `.timeindex` (see segment.py), `.txnindex` files for aborted transactions
+(see transactions.py), and `log-start-offset-checkpoint`.
 
 Recovery (`Log.open`) is storage/recovery.py: leftovers of compaction, a torn tail cut,
 later segments dropped, indexes rebuilt; everything dropped is listed in `recovery_report`
-for the broker to log.
+for the broker to log. Then the partition's transactions are rebuilt from the segments
+(`PartitionTransactions.recover`), which rewrites `.txnindex` files that disagree.
+
+Transactions (storage/transactions.py): every append is shown to `self.transactions`, which
+tracks open transactions (the last stable offset) and writes the aborted-transaction index;
+retention, DeleteRecords and truncation keep it in step.
 
 Durability (`LogConfig.flush_mode`): "none" leaves flushing to the OS (Kafka's default;
 a crash of the machine loses what the page cache had not written back, typically up to 30
@@ -24,6 +30,7 @@ thread's appends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from bisect import bisect_right
@@ -59,6 +66,7 @@ from storage.segment import (
     fsync_directory,
     syncfs,
 )
+from storage.transactions import PartitionTransactions
 
 __all__ = ["AppendInfo", "Log", "LogConfig", "RecoveryEvent", "apply_retention", "flush_logs"]
 
@@ -131,6 +139,7 @@ class Log:
         self.path = path
         self.config = config
         self.producer_state = ProducerStateManager()
+        self.transactions = PartitionTransactions(path)
         self.recovery_report: list[RecoveryEvent] = []
         self._segments: list[Segment] = []
         self._bases: list[int] = []  # base offsets of _segments, for bisect
@@ -171,6 +180,12 @@ class Log:
         self._bases = [s.base_offset for s in self._segments]
         # What survived recovery is what the disk holds: treat it as flushed.
         self._flushed_offset = self.log_end_offset
+        self._recover_transactions()
+
+    def _recover_transactions(self) -> None:
+        for what in self.transactions.recover(self._segments):
+            self.recovery_report.append(RecoveryEvent(self.path, "index rebuilt", 0, what))
+        self.transactions.tracker.evict_below(self._log_start_offset)
 
     def _write_checkpoint(self) -> None:
         write_checkpoint(self.path, self._log_start_offset)
@@ -268,6 +283,7 @@ class Log:
         infos: list[AppendInfo] = []
         parts: list[bytes | bytearray | memoryview] = []
         headers: list[BatchHeader] = []
+        written: list[tuple[BatchHeader, memoryview]] = []
         next_offset = self.log_end_offset
         for view, header in views:
             original = producers.check(header)
@@ -288,6 +304,8 @@ class Log:
             producers.add(assigned)
             parts += (patched, view[BATCH_HEADER_SIZE:])
             headers.append(assigned)
+            if assigned.is_transactional:
+                written.append((assigned, view))
             infos.append(
                 AppendInfo(
                     next_offset,
@@ -316,6 +334,12 @@ class Log:
                 ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: append failed: {e}"
             ) from e
         producers.commit()
+        if written:
+            # On OSError the batches are in the log and the tracker (the LSO) is up to date;
+            # only the .txnindex file missed an entry, and the next recovery rewrites it.
+            # Failing the produce now would only make the client retry a written batch.
+            with contextlib.suppress(OSError):
+                self.transactions.on_append(active.base_offset, written)
         if self.config.flush_mode == "always":
             self.flush()
         return infos
@@ -341,6 +365,7 @@ class Log:
         old = self._segments[-1]
         old.flush()
         old.sync_index_files()
+        self.transactions.index(old.base_offset).flush()
         self._flushed_offset = max(self._flushed_offset, old.next_offset)
         new = Segment.create(
             self.path,
@@ -571,6 +596,7 @@ class Log:
             self._log_start_offset = self._segments[0].base_offset
             self._write_checkpoint()
         self.producer_state.evict_below(self._log_start_offset)
+        self.transactions.remove_segments([s.base_offset for s in removed], self._log_start_offset)
 
     def advance_log_start_offset(self, offset: int) -> int:
         """DeleteRecords: make `offset` the log start offset (never moving it back), persist
@@ -593,6 +619,7 @@ class Log:
                 raise self._go_offline(f"cannot write {LOG_START_OFFSET_CHECKPOINT}: {e}") from e
             self._delete_below_start()
             self.producer_state.evict_below(offset)
+            self.transactions.tracker.evict_below(offset)
         return self._log_start_offset
 
     def truncate_to(self, offset: int, *, wall_ms: int) -> None:
@@ -633,6 +660,8 @@ class Log:
                 for _, header in segment.iter_batches():
                     self.producer_state.replay(header)
             self.producer_state.evict_below(self._log_start_offset)
+            # A cut may reopen a transaction whose marker went: rebuild from the segments.
+            self._recover_transactions()
         except OSError as e:
             raise self._go_offline(f"truncation failed: {e}") from e
         self._flushed_offset = min(self._flushed_offset, self.log_end_offset)
@@ -647,6 +676,9 @@ class Log:
         assert first + len(old) < len(self._segments), "the active segment is never replaced"
         self._segments[first : first + len(old)] = [new] if new is not None else []
         self._bases = [s.base_offset for s in self._segments]
+        # Merged segments keep their markers but change base offsets: the .txnindex files
+        # follow (rebuilt from the segments, as recovery does).
+        self._recover_transactions()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -659,6 +691,7 @@ class Log:
             if self._failure is None:
                 self.flush()
                 self._segments[-1].sync_index_files()
+                self.transactions.flush()
         except OSError as e:
             raise KafkaError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: close failed: {e}"
@@ -666,11 +699,13 @@ class Log:
         finally:
             self._closed = True
             self._drop_handles()
+            self.transactions.close()
 
     def delete(self) -> None:
         """Remove the log and its directory (DeleteTopics)."""
         self._closed = True
         self._drop_handles()
+        self.transactions.close()
         shutil.rmtree(self.path, ignore_errors=True)
 
     def _drop_handles(self) -> None:
