@@ -7,6 +7,12 @@ partition with data returns at least one whole batch even if it is larger than
 `partition_max_bytes` or `max_bytes`, so a consumer can always make progress; after that,
 `max_bytes` bounds the response and `partition_max_bytes` each partition.
 
+isolation_level=1 (read_committed) reads up to the last stable offset (LSO: the first
+offset of the earliest open transaction, else the high watermark) and lists the aborted
+transactions that overlap the batches returned, from the partition's .txnindex, so that
+the consumer drops their records (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED
+and collectAbortedTransactions). Every response reports the LSO in last_stable_offset.
+
 Fetch sessions (KIP-227, v7+) are not kept: every response carries session_id 0, which tells
 the client to send full fetch requests, as a Kafka broker with no free session slots does.
 """
@@ -20,15 +26,19 @@ import trio
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.fetch import (
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
     PartitionData,
 )
+from protocol.records import iter_batches
+
+READ_COMMITTED = 1
 
 
 def _partition_data(
-    ctx: RequestContext, topic: Any, fp: Any, budget: int, first: bool
+    ctx: RequestContext, topic: Any, fp: Any, budget: int, first: bool, isolation_level: int
 ) -> tuple[PartitionData, int]:
     if topic is None:
         return PartitionData(
@@ -40,10 +50,11 @@ def _partition_data(
         ), 0
     p = topic.partitions[fp.partition]
     plog = p.log
+    lso = plog.transactions.last_stable_offset(plog.high_watermark)
     base = {
         "partition_index": fp.partition,
         "high_watermark": plog.log_end_offset,
-        "last_stable_offset": plog.log_end_offset,
+        "last_stable_offset": lso,
         "log_start_offset": plog.log_start_offset,
     }
     if fp.current_leader_epoch > p.leader_epoch:
@@ -54,9 +65,22 @@ def _partition_data(
         return PartitionData(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, **base), 0
     limit = min(fp.partition_max_bytes, budget)
     data = b""
-    if fp.fetch_offset < plog.log_end_offset and (limit > 0 or first):
-        data = plog.read_bytes(fp.fetch_offset, limit, min_one=first)
-    return PartitionData(error_code=ErrorCode.NONE, records=data, **base), len(data)
+    committed = isolation_level == READ_COMMITTED
+    end = lso if committed else plog.log_end_offset
+    if fp.fetch_offset < end and (limit > 0 or first):
+        data = plog.read_bytes(fp.fetch_offset, limit, max_offset=end, min_one=first)
+    aborted = None
+    if committed:
+        upper = fp.fetch_offset
+        for _, header in iter_batches(data):
+            upper = max(upper, header.next_offset)
+        aborted = [
+            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+            for a in plog.transactions.aborted_transactions(fp.fetch_offset, upper)
+        ]
+    return PartitionData(
+        error_code=ErrorCode.NONE, records=data, aborted_transactions=aborted, **base
+    ), len(data)
 
 
 def _resolve(ctx: RequestContext, request: FetchRequest) -> list[tuple[Any, Any, Any]]:
@@ -89,7 +113,9 @@ def _build(
                     0,
                 )
             else:
-                pd, n = _partition_data(ctx, topic, fp, budget - total, first)
+                pd, n = _partition_data(
+                    ctx, topic, fp, budget - total, first, request.isolation_level
+                )
             if n:
                 first = False
                 total += n

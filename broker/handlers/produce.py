@@ -7,6 +7,15 @@ next batches while the fsync runs. Per-partition failures are answered per parti
 
 Batches are validated (magic 2, length, CRC32C over attributes..end), never decoded on this
 path: storage rewrites only the base offset, which the CRC does not cover.
+
+Transactional batches (a request with a transactional_id): before appending, the
+transaction coordinator is asked whether each partition is in the producer's transaction
+(KIP-890 part 1) or, for Produce v12+ under transaction.version 2, adds it (part 2), as
+Kafka's ReplicaManager.appendRecords does through its AddPartitionsToTxnManager; a
+partition that fails is answered with the error Kafka gives (INVALID_TXN_STATE,
+INVALID_PRODUCER_EPOCH, or a retriable NOT_ENOUGH_REPLICAS: broker.txn_runtime). A
+transactional batch in a request without a transactional_id, or the other way round, is
+INVALID_RECORD (Kafka's ProduceRequest.validateRecords raises InvalidRecordException).
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from protocol.records import split_batches
+from protocol.records import BATCH_HEADER_SIZE, parse_batch_header, split_batches
 from storage.layout import OFFSETS_TOPIC
 
 log = logging.getLogger("broker.produce")
@@ -36,12 +45,9 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     broker = ctx.broker
     if request.acks not in (-1, 0, 1):
         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks}")
+    refused: dict[tuple[str, int], ErrorCode] = {}
     if request.transactional_id is not None:
-        # Transactions are not supported: InitProducerId refuses transactional ids, so a
-        # client cannot get here without ignoring that answer.
-        raise KafkaError(
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported"
-        )
+        refused = await _verify_transaction(ctx, request)
     wall_ms = broker.wall_ms()
     # (topic name, partition responses): names only, so that a Deferred answer does not
     # keep the request's frame (its record batches) alive while it waits for the fsync.
@@ -52,7 +58,10 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
         partitions: list[PartitionProduceResponse] = []
         for pdata in topic_data.partition_data:
             try:
-                result = _append(broker, name, pdata, wall_ms)
+                code = refused.get((name, pdata.index))
+                if code is not None:
+                    raise KafkaError(code, "not in the producer's transaction")
+                result = _append(broker, name, pdata, wall_ms, request.transactional_id)
             except KafkaError as e:
                 if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,):
                     log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
@@ -112,7 +121,37 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     return Deferred(finish)
 
 
-def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduceResponse:
+async def _verify_transaction(
+    ctx: RequestContext, request: ProduceRequest
+) -> dict[tuple[str, int], ErrorCode]:
+    """The partitions a transactional Produce may not append to, with their errors. Only
+    partitions whose batch is transactional and whose topic exists are asked about (the
+    others fail in `_append`)."""
+    wanted: list[tuple[str, int]] = []
+    producer: tuple[int, int] | None = None
+    for topic_data in request.topic_data:
+        for pdata in topic_data.partition_data:
+            records = pdata.records
+            if not records or len(records) < BATCH_HEADER_SIZE:
+                continue
+            header = parse_batch_header(records)
+            if not header.is_transactional:
+                continue
+            if ctx.broker.topics.get(topic_data.name) is None:
+                continue
+            wanted.append((topic_data.name, pdata.index))
+            producer = (header.producer_id, header.producer_epoch)
+    if producer is None:
+        return {}
+    assert request.transactional_id is not None
+    return await ctx.broker.transactions.verify_produce(
+        request.transactional_id, producer[0], producer[1], wanted, ctx.api_version
+    )
+
+
+def _append(
+    broker: Any, name: str, pdata: Any, wall_ms: int, transactional_id: str | None = None
+) -> PartitionProduceResponse:
     if name == OFFSETS_TOPIC:
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "cannot produce to an internal topic")
     partition = broker.topics.partition(name, pdata.index)
@@ -125,8 +164,13 @@ def _append(broker: Any, name: str, pdata: Any, wall_ms: int) -> PartitionProduc
         # record batch" per partition.
         raise KafkaError(ErrorCode.INVALID_RECORD, f"{len(batches)} record batches")
     _, header = batches[0]
-    if header.is_transactional:
-        raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactional batch without a transaction")
+    if header.is_transactional and transactional_id is None:
+        # Kafka's ProduceRequest.validateRecords.
+        raise KafkaError(ErrorCode.INVALID_RECORD, "transactional batch without a transactional id")
+    if transactional_id is not None and not header.is_transactional:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "non-transactional batch, transactional id")
+    if header.is_control:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
     if header.size > partition.log.config.max_message_bytes:
         raise KafkaError(
             ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes > max.message.bytes"

@@ -50,7 +50,8 @@ async def test_api_versions_lists_every_routed_api(broker):
         assert keys[0] == (3, 11)
         assert keys[1] == (4, 16)
         assert keys[11] == (0, 9)
-        assert 24 not in keys  # AddPartitionsToTxn: transactions are not supported
+        assert keys[24] == (0, 5)  # AddPartitionsToTxn, client and broker forms
+        assert keys[26] == (0, 5)  # EndTxn
 
 
 async def test_api_versions_with_unsupported_version_answers_v0_with_our_versions(broker):
