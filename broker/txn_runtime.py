@@ -152,6 +152,9 @@ class TransactionRuntime:
             coordinator_epoch=next_coordinator_epoch(broker.data_dir),
         )
         self.loaded = trio.Event()
+        # Set (and replaced) whenever records took effect: a transaction moved on. For
+        # whoever waits for a state (tests, tools), instead of polling.
+        self.changed = trio.Event()
         self.replayed_records = 0
         self.replay_errors = 0
         self._tokens = itertools.count(1)
@@ -352,6 +355,8 @@ class TransactionRuntime:
                 self._wake.set()
                 return code
             follow = self.coordinator.on_appended(outcome, self.broker.wall_ms())
+            self.changed.set()
+            self.changed = trio.Event()
         self._deliver(outcome)
         assert self._nursery is not None
         for marker in (*outcome.markers, *follow.markers):

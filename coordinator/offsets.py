@@ -537,7 +537,13 @@ class OffsetManager:
                 continue
             expired = self._expired_offsets(group, wall_ms, retention_ms)
             tombstones = self.drop_offsets(group, expired)
-            if group.state is _S.EMPTY and not group.has_offsets():
+            # Offsets waiting for a transaction's marker keep the group, as Kafka's
+            # GroupMetadata.hasOffsets counts pendingTransactionalOffsetCommits.
+            if (
+                group.state is _S.EMPTY
+                and not group.has_offsets()
+                and not self.pending_txn.has_pending(group.group_id)
+            ):
                 self.bury(group, tombstones, now_ms, out, None)
             else:
                 out.records.extend(tombstones)
