@@ -448,7 +448,10 @@ class CoordinatorRuntime:
             await self._append(by_partition, durable, producer)
         except (KafkaError, OSError) as e:
             code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
-            log.error("__consumer_offsets write failed: %s", e)
+            if code is ErrorCode.KAFKA_STORAGE_ERROR:
+                log.error("__consumer_offsets write failed: %s", e)
+            else:  # refused by the log: the request's fault (a fenced producer's epoch, ...)
+                log.warning("__consumer_offsets write refused: %s", e)
             if durable:
                 for p in entry.partitions:
                     self._pending[p].remove(entry)

@@ -39,6 +39,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
@@ -109,7 +110,7 @@ class Broker(Protocol):
     topics: TopicRegistry
     durability: Durability
     producer_ids: ProducerIdAllocator
-    data_dir: os.PathLike[str]
+    data_dir: Path
 
     def wall_ms(self) -> int: ...
 
@@ -424,7 +425,7 @@ class TransactionRuntime:
                         continue
                     # A marker the log refuses for good (an older epoch than the producer
                     # already wrote there): retrying cannot help.
-                    log.error("marker for %s-%d refused: %s", *tp, e)
+                    log.warning("marker for %s-%d refused: %s", *tp, e)
                     written.append(tp)
                     continue
                 waits.append((tp, partition.log, partition.log.log_end_offset))

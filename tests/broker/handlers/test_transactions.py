@@ -317,6 +317,12 @@ async def test_bad_transaction_requests_get_kafkas_error_codes(tmp_path: Path) -
                 wrong.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
                 == E.INVALID_PRODUCER_ID_MAPPING
             )
+            # Offsets of a group whose partition is not in the transaction (no
+            # AddOffsetsToTxn), and of a stale epoch.
+            refused = await client.call(txn_commit(pid, epoch, 1), 3)
+            assert refused.topics[0].partitions[0].error_code == E.INVALID_TXN_STATE
+            refused = await client.call(txn_commit(pid, epoch + 1, 1), 3)
+            assert refused.topics[0].partitions[0].error_code == E.INVALID_PRODUCER_EPOCH
             end = await client.call(
                 EndTxnRequest(
                     transactional_id="nobody", producer_id=1, producer_epoch=0, committed=True
