@@ -36,7 +36,7 @@ from protocol.messages.produce import (
     TopicProduceResponse,
 )
 from protocol.records import BATCH_HEADER_SIZE, parse_batch_header, split_batches
-from storage.layout import OFFSETS_TOPIC
+from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger("broker.produce")
 
@@ -152,7 +152,7 @@ async def _verify_transaction(
 def _append(
     broker: Any, name: str, pdata: Any, wall_ms: int, transactional_id: str | None = None
 ) -> PartitionProduceResponse:
-    if name == OFFSETS_TOPIC:
+    if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "cannot produce to an internal topic")
     partition = broker.topics.partition(name, pdata.index)
     records = pdata.records

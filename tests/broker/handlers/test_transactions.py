@@ -35,6 +35,7 @@ from protocol.messages.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.messages.list_transactions import ListTransactionsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.messages.txn_offset_commit import (
@@ -292,9 +293,33 @@ async def test_bad_transaction_requests_get_kafkas_error_codes(tmp_path: Path) -
         async with running(tmp_path) as broker:
             client = await WireClient.connect(broker)
             await create(client, "t")
+            # Clients neither create __transaction_state nor write to it.
+            meta = await client.call(
+                MetadataRequest(
+                    topics=[MetadataRequestTopic(name="__transaction_state")],
+                    allow_auto_topic_creation=True,
+                ),
+                9,
+            )
+            assert meta.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
             batched = await client.call(
                 FindCoordinatorRequest(key_type=1, coordinator_keys=["a", ""]), 4
             )
+            internal = ProduceRequest(
+                acks=-1,
+                timeout_ms=5000,
+                topic_data=[
+                    TopicProduceData(
+                        name="__transaction_state",
+                        partition_data=[
+                            PartitionProduceData(
+                                index=0, records=build_batch([(b"k", b"v", (), T0)])
+                            )
+                        ],
+                    )
+                ],
+            )
+            assert produce_code(await client.call(internal, 9)) == E.INVALID_TOPIC_EXCEPTION
             assert [c.error_code for c in batched.coordinators] == [E.NONE, E.INVALID_REQUEST]
             share = await client.call(FindCoordinatorRequest(key="s", key_type=2), 3)
             assert share.error_code == E.COORDINATOR_NOT_AVAILABLE
