@@ -34,6 +34,7 @@ __transaction_state partition, which grows with every new leader.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -146,7 +147,24 @@ class TransactionRuntime:
     def __init__(self, broker: Broker, groups: CoordinatorRuntime) -> None:
         self.broker = broker
         self.groups = groups
-        self.config = TransactionConfig.from_settings(broker.config.__getitem__)
+        config = TransactionConfig.from_settings(broker.config.__getitem__)
+        existing = broker.topics.get(TRANSACTION_STATE_TOPIC)
+        if existing is not None and len(existing.partitions) != (
+            config.transaction_state_log_num_partitions
+        ):
+            # Kafka's setting must not change once the topic exists (ids would move to
+            # other partitions); the topic as it is wins.
+            log.warning(
+                "%s has %d partitions, not transaction.state.log.num.partitions=%d: using %d",
+                TRANSACTION_STATE_TOPIC,
+                len(existing.partitions),
+                config.transaction_state_log_num_partitions,
+                len(existing.partitions),
+            )
+            config = dataclasses.replace(
+                config, transaction_state_log_num_partitions=len(existing.partitions)
+            )
+        self.config = config
         self.coordinator = TransactionCoordinator(
             self.config,
             broker.producer_ids.allocate,

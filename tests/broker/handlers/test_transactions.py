@@ -441,3 +441,52 @@ async def test_an_open_transactions_offsets_stay_pending_across_a_restart(tmp_pa
             assert state(broker) == "CompleteCommit"
             assert await offset_fetch(client, True) == (E.NONE, 1)  # replayed from the marker
             assert await latest(client, 1) == 2
+
+
+# --- KIP-890 part 2, and the partition count of __transaction_state -----------------------
+
+
+async def test_produce_v12_adds_its_partition_and_older_versions_only_verify(
+    tmp_path: Path,
+) -> None:
+    """Produce v12 is not advertised yet, so this asks the runtime as the Produce handler
+    does for it."""
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            init = await client.call(
+                InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000), 4
+            )
+            pid, epoch = init.producer_id, init.producer_epoch
+            runtime = broker.transactions
+            assert await runtime.verify_produce(TID, pid, epoch, [("t", 0)], 11) == {
+                ("t", 0): E.INVALID_TXN_STATE
+            }
+            assert await runtime.verify_produce(TID, pid, epoch, [("t", 0)], 12) == {}
+            assert state(broker) == "Ongoing"
+            assert runtime.coordinator.transaction(TID).topic_partitions == {("t", 0)}
+            assert await runtime.verify_produce(TID, pid, epoch, [("t", 0)], 11) == {}
+            assert await runtime.verify_produce(TID, pid, epoch + 1, [("t", 0)], 12) == {
+                ("t", 0): E.INVALID_PRODUCER_EPOCH
+            }
+
+
+async def test_an_existing_transaction_state_topic_keeps_its_partition_count(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(30):
+        async with running(tmp_path, **{"transaction.state.log.num.partitions": 3}) as broker:
+            client = await WireClient.connect(broker)
+            init = await client.call(
+                InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000), 4
+            )
+            pid = init.producer_id
+        async with running(tmp_path, **{"transaction.state.log.num.partitions": 50}) as broker:
+            assert broker.transactions.config.transaction_state_log_num_partitions == 3
+            assert broker.transactions.coordinator.transaction(TID).producer_id == pid
+            client = await WireClient.connect(broker)
+            again = await client.call(
+                InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000), 4
+            )
+            assert (again.error_code, again.producer_id) == (E.NONE, pid)
