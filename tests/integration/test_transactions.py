@@ -291,8 +291,64 @@ def transform_once(bootstrap: str, source: str, sink: str, group: str, commit: b
         consumer.close()
 
 
+def kafka_python_transform_once(
+    bootstrap: str, source: str, sink: str, group: str, commit: bool
+) -> int:
+    """`transform_once` with kafka-python's consumer and transactional producer."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    consumer = KafkaConsumer(
+        source,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+    )
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{group}-ctp")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        got = 0
+        end = time.monotonic() + READ_S
+        while got < 6 and time.monotonic() < end:
+            for records in consumer.poll(timeout_ms=200).values():
+                for r in records:
+                    producer.send(sink, value=r.value.upper())
+                    got += 1
+        assert got == 6, f"read {got} of 6 source records"
+        producer.flush(15)
+        offsets = {
+            KTopicPartition(source, p): OffsetAndMetadata(
+                consumer.position(KTopicPartition(source, p)), "", -1
+            )
+            for p in range(PARTITIONS)
+        }
+        producer.send_offsets_to_transaction(offsets, group)
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+        return got
+    finally:
+        consumer.close()
+        producer.close(5)
+
+
+TRANSFORMS: dict[str, Callable[[str, str, str, str, bool], int]] = {
+    "confluent-kafka": transform_once,
+    "kafka-python": kafka_python_transform_once,
+}
+
+
 @deadline(120)
+@pytest.mark.parametrize("client", list(TRANSFORMS))
 def test_consume_transform_produce_commits_offsets_only_with_the_transaction(
+    client: str,
     shared_broker: KmockBroker,
 ) -> None:
     bootstrap = shared_broker.bootstrap_servers
@@ -304,11 +360,11 @@ def test_consume_transform_produce_commits_offsets_only_with_the_transaction(
         plain.produce(source, value=f"r{i}".encode(), partition=i % PARTITIONS)
     assert plain.flush(10) == 0
 
-    transform_once(bootstrap, source, sink, group, commit=False)
+    TRANSFORMS[client](bootstrap, source, sink, group, False)
     assert committed_offsets(bootstrap, group, source) == {}
     assert read_values(bootstrap, sink, "read_committed", 0) == []
 
-    transform_once(bootstrap, source, sink, group, commit=True)
+    TRANSFORMS[client](bootstrap, source, sink, group, True)
     assert committed_offsets(bootstrap, group, source) == {0: 2, 1: 2, 2: 2}
     assert sorted(read_values(bootstrap, sink, "read_committed", 6)) == [f"R{i}" for i in range(6)]
     assert len(read_values(bootstrap, sink, "read_uncommitted", 12)) == 12
