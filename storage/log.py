@@ -164,6 +164,7 @@ class Log:
             log._recover(now_wall_ms)
         except OSError as e:
             log._drop_handles()
+            log.transactions.close()
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{path}: cannot open log: {e}") from e
         return log
 
