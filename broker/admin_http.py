@@ -1,7 +1,8 @@
 """The admin HTTP endpoint (`admin.port`): health, readiness and Prometheus metrics.
 
     GET /healthz   200 once the endpoint listens (the process is up)
-    GET /readyz    200 once __consumer_offsets has been replayed (`broker.ready`), else 503
+    GET /readyz    200 once __consumer_offsets and __transaction_state have been replayed
+                   (`broker.ready`), else 503
     GET /metrics   Prometheus text format 0.0.4, gauges refreshed first: groups by state,
                    and consumer lag (log end offset - committed offset, per group/partition)
 

@@ -33,6 +33,7 @@ from protocol.errors import KafkaError
 if TYPE_CHECKING:
     from broker.durability import Durability
     from broker.runtime import CoordinatorRuntime
+    from broker.txn_runtime import TransactionRuntime
 
 log = logging.getLogger("broker.server")  # its messages are the server's start and stop
 
@@ -104,12 +105,14 @@ class Broker:
         self.advertised_by_listener: dict[str, tuple[str, int]] = {}
         self.advertised: list[tuple[str, int]] = []
         self.bound_ports: dict[str, int] = {}  # per listener name, once bound
-        self.ready = trio.Event()  # set once __consumer_offsets has been replayed
+        # Set once __consumer_offsets and __transaction_state have been replayed.
+        self.ready = trio.Event()
         self.started_at = time.monotonic()
         # Set by `serve` before the first request (durability needs its nursery, the
         # runtime the bound addresses).
         self.durability: Durability
         self.coordinator: CoordinatorRuntime
+        self.transactions: TransactionRuntime
         self.admin_address: tuple[str, int] | None = None  # set by broker.admin_http
         self.producer_ids: ProducerIdAllocator
         self.cancel_scope: trio.CancelScope | None = None  # the serve tree, once it runs

@@ -21,6 +21,7 @@ from typing import Any
 
 from broker.listeners import DEFAULT_PROTOCOL_MAP
 from coordinator.config import COORDINATOR_SETTINGS
+from coordinator.transactions.config import TRANSACTION_SETTINGS
 from protocol.releases import RELEASES
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 _GROUP = COORDINATOR_SETTINGS
+_TXN = TRANSACTION_SETTINGS
 
 
 class ConfigError(ValueError):
@@ -488,6 +490,57 @@ SETTINGS: dict[str, Setting] = {
             "int",
             _GROUP["group.max.size"].default,
             "Members a group may have.",
+        ),
+        # --- transaction coordinator ---
+        _s(
+            "transaction.state.log.num.partitions",
+            "int",
+            _TXN["transaction.state.log.num.partitions"].default,
+            "Partitions of __transaction_state.",
+            min_value=1,
+        ),
+        _s(
+            "transaction.state.log.segment.bytes",
+            "int",
+            104857600,
+            "Segment size of __transaction_state.",
+        ),
+        _s(
+            "transaction.max.timeout.ms",
+            "int",
+            _TXN["transaction.max.timeout.ms"].default,
+            "Largest transaction.timeout.ms a producer may ask for.",
+            min_value=1,
+        ),
+        _s(
+            "transactional.id.expiration.ms",
+            "int",
+            _TXN["transactional.id.expiration.ms"].default,
+            "How long an idle transactional id is kept.",
+            min_value=1,
+        ),
+        _s(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            "int",
+            _TXN["transaction.abort.timed.out.transaction.cleanup.interval.ms"].default,
+            "How often transactions past their timeout are aborted.",
+            min_value=1,
+        ),
+        _s(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            "int",
+            _TXN["transaction.remove.expired.transaction.cleanup.interval.ms"].default,
+            "How often expired transactional ids are removed.",
+            min_value=1,
+        ),
+        _s(
+            "transaction.version",
+            "int",
+            _TXN["transaction.version"].default,
+            "The transaction.version feature level (Kafka sets it with kafka-features): 2 "
+            "bumps the epoch per transaction for clients that speak it (KIP-890).",
+            choices=None,
+            min_value=0,
         ),
     ]
 }

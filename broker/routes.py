@@ -17,6 +17,8 @@ from typing import Any
 from broker.context import RequestContext
 from broker.handlers import (
     Deferred,
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -30,8 +32,11 @@ from broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -42,6 +47,7 @@ from broker.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -49,9 +55,13 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from protocol.errors import ErrorCode
 from protocol.messages import response_class
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
@@ -65,8 +75,11 @@ from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from protocol.messages.describe_producers import DescribeProducersRequest
 from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from protocol.messages.describe_transactions import DescribeTransactionsRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
+from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.fetch import FetchRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
@@ -77,6 +90,7 @@ from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
 from protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
+from protocol.messages.list_transactions import ListTransactionsRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
@@ -84,6 +98,8 @@ from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from protocol.messages.produce import ProduceRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from protocol.schema import Message
 
 # `async def handle(ctx, request) -> response`: the response, a Deferred one, or None (no
@@ -111,6 +127,11 @@ ROUTES: dict[type[Message], Handler] = {
     DeleteRecordsRequest: delete_records.handle,  # 21
     InitProducerIdRequest: init_producer_id.handle,  # 22
     OffsetForLeaderEpochRequest: offset_for_leader_epoch.handle,  # 23
+    AddPartitionsToTxnRequest: add_partitions_to_txn.handle,  # 24
+    AddOffsetsToTxnRequest: add_offsets_to_txn.handle,  # 25
+    EndTxnRequest: end_txn.handle,  # 26
+    WriteTxnMarkersRequest: write_txn_markers.handle,  # 27
+    TxnOffsetCommitRequest: txn_offset_commit.handle,  # 28
     DescribeConfigsRequest: describe_configs.handle,  # 32
     AlterConfigsRequest: alter_configs.handle,  # 33
     AlterReplicaLogDirsRequest: alter_replica_log_dirs.handle,  # 34
@@ -124,6 +145,9 @@ ROUTES: dict[type[Message], Handler] = {
     OffsetDeleteRequest: offset_delete.handle,  # 47
     DescribeClusterRequest: describe_cluster.handle,  # 60
     DescribeTopicPartitionsRequest: describe_topic_partitions.handle,  # 75
+    DescribeProducersRequest: describe_producers.handle,  # 61
+    DescribeTransactionsRequest: describe_transactions.handle,  # 65
+    ListTransactionsRequest: list_transactions.handle,  # 66
 }
 
 

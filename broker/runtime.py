@@ -19,9 +19,14 @@ methods, one per API (`join_group`, `sync_group`, ..., `list_groups`). This runt
     and, on a busy disk, slower than some clients' poll loops tolerate;
   * runs the timer task: sleep until `next_deadline_ms()` (or until a call may have moved
     it), then `expire(now_ms, wall_ms)`;
-  * replays __consumer_offsets at start. Until that is done, `broker.ready` stays unset
-    and group requests meet one gate: COORDINATOR_LOAD_IN_PROGRESS, or the API's own
-    answer in WHILE_LOADING;
+  * replays __consumer_offsets at start, sets `replayed` when done (the server sets
+    `broker.ready` once the transaction runtime has replayed too). Until then group
+    requests meet one gate: COORDINATOR_LOAD_IN_PROGRESS, or the API's own answer in
+    WHILE_LOADING. Transactional offset commits replay as Kafka's do: a transactional
+    batch's offsets wait for their producer's marker, applied by COMMIT, dropped by ABORT,
+    and still pending when the log has no marker for them yet;
+  * writes TxnOffsetCommit's records in a transactional batch of the producer, as Kafka's
+    coordinator does, so that the transaction's marker in the same partition decides them;
   * logs and counts what the outcomes report: rebalances (`generations`) and groups that
     died (`dead_groups`).
 
@@ -45,6 +50,7 @@ from coordinator.coordinator import GroupCoordinator
 from coordinator.outcome import Outcome
 from coordinator.outcome import RequestContext as CoordinatorContext
 from coordinator.records import CoordinatorRecord
+from protocol.control_records import read_txn_marker
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     delete_groups,
@@ -57,6 +63,7 @@ from protocol.messages import (
     offset_delete,
     offset_fetch,
     sync_group,
+    txn_offset_commit,
 )
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -68,7 +75,14 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from protocol.records import build_batch, decode_records, iter_batches, validate_batch
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.records import (
+    ControlRecordType,
+    build_batch,
+    decode_records,
+    iter_batches,
+    validate_batch,
+)
 from protocol.schema import DecodeError
 from storage.layout import OFFSETS_TOPIC
 
@@ -158,6 +172,7 @@ class CoordinatorRuntime:
             CoordinatorConfig.from_settings(broker.config.__getitem__)
         )
         self.loaded = False
+        self.replayed = trio.Event()
         self.replayed_records = 0
         self.replay_errors = 0
         self._tokens = itertools.count(1)
@@ -172,6 +187,9 @@ class CoordinatorRuntime:
         # Set (and replaced) whenever commits took effect or failed: OffsetFetch with
         # require_stable waits on it.
         self._commits_settled = trio.Event()
+        # Transactional offset commits replay found without a marker (log, producer id, key,
+        # value, batch): pending again once the groups are built.
+        self._open_txn_offsets: list[tuple[Log, int, bytes, bytes | None, BatchHeader]] = []
 
     # --- startup ---------------------------------------------------------------------------
 
@@ -190,8 +208,14 @@ class CoordinatorRuntime:
             for p in topic.partitions if topic is not None else ():
                 await self._replay_partition(p.log)
             self.coordinator.finish_load(self.broker.now_ms())
+            for plog, producer_id, key, value, header in self._open_txn_offsets:
+                try:
+                    self.coordinator.replay_txn_offset(producer_id, key, value)
+                except DecodeError as e:
+                    self._skip(plog, header, e)
+            self._open_txn_offsets.clear()
             self.loaded = True
-            self.broker.ready.set()
+            self.replayed.set()
             log.info(
                 "replayed %d __consumer_offsets records (%d groups) in %.0f ms",
                 self.replayed_records,
@@ -207,6 +231,8 @@ class CoordinatorRuntime:
         those last writes, and decodes only them: equivalent to replaying everything, and
         several times faster on an uncompacted log (decoding is most of replay's cost)."""
         latest: dict[bytes, tuple[bytes | None, int, BatchHeader]] = {}
+        # Transactional offset commits waiting for their producer's marker, in log order.
+        open_txns: dict[int, list[tuple[bytes, bytes | None, int, BatchHeader]]] = {}
         offset = plog.log_start_offset
         end = plog.log_end_offset
         while offset < end:
@@ -214,10 +240,23 @@ class CoordinatorRuntime:
             if not data:
                 break
             for pos, header in iter_batches(data):
-                if header.is_control or header.next_offset <= offset:
-                    offset = max(offset, header.next_offset)
+                if header.next_offset <= offset:
                     continue
                 batch = memoryview(data)[pos : pos + header.size]
+                if header.is_control:
+                    offset = header.next_offset
+                    try:
+                        marker = read_txn_marker(batch)
+                    except KafkaError as e:
+                        self._skip(plog, header, e)
+                        continue
+                    for key, value, record_offset, txn_header in open_txns.pop(
+                        header.producer_id, ()
+                    ):
+                        if marker.control_type is ControlRecordType.COMMIT:
+                            latest.pop(key, None)
+                            latest[key] = (value, record_offset, txn_header)
+                    continue
                 try:
                     # Recovery checked the CRCs of the last segment only; older segments
                     # are trusted by storage, so check them here, where we decode.
@@ -229,6 +268,11 @@ class CoordinatorRuntime:
                     continue
                 for record in records:
                     if record.offset < offset or record.key is None:
+                        continue
+                    if header.is_transactional:
+                        open_txns.setdefault(header.producer_id, []).append(
+                            (record.key, record.value, record.offset, header)
+                        )
                         continue
                     latest.pop(record.key, None)  # keep the order of last writes
                     latest[record.key] = (record.value, record.offset, header)
@@ -242,6 +286,11 @@ class CoordinatorRuntime:
                 self._skip(plog, header, e, record_offset)
             if i % 4096 == 4095:
                 await trio.lowlevel.checkpoint()
+        self._open_txn_offsets.extend(
+            (plog, producer_id, key, value, header)
+            for producer_id, records in open_txns.items()
+            for key, value, _, header in records
+        )
 
     def _skip(
         self, plog: Log, header: BatchHeader, error: Exception, offset: int | None = None
@@ -290,6 +339,25 @@ class CoordinatorRuntime:
 
         return await self._call(
             ctx, request, offset_commit.error_response, commit, postpones_only=True
+        )
+
+    async def txn_offset_commit(
+        self, ctx: Caller, request: TxnOffsetCommitRequest
+    ) -> TxnOffsetCommitResponse:
+        wall_ms = self.broker.wall_ms()
+
+        def commit(
+            c: CoordinatorContext, r: TxnOffsetCommitRequest, token: int, now: int
+        ) -> Outcome:
+            return self.coordinator.txn_commit_offsets(c, r, token, now, wall_ms)
+
+        return await self._call(
+            ctx,
+            request,
+            txn_offset_commit.error_response,
+            commit,
+            postpones_only=True,
+            producer=(request.producer_id, request.producer_epoch),
         )
 
     async def offset_delete(
@@ -366,6 +434,7 @@ class CoordinatorRuntime:
         verb: Callable[[CoordinatorContext, _Req, int, int], Outcome],
         *,
         postpones_only: bool = False,
+        producer: tuple[int, int] | None = None,
     ) -> _Resp:
         """Run a coordinator verb that takes a token; wait for the reply to that token.
 
@@ -373,6 +442,7 @@ class CoordinatorRuntime:
         a member's session restarts; a member that is not parked in a join or sync always
         has a deadline already), so the timer task need not wake to recompute the next one,
         a scan of every group; at worst it wakes at the old deadline and finds nothing due.
+        `producer`: (id, epoch) of a transactional producer whose batch the records go in.
         """
         answer = self._while_loading(ctx, request, error_response)
         if answer is not None:
@@ -383,7 +453,7 @@ class CoordinatorRuntime:
             outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
             if not postpones_only:
                 self._wake.set()
-            await self.complete(outcome)
+            await self.complete(outcome, producer)
             if not slot.event.is_set():  # usually it is (not a JoinGroup parked for others)
                 await slot.event.wait()
             # The coordinator answers each token with its API's response.
@@ -391,13 +461,16 @@ class CoordinatorRuntime:
         finally:
             self._parked.pop(token, None)
 
-    async def complete(self, outcome: Outcome) -> None:
-        """Append the outcome's records (durably), apply them, then deliver its replies."""
-        appending = self._append_now(outcome)
+    async def complete(self, outcome: Outcome, producer: tuple[int, int] | None = None) -> None:
+        """Append the outcome's records (durably), apply them, then deliver its replies.
+        With `producer`, in a transactional batch of that producer id and epoch."""
+        appending = self._append_now(outcome, producer)
         if appending is not None:
             await self._finish(appending)
 
-    def _append_now(self, outcome: Outcome) -> _Appending | None:
+    def _append_now(
+        self, outcome: Outcome, producer: tuple[int, int] | None = None
+    ) -> _Appending | None:
         """The synchronous half of `complete`: the records go into the log in the caller's
         step, with no checkpoint between the coordinator's decision and the append (Kafka's
         CoordinatorRuntime appends a result's records in the event that produced it).
@@ -416,7 +489,7 @@ class CoordinatorRuntime:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
         try:
-            written = self._append(by_partition)
+            written = self._append(by_partition, producer)
         except (KafkaError, OSError) as e:
             self._append_failed(entry, durable, e)
             return None
@@ -442,7 +515,10 @@ class CoordinatorRuntime:
 
     def _append_failed(self, entry: _Appended, durable: bool, e: KafkaError | OSError) -> None:
         code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
-        log.error("__consumer_offsets write failed: %s", e)
+        if code is ErrorCode.KAFKA_STORAGE_ERROR:
+            log.error("__consumer_offsets write failed: %s", e)
+        else:  # refused by the log: the request's fault (a fenced producer's epoch, ...)
+            log.warning("__consumer_offsets write refused: %s", e)
         if durable:
             for p in entry.partitions:
                 self._pending[p].remove(entry)
@@ -508,14 +584,29 @@ class CoordinatorRuntime:
                 slot.response = reply.response
                 slot.event.set()
 
-    def _append(self, by_partition: dict[int, list[CoordinatorRecord]]) -> list[tuple[Log, int]]:
-        """Append each partition's records as one batch; returns (log, end offset) of each."""
+    def _append(
+        self,
+        by_partition: dict[int, list[CoordinatorRecord]],
+        producer: tuple[int, int] | None = None,
+    ) -> list[tuple[Log, int]]:
+        """Append each partition's records as one batch (with `producer`, a transactional
+        batch of that producer id and epoch); returns (log, end offset) of each."""
         topic = self.offsets_topic()
         wall_ms = self.broker.wall_ms()
         written = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
-            batch = build_batch((r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records)
+            records_in = ((r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records)
+            if producer is None:
+                batch = build_batch(records_in)
+            else:
+                # Sequence -1, as Kafka's coordinator writes them: the epoch alone fences.
+                batch = build_batch(
+                    records_in,
+                    producer_id=producer[0],
+                    producer_epoch=producer[1],
+                    is_transactional=True,
+                )
             partition.append(batch, wall_ms=wall_ms)
             written.append((partition.log, partition.log.log_end_offset))
         return written

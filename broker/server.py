@@ -3,7 +3,9 @@
     serve nursery
     ├── listeners (trio.serve_listeners) ── connection nursery ── one task per connection
     │                                        (and its writer while responses are queued)
-    ├── coordinator runtime: replay of __consumer_offsets, then its timer task
+    ├── group coordinator runtime: replay of __consumer_offsets, then its timer task
+    ├── transaction coordinator runtime: replay of __transaction_state, then its timer task
+    ├── readiness: `broker.ready` once both replays are done
     ├── retention / compaction task
     ├── idle connection check (broker.connection.expire_idle_connections)
     ├── group-commit fsync loop, shared by all logs (broker.durability)
@@ -63,6 +65,7 @@ async def _accept(broker: Broker, listener_name: str, stream: trio.SocketStream)
 async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Run a broker until cancelled. Reports the `Broker` (with bound addresses) when listening."""
     from broker.runtime import CoordinatorRuntime
+    from broker.txn_runtime import TransactionRuntime
 
     started = time.monotonic()
     broker = Broker(config)
@@ -107,7 +110,10 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                             *advertised,
                         )
                 broker.coordinator = CoordinatorRuntime(broker)
+                broker.transactions = TransactionRuntime(broker, broker.coordinator)
                 await nursery.start(broker.coordinator.run)
+                await nursery.start(broker.transactions.run)
+                nursery.start_soon(_ready, broker)
                 nursery.start_soon(_housekeeping, broker)
                 nursery.start_soon(expire_idle_connections, broker)
                 if config["admin.port"] >= 0:
@@ -130,6 +136,12 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(broker.close)
             log.info("kmock stopped")
+
+
+async def _ready(broker: Broker) -> None:
+    await broker.coordinator.replayed.wait()
+    await broker.transactions.loaded.wait()
+    broker.ready.set()
 
 
 async def _housekeeping(broker: Broker) -> None:

@@ -41,7 +41,13 @@ from broker.config import LONG_MAX, TOPIC_CONFIGS, Config
 from protocol.compression import BytesLike
 from protocol.errors import ErrorCode, KafkaError
 from storage import AppendInfo, Log, LogConfig, RecoveryEvent
-from storage.layout import OFFSETS_TOPIC, parse_partition_dir, partition_dir, partition_dir_name
+from storage.layout import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    parse_partition_dir,
+    partition_dir,
+    partition_dir_name,
+)
 from storage.segment import fsync_directory
 
 if TYPE_CHECKING:
@@ -54,6 +60,8 @@ MAX_TOPIC_NAME = 249
 # Kafka's controller refuses an operation that would write more than 10,000 records
 # (QuorumController.MAX_RECORDS_PER_USER_OP, KAFKA-14996); one record per partition here.
 MAX_PARTITIONS_PER_REQUEST = 10_000
+# Created by the coordinators on first need, never by clients.
+_INTERNAL_TOPICS = (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 
 
 def check_partition_count(new_partitions: int) -> None:
@@ -331,6 +339,28 @@ class TopicRegistry:
             log.info("created %s with %d partitions", OFFSETS_TOPIC, len(topic.partitions))
         return topic
 
+    def transaction_state_topic(self, *, now_wall_ms: int) -> Topic:
+        """__transaction_state, created on first need with its settings: compacted,
+        transaction.state.log.num.partitions partitions of
+        transaction.state.log.segment.bytes segments (Kafka's
+        TransactionStateManager.transactionTopicConfigs)."""
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is None:
+            topic = self.create(
+                TRANSACTION_STATE_TOPIC,
+                self.config["transaction.state.log.num.partitions"],
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+                },
+                now_wall_ms=now_wall_ms,
+                internal=True,
+            )
+            log.info(
+                "created %s with %d partitions", TRANSACTION_STATE_TOPIC, len(topic.partitions)
+            )
+        return topic
+
     # --- queries ---
 
     def get(self, name: str) -> Topic | None:
@@ -347,7 +377,7 @@ class TopicRegistry:
     def check_new(self, name: str) -> None:
         """Raise the KafkaError that creating topic `name` would raise, creating nothing."""
         validate_topic_name(name)
-        if name in self.topics or name in self._changing or name == OFFSETS_TOPIC:
+        if name in self.topics or name in self._changing or name in _INTERNAL_TOPICS:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         # Kafka refuses names that collide once '.' and '_' are treated alike (metrics names).
         folded = name.replace(".", "_")
@@ -366,7 +396,7 @@ class TopicRegistry:
         internal: bool,
         topic_id: uuid.UUID | None,
     ) -> Topic:
-        if not (internal and name == OFFSETS_TOPIC and name not in self.topics):
+        if not (internal and name in _INTERNAL_TOPICS and name not in self.topics):
             self.check_new(name)
         if num_partitions < 1:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"{num_partitions} partitions")

@@ -22,7 +22,8 @@ def register(sub: Any) -> None:
         help="decode log segments offline",
         description="Decode the batches and records of a segment file (<base offset>.log) "
         "or of every segment in a partition directory, without a broker. Records "
-        "of __consumer_offsets are decoded field by field.",
+        "of __consumer_offsets and __transaction_state are decoded field by field, and "
+        "transaction markers (control batches) are shown as COMMIT or ABORT.",
     )
     p.add_argument("path", type=Path)
     p.add_argument("--batches-only", action="store_true", help="do not print records")
@@ -31,6 +32,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="decode records as __consumer_offsets records (automatic for a "
         "__consumer_offsets-N directory)",
+    )
+    p.add_argument(
+        "--transaction-log-decoder",
+        action="store_true",
+        help="decode records as __transaction_state records (automatic for a "
+        "__transaction_state-N directory)",
     )
     p.add_argument("--output", choices=("text", "json"), default="text")
     p.set_defaults(func=run)

@@ -67,6 +67,7 @@ from coordinator.writes import (
     CommitWrite,
     StaticMemberWrite,
     TombstoneWrite,
+    TxnCommitWrite,
     Writes,
     group_write_error,
 )
@@ -100,6 +101,7 @@ from protocol.messages.offset_commit import (
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
 __all__ = ["CoordinatorConfig", "GroupCoordinator", "Outcome", "Reply", "RequestContext"]
 
@@ -222,6 +224,20 @@ class GroupCoordinator:
         wall_ms: int,
     ) -> Outcome:
         return self.offsets.commit_offsets(ctx, request, token, now_ms, wall_ms)
+
+    def txn_commit_offsets(
+        self,
+        ctx: RequestContext,
+        request: TxnOffsetCommitRequest,
+        token: int,
+        now_ms: int,
+        wall_ms: int,
+    ) -> Outcome:
+        return self.offsets.txn_commit_offsets(ctx, request, token, now_ms, wall_ms)
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> None:
+        """A COMMIT/ABORT marker of the producer reached __consumer_offsets."""
+        self.offsets.complete_transaction(producer_id, commit)
 
     def fetch_offsets(
         self, ctx: RequestContext, request: OffsetFetchRequest, now_ms: int
@@ -361,6 +377,8 @@ class GroupCoordinator:
             effect = self._writes.take(record)
             if isinstance(effect, CommitWrite):
                 self.offsets.committed(effect)
+            elif isinstance(effect, TxnCommitWrite):
+                self.offsets.txn_committed(effect)
             elif isinstance(effect, TombstoneWrite) and effect.group is not None:
                 self._forget(effect.group)
 
@@ -375,12 +393,15 @@ class GroupCoordinator:
         group_error = group_write_error(code)
         out = OutcomeBuilder()
         commits: set[int] = set()  # tokens of OffsetCommits with a record not written
+        txn_commits: set[int] = set()  # the same for TxnOffsetCommits
         special: dict[int, object] = {}
         for record in outcome.records:
             effect = self._writes.take(record)
             if isinstance(effect, CommitWrite):
                 self.offsets.commit_failed(effect)
                 commits.add(effect.token)
+            elif isinstance(effect, TxnCommitWrite):
+                txn_commits.add(effect.token)
             elif isinstance(effect, AssignmentWrite):
                 group = effect.group
                 if (
@@ -413,6 +434,10 @@ class GroupCoordinator:
             elif reply.token in commits:
                 failed_commit = self.offsets.failed_commit(reply.response, code)
                 replies.append(Reply(reply.token, failed_commit))
+            elif reply.token in txn_commits:
+                replies.append(
+                    Reply(reply.token, self.offsets.failed_txn_commit(reply.response, code))
+                )
             else:
                 replies.append(reply)
         return Outcome(
@@ -498,6 +523,19 @@ class GroupCoordinator:
             else:
                 assert isinstance(value, GroupMetadataValue)
                 self._loaded_groups[key.group] = value
+
+    def replay_txn_offset(
+        self, producer_id: int, key_bytes: bytes, value_bytes: bytes | None
+    ) -> None:
+        """A TxnOffsetCommit record whose transaction has no marker yet in the log: pending
+        again, as before the restart. Call after `finish_load`."""
+        key, value = decode_record(key_bytes, value_bytes)
+        if isinstance(key, OffsetCommitKey) and isinstance(value, OffsetCommitValue):
+            if key.group not in self._groups:
+                self._groups[key.group] = Group(key.group, _S.EMPTY, 0)
+            self.offsets.pending_txn.add(
+                producer_id, key.group, (key.topic, key.partition), offset_from_value(value), -1
+            )
 
     def finish_load(self, now_ms: int) -> None:
         """Build the groups replay found; members' sessions run from now. Call it once,

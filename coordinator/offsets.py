@@ -33,7 +33,14 @@ from coordinator.records import (
     offset_commit_record,
     offset_tombstone,
 )
-from coordinator.writes import CommitWrite, TombstoneWrite, Writes, group_write_error
+from coordinator.transactions.pending_offsets import PendingTxnOffsets
+from coordinator.writes import (
+    CommitWrite,
+    TombstoneWrite,
+    TxnCommitWrite,
+    Writes,
+    group_write_error,
+)
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import offset_delete
 from protocol.messages.offset_commit import (
@@ -58,6 +65,12 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
+)
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
 )
 
 __all__ = ["CommittedOffset", "OffsetManager"]
@@ -90,6 +103,8 @@ class OffsetManager:
         self.groups = groups  # shared with the facade, which owns it
         self.writes = writes
         self.clock = clock
+        # TxnOffsetCommits durable but waiting for their transaction's marker.
+        self.pending_txn: PendingTxnOffsets[OffsetAndMetadata] = PendingTxnOffsets()
 
     # --- OffsetCommit ----------------------------------------------------------------------
 
@@ -196,8 +211,9 @@ class OffsetManager:
         group has offsets for. v8+: many groups per request. require_stable (v7+) is the
         runtime's: it answers once the commits on their way are durable (`has_pending_commits`),
         as Kafka 4.x does by running such a fetch as a write operation; UNSTABLE_OFFSET_COMMIT
-        is only for pending transactional offsets there, which kmock does not have (3.x
-        answered it for any commit on its way)."""
+        is only for partitions with pending transactional offsets (OffsetMetadataManager.
+        fetchOffsets; 3.x answered it for any commit on its way)."""
+        stable = ctx.api_version >= 7 and request.require_stable
         if ctx.api_version >= 8:
             return OffsetFetchResponse(
                 groups=[
@@ -206,6 +222,7 @@ class OffsetManager:
                         topics=self._fetch(
                             g.group_id,
                             _wanted(g.topics),
+                            stable,
                             OffsetFetchResponseTopics,
                             OffsetFetchResponsePartitions,
                         ),
@@ -217,6 +234,7 @@ class OffsetManager:
             topics=self._fetch(
                 request.group_id,
                 _wanted(request.topics),
+                stable,
                 OffsetFetchResponseTopic,
                 OffsetFetchResponsePartition,
             ),
@@ -227,6 +245,7 @@ class OffsetManager:
         self,
         group_id: str,
         wanted: list[tuple[str, list[int]]] | None,
+        require_stable: bool,
         topic_type: Callable[..., _Topic],
         partition_type: Callable[..., object],
     ) -> list[_Topic]:
@@ -244,13 +263,17 @@ class OffsetManager:
             answers = []
             for partition in partitions:
                 offset = offsets.get((topic, partition))
+                if require_stable and self.pending_txn.has_pending(group_id, (topic, partition)):
+                    code, offset = _E.UNSTABLE_OFFSET_COMMIT, None
+                else:
+                    code = _E.NONE
                 answers.append(
                     partition_type(
                         partition_index=partition,
                         committed_offset=-1 if offset is None else offset.offset,
                         committed_leader_epoch=-1 if offset is None else offset.leader_epoch,
                         metadata="" if offset is None else offset.metadata,
-                        error_code=_E.NONE,
+                        error_code=code,
                     )
                 )
             result.append(topic_type(name=topic, partitions=answers))
@@ -297,6 +320,120 @@ class OffsetManager:
                     name=t.name,
                     partitions=[
                         OffsetCommitResponsePartition(
+                            partition_index=p.partition_index,
+                            error_code=error if p.error_code == _E.NONE else p.error_code,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in response.topics
+            ]
+        )
+
+    # --- TxnOffsetCommit ----------------------------------------------------------------
+
+    def txn_commit_offsets(
+        self,
+        ctx: RequestContext,
+        request: TxnOffsetCommitRequest,
+        token: int,
+        now_ms: int,
+        wall_ms: int,
+    ) -> Outcome:
+        """A transactional producer commits offsets of a group (Kafka's
+        OffsetMetadataManager.commitTransactionalOffset): OffsetCommit records, which the
+        broker writes in a transactional batch of the producer. Once durable they are
+        pending (invisible to OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until
+        the COMMIT marker applies them or the ABORT marker drops them.
+
+        v0-2 carry no member: accepted whatever the group's state, as Kafka accepts
+        commits of old clients (generation -1, no member id). v3+ with a member are
+        checked as OffsetCommit is (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+        FENCED_INSTANCE_ID).
+        """
+        self.clock.seen(now_ms, wall_ms)
+        group_id = request.group_id
+        group = self.groups.get(group_id)
+        anonymous = request.generation_id < 0 and not request.member_id
+        if group is None:
+            if not anonymous:
+                raise KafkaError(_E.ILLEGAL_GENERATION, f"group {group_id!r} does not exist")
+            group = self.groups[group_id] = Group(group_id, _S.EMPTY, now_ms)
+        elif group.state is _S.DEAD:
+            raise KafkaError(_E.COORDINATOR_NOT_AVAILABLE, f"group {group_id!r} is Dead")
+        elif not anonymous:
+            member = self._check_offset_commit(group, request.generation_id, request)  # type: ignore[arg-type]
+            if member is not None:
+                touch(member, now_ms)
+        out = OutcomeBuilder()
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and _java_length(metadata) > (
+                    self.config.offset_metadata_max_bytes
+                ):
+                    code = _E.OFFSET_METADATA_TOO_LARGE
+                else:
+                    code = _E.NONE
+                    offset = OffsetAndMetadata(
+                        offset=p.committed_offset,
+                        leader_epoch=p.committed_leader_epoch,
+                        metadata=metadata or "",
+                        commit_timestamp_ms=wall_ms,
+                        expire_timestamp_ms=None,
+                    )
+                    self.writes.emit(
+                        out,
+                        offset_commit_record(group_id, topic.name, p.partition_index, offset),
+                        TxnCommitWrite(
+                            group_id,
+                            (topic.name, p.partition_index),
+                            offset,
+                            request.producer_id,
+                            token,
+                        ),
+                    )
+                partitions.append(
+                    TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
+                )
+            topics.append(TxnOffsetCommitResponseTopic(name=topic.name, partitions=partitions))
+        out.reply(token, TxnOffsetCommitResponse(topics=topics))
+        return out.outcome()
+
+    def txn_committed(self, effect: TxnCommitWrite) -> None:
+        """A TxnOffsetCommit's record is durable: its offset waits for the marker.
+
+        kmock does not keep where the record stands in the log (`record_offset` is -1): a
+        COMMIT marker's offsets replace the committed ones, where Kafka keeps a plain
+        OffsetCommit written between the transactional commit and its marker.
+        """
+        self.pending_txn.add(
+            effect.producer_id, effect.group_id, effect.partition, effect.offset, -1
+        )
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> None:
+        """The producer's COMMIT or ABORT marker is in __consumer_offsets (Kafka's
+        replayEndTransactionMarker): its pending offsets become committed, or go."""
+        for pending in self.pending_txn.complete(producer_id, commit):
+            group = self.groups.get(pending.group_id)
+            if group is None or group.state is _S.DEAD:
+                continue
+            group.offsets[pending.partition] = pending.offset
+
+    def failed_txn_commit(self, response: object, code: ErrorCode) -> TxnOffsetCommitResponse:
+        """A TxnOffsetCommit answer whose records were not written: as `failed_commit`."""
+        assert isinstance(response, TxnOffsetCommitResponse), response
+        error = _offset_write_error(code)
+        return TxnOffsetCommitResponse(
+            topics=[
+                TxnOffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        TxnOffsetCommitResponsePartition(
                             partition_index=p.partition_index,
                             error_code=error if p.error_code == _E.NONE else p.error_code,
                         )
@@ -386,6 +523,7 @@ class OffsetManager:
         records = tombstones + self.drop_offsets(group, left)
         if group.generation_id > 0:
             records.append(group_tombstone(group.group_id))
+        self.pending_txn.drop_group(group.group_id)
         group.pending_members.clear()
         group.join_deadline_ms = group.sync_deadline_ms = None
         group.transition_to(_S.DEAD, now_ms)
@@ -428,7 +566,13 @@ class OffsetManager:
                 continue
             expired = self._expired_offsets(group, wall_ms, retention_ms)
             tombstones = self.drop_offsets(group, expired)
-            if group.state is _S.EMPTY and not group.has_offsets():
+            # Offsets waiting for a transaction's marker keep the group, as Kafka's
+            # GroupMetadata.hasOffsets counts pendingTransactionalOffsetCommits.
+            if (
+                group.state is _S.EMPTY
+                and not group.has_offsets()
+                and not self.pending_txn.has_pending(group.group_id)
+            ):
                 self.bury(group, tombstones, now_ms, out, None)
             else:
                 out.records.extend(tombstones)

@@ -25,6 +25,7 @@ __all__ = [
     "Effect",
     "StaticMemberWrite",
     "TombstoneWrite",
+    "TxnCommitWrite",
     "Writes",
     "group_write_error",
 ]
@@ -76,7 +77,19 @@ class TombstoneWrite:
     reply: tuple[int, Callable[[ErrorCode], object]] | None
 
 
-Effect = CommitWrite | AssignmentWrite | StaticMemberWrite | TombstoneWrite
+@dataclass(frozen=True, slots=True)
+class TxnCommitWrite:
+    """A TxnOffsetCommit: once durable, the offset is pending until its transaction's
+    marker reaches the group's partition (PendingTxnOffsets)."""
+
+    group_id: str
+    partition: TopicPartition
+    offset: OffsetAndMetadata
+    producer_id: int
+    token: int
+
+
+Effect = CommitWrite | AssignmentWrite | StaticMemberWrite | TombstoneWrite | TxnCommitWrite
 
 
 _E = ErrorCode

@@ -26,9 +26,16 @@ every pass, so the broker decides how often to call `compact`. Kafka times tombs
 removal from the pass that first saw the tombstone (a delete horizon kept in the batch,
 KIP-534); we use the tombstone's own timestamp, which needs no extra state and does not
 depend on which segments were merged (a producer's CreateTime far in the past lets its
-tombstones go at the next pass). Aborted transactional records are not
-removed. Records without a key are dropped (Kafka refuses them when they are produced to a
-compacted topic; the broker should do the same, which means decoding records on produce).
+tombstones go at the next pass). Records without a key are dropped (Kafka refuses them
+when they are produced to a compacted topic; the broker should do the same, which means
+decoding records on produce).
+
+Transactions, as Kafka's cleaner treats them: only segments wholly below the last stable
+offset are cleaned (an open transaction may still abort, so nothing at or after its first
+offset may decide which record of a key stays), records of aborted transactions (the
+log's .txnindex) never count as a key's latest record and are removed, and markers are
+kept (Kafka removes a marker once its transaction's data is gone and delete.retention.ms
+has passed; keeping it costs a few bytes and keeps the aborted-transaction index simple).
 
 A pass runs on the log's own thread (it changes the segment list).
 """
@@ -44,6 +51,7 @@ from protocol.records import BatchHeader, Record, build_batch, decode_records
 from storage.layout import CLEANED_SUFFIX, SWAP_SUFFIX, segment_path
 from storage.log import Log
 from storage.segment import Segment, fsync_directory, write_all
+from storage.txn_index import AbortedTxn
 
 __all__ = ["CompactionReport", "compact"]
 
@@ -77,24 +85,33 @@ def compact(log: Log, now_wall_ms: int) -> CompactionReport:
 
 
 def _compact(log: Log, now_wall_ms: int) -> CompactionReport:
+    stable = log.transactions.last_stable_offset(log.high_watermark)
+    aborted = _Aborted(log.transactions.aborted_transactions(log.log_start_offset, stable))
     latest: dict[bytes, int] = {}
     last_batch_of_producer: dict[int, int] = {}
     for segment in log.segments:
         for position, header in segment.iter_batches():
             if header.producer_id >= 0:
                 last_batch_of_producer[header.producer_id] = header.base_offset
-            if header.is_control:
+            if header.is_control or header.last_offset >= stable or aborted.holds(header):
                 continue
             for record in decode_records(segment.read(position, header.size)):
                 if record.key is not None:
                     latest[record.key] = record.offset
+    cleanable = []
+    for segment in log.segments[:-1]:
+        if segment.next_offset > stable:
+            break
+        cleanable.append(segment)
 
     stats = _Stats()
     tombstone_horizon = now_wall_ms - log.config.delete_retention_ms
-    for group in _groups(list(log.segments[:-1]), log.config.segment_bytes):
+    for group in _groups(cleanable, log.config.segment_bytes):
         stats.segments_cleaned += len(group)
         stats.bytes_before += sum(s.size for s in group)
-        new = _clean_group(log, group, latest, last_batch_of_producer, tombstone_horizon, stats)
+        new = _clean_group(
+            log, group, latest, last_batch_of_producer, aborted, tombstone_horizon, stats
+        )
         stats.segments_after += 1
         stats.bytes_after += new.size if new is not None else sum(s.size for s in group)
     return CompactionReport(
@@ -105,6 +122,26 @@ def _compact(log: Log, now_wall_ms: int) -> CompactionReport:
         stats.records_removed,
         stats.tombstones_removed,
     )
+
+
+class _Aborted:
+    """Which transactional batches belong to aborted transactions (from AbortedTxn entries:
+    the producer's batches from the transaction's first offset to its marker)."""
+
+    def __init__(self, entries: list[AbortedTxn]) -> None:
+        self._by_producer: dict[int, list[tuple[int, int]]] = {}
+        for entry in entries:
+            self._by_producer.setdefault(entry.producer_id, []).append(
+                (entry.first_offset, entry.last_offset)
+            )
+
+    def holds(self, header: BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control:
+            return False
+        return any(
+            first <= header.base_offset <= last
+            for first, last in self._by_producer.get(header.producer_id, ())
+        )
 
 
 @dataclass
@@ -135,6 +172,7 @@ def _clean_group(
     group: list[Segment],
     latest: dict[bytes, int],
     last_batch_of_producer: dict[int, int],
+    aborted: _Aborted,
     horizon: int,
     stats: _Stats,
 ) -> Segment | None:
@@ -148,7 +186,9 @@ def _clean_group(
         for segment in group:
             for position, header in segment.iter_batches():
                 data = segment.read(position, header.size)
-                out = _clean_batch(header, data, latest, last_batch_of_producer, horizon, stats)
+                out = _clean_batch(
+                    header, data, latest, last_batch_of_producer, aborted, horizon, stats
+                )
                 if out is not data:
                     changed = True
                 if out:
@@ -182,6 +222,7 @@ def _clean_batch(
     data: bytes,
     latest: dict[bytes, int],
     last_batch_of_producer: dict[int, int],
+    aborted: _Aborted,
     tombstone_horizon: int,
     stats: _Stats,
 ) -> bytes:
@@ -190,7 +231,10 @@ def _clean_batch(
     if header.is_control:
         return data
     records = decode_records(data)
-    latest_records = [r for r in records if r.key is not None and latest.get(r.key) == r.offset]
+    if aborted.holds(header):
+        latest_records = []  # an aborted transaction's records never stay
+    else:
+        latest_records = [r for r in records if r.key is not None and latest.get(r.key) == r.offset]
     kept = [r for r in latest_records if r.value is not None or r.timestamp > tombstone_horizon]
     stats.records_removed += len(records) - len(kept)
     stats.tombstones_removed += len(latest_records) - len(kept)

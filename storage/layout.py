@@ -22,6 +22,7 @@ __all__ = [
     "OFFSETS_TOPIC",
     "SWAP_SUFFIX",
     "TIMEINDEX_SUFFIX",
+    "TRANSACTION_STATE_TOPIC",
     "TXN_INDEX_SUFFIX",
     "is_offsets_partition_dir",
     "parse_partition_dir",
@@ -35,6 +36,8 @@ __all__ = [
 # The group coordinator's topic (Kafka's Topic.GROUP_METADATA_TOPIC_NAME). Storage does not
 # read its records; the name is here because every layer that finds its directories does.
 OFFSETS_TOPIC = "__consumer_offsets"
+# The transaction coordinator's topic (Kafka's Topic.TRANSACTION_STATE_TOPIC_NAME).
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

@@ -1,28 +1,17 @@
 """One partition's log: a directory of segments, with recovery, appends, reads, retention.
 
 Layout (Kafka's): `<topic>-<partition>/` holds `<20-digit base offset>.log` segments with
-their `.index` and `.timeindex` (see segment.py), and `log-start-offset-checkpoint`, written
-atomically (temp file, fsync, rename, fsync of the directory) whenever retention or
-DeleteRecords moves the log start offset past the first segment's base offset.
+their `.index` and `.timeindex` (see segment.py), `.txnindex` files for aborted transactions
+(see transactions.py), and `log-start-offset-checkpoint`.
 
-Recovery (`Log.open`) — why each step:
+Recovery (`Log.open`) is storage/recovery.py: leftovers of compaction, a torn tail cut,
+later segments dropped, indexes rebuilt; everything dropped is listed in `recovery_report`
+for the broker to log. Then the partition's transactions are rebuilt from the segments
+(`PartitionTransactions.recover`), which rewrites `.txnindex` files that disagree.
 
-1. Leftovers of an interrupted compaction: a `*.cleaned` file was never finished, so it is
-   deleted; a `*.log.swap` file was complete (it is fsynced before it gets that name), so
-   the swap is finished: the segments it replaces are deleted and it becomes their `.log`.
-   `*.tmp` files (index rewrites, checkpoints) are deleted.
-2. Every segment is walked batch by batch (headers only, through an mmap). The walk
-   rebuilds the in-memory indexes and the producer state, and cuts the file at the first
-   batch that is cut short, has a bad magic or length, or has offsets going backwards
-   (Segment.recover explains each check). The last segment's CRCs are verified too: it is
-   the one that was being written when a crash could happen. Older segments were fsynced
-   when they rolled; verifying their CRCs would mean reading every byte of the log at
-   every start.
-3. A segment that had to be cut, or that overlaps the one before it, ends the log: every
-   later segment is deleted (as Kafka does), since offsets must follow on.
-4. Index files that differ from the recomputed indexes are rewritten.
-
-Everything dropped is listed in `recovery_report` for the broker to log.
+Transactions (storage/transactions.py): every append is shown to `self.transactions`, which
+tracks open transactions (the last stable offset) and writes the aborted-transaction index;
+retention, DeleteRecords and truncation keep it in step.
 
 Durability (`LogConfig.flush_mode`): "none" leaves flushing to the OS (Kafka's default;
 a crash of the machine loses what the page cache had not written back, typically up to 30
@@ -41,6 +30,7 @@ thread's appends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from bisect import bisect_right
@@ -61,31 +51,24 @@ from protocol.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from storage.layout import (
-    CLEANED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    SWAP_SUFFIX,
-    TIMEINDEX_SUFFIX,
-    parse_segment_name,
-    segment_path,
-)
 from storage.producer_state import ProducerStateManager
+from storage.recovery import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RecoveryEvent,
+    recover_segments,
+    write_checkpoint,
+)
 from storage.segment import (
     EMPTY_SLICE,
     FileHandle,
     FileSlice,
     Segment,
     fsync_directory,
-    last_offset_in_file,
     syncfs,
 )
+from storage.transactions import PartitionTransactions
 
 __all__ = ["AppendInfo", "Log", "LogConfig", "RecoveryEvent", "apply_retention", "flush_logs"]
-
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-_CHECKPOINT_VERSION = 0
-_TMP_SUFFIX = ".tmp"
 
 _DAY_MS = 24 * 60 * 60 * 1000
 _FLUSH_MODES = ("none", "interval", "always")
@@ -152,18 +135,6 @@ class AppendInfo(NamedTuple):
     duplicate: bool = False  # a producer retry acknowledged with its original offsets
 
 
-class RecoveryEvent(NamedTuple):
-    """Something `Log.open` changed on disk, for the broker to log."""
-
-    path: Path
-    action: str  # "truncated", "deleted", "index rebuilt", "swap completed", "leftover removed"
-    bytes: int
-    reason: str
-    # For "truncated": where the segment file was cut, and the offset it now ends before.
-    position: int = -1
-    offset: int = -1
-
-
 class Log:
     """A partition's log. Use `Log.open`."""
 
@@ -171,6 +142,7 @@ class Log:
         self.path = path
         self.config = config
         self.producer_state = ProducerStateManager()
+        self.transactions = PartitionTransactions(path)
         self.recovery_report: list[RecoveryEvent] = []
         self._segments: list[Segment] = []
         self._bases: list[int] = []  # base offsets of _segments, for bisect
@@ -195,154 +167,32 @@ class Log:
             log._recover(now_wall_ms)
         except OSError as e:
             log._drop_handles()
+            log.transactions.close()
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{path}: cannot open log: {e}") from e
         return log
 
     def _recover(self, now_wall_ms: int) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._clean_leftovers()
-        checkpoint = self._read_checkpoint()
-        bases = sorted(
-            b for b in (parse_segment_name(p.name) for p in self.path.iterdir()) if b is not None
+        recovered = recover_segments(
+            self.path,
+            self._segments,
+            index_interval_bytes=self.config.index_interval_bytes,
+            now_wall_ms=now_wall_ms,
+            report=self.recovery_report,
         )
-        last_offset = -1
-        for i, base in enumerate(bases):
-            segment_file = segment_path(self.path, base)
-            if base <= last_offset:
-                self._delete_segment_files(
-                    bases[i:], f"overlaps the previous segment, which ends at {last_offset}"
-                )
-                break
-            segment = Segment.open(
-                self.path, base, index_interval_bytes=self.config.index_interval_bytes
-            )
-            is_last = i == len(bases) - 1
-            cut = segment.recover(
-                verify_crc=is_last, min_offset=last_offset + 1, on_batch=self.producer_state.replay
-            )
-            if segment.roll_base_ms < 0:
-                segment.roll_base_ms = now_wall_ms
-            self._segments.append(segment)
-            last_offset = segment.next_offset - 1
-            if cut is not None:
-                self._report(
-                    segment_file,
-                    "truncated",
-                    cut[0],
-                    cut[1],
-                    position=segment.size,
-                    offset=segment.next_offset,
-                )
-                if not is_last:
-                    self._delete_segment_files(
-                        bases[i + 1 :], f"follows {segment_file.name}, which was truncated"
-                    )
-                    break
-        for segment in self._segments:
-            for what in segment.sync_index_files():
-                self._report(segment.path, "index rebuilt", 0, what)
-        log_end_offset = self._segments[-1].next_offset if self._segments else 0
-        if checkpoint > log_end_offset:
-            # DeleteRecords (or retention) had moved the start past data that a crash then
-            # lost: the log restarts empty at the checkpoint, as Kafka's does.
-            for segment in self._segments:
-                segment.delete_files()
-                self._report(
-                    segment.path,
-                    "deleted",
-                    segment.size,
-                    f"below the log start offset {checkpoint}",
-                )
-            self._segments.clear()
-            self.producer_state = ProducerStateManager()
-        if not self._segments:
-            self._segments.append(
-                Segment.create(
-                    self.path,
-                    max(checkpoint, log_end_offset),
-                    index_interval_bytes=self.config.index_interval_bytes,
-                    wall_ms=now_wall_ms,
-                )
-            )
+        self.producer_state = recovered.producer_state
+        self._log_start_offset = recovered.log_start_offset
         self._bases = [s.base_offset for s in self._segments]
-        self._log_start_offset = max(checkpoint, self._segments[0].base_offset)
-        self.producer_state.evict_below(self._log_start_offset)
         # What survived recovery is what the disk holds: treat it as flushed.
         self._flushed_offset = self.log_end_offset
+        self._recover_transactions()
 
-    def _clean_leftovers(self) -> None:
-        for file in sorted(self.path.iterdir()):
-            name = file.name
-            ours_tmp = name.endswith(_TMP_SUFFIX) and (
-                name == LOG_START_OFFSET_CHECKPOINT + _TMP_SUFFIX or name[:20].isdigit()
-            )
-            if name.endswith(CLEANED_SUFFIX) or ours_tmp:
-                self._report(file, "leftover removed", file.stat().st_size, "unfinished write")
-                file.unlink()
-            elif name.endswith(SWAP_SUFFIX):
-                self._finish_swap(file)
-
-    def _finish_swap(self, swap: Path) -> None:
-        base = parse_segment_name(swap.name, SWAP_SUFFIX)
-        if base is None:
-            return
-        size, last_offset = last_offset_in_file(swap)
-        last_offset = max(last_offset, base)
-        covered = [
-            b
-            for b in (parse_segment_name(p.name) for p in self.path.iterdir())
-            if b is not None and base < b <= last_offset
-        ]
-        for other in covered:
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX):
-                segment_path(self.path, other, suffix).unlink(missing_ok=True)
-        os.replace(swap, segment_path(self.path, base))
-        fsync_directory(self.path)
-        self._report(
-            swap, "swap completed", size, f"compaction replaced {len(covered) + 1} segment(s)"
-        )
-
-    def _delete_segment_files(self, bases: list[int], reason: str) -> None:
-        for base in bases:
-            path = segment_path(self.path, base)
-            self._report(path, "deleted", path.stat().st_size, reason)
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX):
-                segment_path(self.path, base, suffix).unlink(missing_ok=True)
-
-    def _report(
-        self,
-        path: Path,
-        action: str,
-        size: int,
-        reason: str,
-        *,
-        position: int = -1,
-        offset: int = -1,
-    ) -> None:
-        self.recovery_report.append(RecoveryEvent(path, action, size, reason, position, offset))
-
-    def _read_checkpoint(self) -> int:
-        try:
-            text = (self.path / LOG_START_OFFSET_CHECKPOINT).read_text()
-        except FileNotFoundError:
-            return 0
-        lines = text.split()
-        if len(lines) == 2 and lines[0] == str(_CHECKPOINT_VERSION) and lines[1].isdigit():
-            return int(lines[1])
-        # It is written by rename, so it cannot be torn; anything else is not ours to guess.
-        raise OSError(f"unreadable {LOG_START_OFFSET_CHECKPOINT}: {text[:40]!r}")
+    def _recover_transactions(self) -> None:
+        for what in self.transactions.recover(self._segments):
+            self.recovery_report.append(RecoveryEvent(self.path, "index rebuilt", 0, what))
+        self.transactions.tracker.evict_below(self._log_start_offset)
 
     def _write_checkpoint(self) -> None:
-        path = self.path / LOG_START_OFFSET_CHECKPOINT
-        tmp = path.with_name(path.name + _TMP_SUFFIX)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, f"{_CHECKPOINT_VERSION}\n{self._log_start_offset}\n".encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        fsync_directory(self.path)
+        write_checkpoint(self.path, self._log_start_offset)
 
     # --- properties --------------------------------------------------------------------
 
@@ -437,6 +287,7 @@ class Log:
         infos: list[AppendInfo] = []
         parts: list[bytes | bytearray | memoryview] = []
         headers: list[BatchHeader] = []
+        written: list[tuple[BatchHeader, memoryview]] = []
         next_offset = self.log_end_offset
         for view, header in views:
             original = producers.check(header)
@@ -457,6 +308,8 @@ class Log:
             producers.add(assigned)
             parts += (patched, view[BATCH_HEADER_SIZE:])
             headers.append(assigned)
+            if assigned.is_transactional:
+                written.append((assigned, view))
             infos.append(
                 AppendInfo(
                     next_offset,
@@ -485,6 +338,12 @@ class Log:
                 ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: append failed: {e}"
             ) from e
         producers.commit()
+        if written:
+            # On OSError the batches are in the log and the tracker (the LSO) is up to date;
+            # only the .txnindex file missed an entry, and the next recovery rewrites it.
+            # Failing the produce now would only make the client retry a written batch.
+            with contextlib.suppress(OSError):
+                self.transactions.on_append(active.base_offset, written)
         if (
             self.config.flush_mode == "always"
             or self.log_end_offset - self._flushed_offset >= self.config.flush_messages
@@ -513,6 +372,7 @@ class Log:
         old = self._segments[-1]
         old.flush()
         old.sync_index_files()
+        self.transactions.index(old.base_offset).flush()
         self._flushed_offset = max(self._flushed_offset, old.next_offset)
         new = Segment.create(
             self.path,
@@ -743,6 +603,7 @@ class Log:
             self._log_start_offset = self._segments[0].base_offset
             self._write_checkpoint()
         self.producer_state.evict_below(self._log_start_offset)
+        self.transactions.remove_segments([s.base_offset for s in removed], self._log_start_offset)
 
     def advance_log_start_offset(self, offset: int) -> int:
         """DeleteRecords: make `offset` the log start offset (never moving it back), persist
@@ -765,6 +626,7 @@ class Log:
                 raise self._go_offline(f"cannot write {LOG_START_OFFSET_CHECKPOINT}: {e}") from e
             self._delete_below_start()
             self.producer_state.evict_below(offset)
+            self.transactions.tracker.evict_below(offset)
         return self._log_start_offset
 
     def truncate_to(self, offset: int, *, wall_ms: int) -> None:
@@ -805,6 +667,8 @@ class Log:
                 for _, header in segment.iter_batches():
                     self.producer_state.replay(header)
             self.producer_state.evict_below(self._log_start_offset)
+            # A cut may reopen a transaction whose marker went: rebuild from the segments.
+            self._recover_transactions()
         except OSError as e:
             raise self._go_offline(f"truncation failed: {e}") from e
         self._flushed_offset = min(self._flushed_offset, self.log_end_offset)
@@ -819,6 +683,9 @@ class Log:
         assert first + len(old) < len(self._segments), "the active segment is never replaced"
         self._segments[first : first + len(old)] = [new] if new is not None else []
         self._bases = [s.base_offset for s in self._segments]
+        # Merged segments keep their markers but change base offsets: the .txnindex files
+        # follow (rebuilt from the segments, as recovery does).
+        self._recover_transactions()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -831,6 +698,7 @@ class Log:
             if self._failure is None:
                 self.flush()
                 self._segments[-1].sync_index_files()
+                self.transactions.flush()
         except OSError as e:
             raise KafkaError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: close failed: {e}"
@@ -838,11 +706,13 @@ class Log:
         finally:
             self._closed = True
             self._drop_handles()
+            self.transactions.close()
 
     def delete(self) -> None:
         """Remove the log and its directory (DeleteTopics)."""
         self._closed = True
         self._drop_handles()
+        self.transactions.close()
         shutil.rmtree(self.path, ignore_errors=True)
 
     def _drop_handles(self) -> None:

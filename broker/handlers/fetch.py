@@ -7,6 +7,12 @@ partition with data returns at least one whole batch even if it is larger than
 `partition_max_bytes` or `max_bytes`, so a consumer can always make progress; after that,
 `max_bytes` bounds the response and `partition_max_bytes` each partition.
 
+isolation_level=1 (read_committed) reads up to the last stable offset (LSO: the first
+offset of the earliest open transaction, else the high watermark) and lists the aborted
+transactions that overlap the batches returned, from the partition's .txnindex, so that
+the consumer drops their records (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED
+and collectAbortedTransactions). Every response reports the LSO in last_stable_offset.
+
 Fetch v0-3 (a Kafka release before 4.0, see protocol.releases) gets message format v0
 (Fetch v0-1) or v1 (v2-3): the v2 batches read are converted down, as Kafka's KafkaApis does
 through LazyDownConversionRecords and RecordsUtil.downConvert: control batches dropped,
@@ -29,12 +35,15 @@ from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.legacy_records import LegacyRecord, build_message_set
 from protocol.messages.fetch import (
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
     PartitionData,
 )
 from protocol.records import decode_records, iter_batches
+
+READ_COMMITTED = 1
 
 
 def _partition_data(
@@ -50,10 +59,11 @@ def _partition_data(
         ), 0
     p = topic.partitions[fp.partition]
     plog = p.log
+    lso = plog.transactions.last_stable_offset(plog.high_watermark)
     base = {
         "partition_index": fp.partition,
         "high_watermark": plog.log_end_offset,
-        "last_stable_offset": plog.log_end_offset,
+        "last_stable_offset": lso,
         "log_start_offset": plog.log_start_offset,
     }
     if fp.current_leader_epoch > p.leader_epoch:
@@ -64,16 +74,24 @@ def _partition_data(
         return PartitionData(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, **base), 0
     limit = min(fp.partition_max_bytes, budget)
     data = b""
-    if fp.fetch_offset < plog.log_end_offset and (limit > 0 or first):
-        data = plog.read_bytes(fp.fetch_offset, limit, min_one=first)
-    if ctx.api_version < 4 and data:
+    committed = isolation_level == READ_COMMITTED
+    end = lso if committed else plog.log_end_offset
+    if fp.fetch_offset < end and (limit > 0 or first):
+        data = plog.read_bytes(fp.fetch_offset, limit, max_offset=end, min_one=first)
+    aborted = None
+    if committed:
+        upper = fp.fetch_offset
+        for _, header in iter_batches(data):
+            upper = max(upper, header.next_offset)
+        aborted = [
+            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+            for a in plog.transactions.aborted_transactions(fp.fetch_offset, upper)
+        ]
+    if ctx.api_version < 4 and data:  # no isolation level below v4: aborted is None
         try:
             data = _down_convert(data, 0 if ctx.api_version <= 1 else 1, fp.fetch_offset)
         except KafkaError as e:
             return PartitionData(error_code=e.code, records=b"", **base), 0
-    # read_committed: the aborted transactions in range, an empty list here (none exist);
-    # read_uncommitted: null, as Kafka's UnifiedLog.read leaves it.
-    aborted: list[Any] | None = [] if isolation_level == 1 else None
     return PartitionData(
         error_code=ErrorCode.NONE, records=data, aborted_transactions=aborted, **base
     ), len(data)

@@ -1,7 +1,8 @@
-"""FindCoordinator: kmock is the coordinator of every group (it leads every partition of
-__consumer_offsets, which the first group lookup creates, as in Kafka). Transactions are
-not supported, so a transaction coordinator lookup (key_type 1) is answered with
-COORDINATOR_NOT_AVAILABLE and an explanation.
+"""FindCoordinator: kmock is the coordinator of every group and every transactional id (it
+leads every partition of __consumer_offsets and __transaction_state, which the first lookup
+of each kind creates, as in Kafka). Other key types (share groups, key_type 2) are answered
+with COORDINATOR_NOT_AVAILABLE and an explanation; an empty transactional id is
+INVALID_REQUEST, as Kafka answers it.
 """
 
 from __future__ import annotations
@@ -17,30 +18,29 @@ from protocol.messages.find_coordinator import (
 GROUP, TRANSACTION = 0, 1
 
 
+def _error(key: str, code: ErrorCode, message: str | None) -> Coordinator:
+    return Coordinator(
+        key=key, node_id=-1, host="", port=-1, error_code=code, error_message=message
+    )
+
+
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
-    if key_type != GROUP:
-        return Coordinator(
-            key=key,
-            node_id=-1,
-            host="",
-            port=-1,
-            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            error_message="kmock does not support transactions",
+    if key_type == GROUP:
+        ctx.broker.coordinator.offsets_topic()  # Kafka creates it on the first group lookup
+    elif key_type == TRANSACTION:
+        if not key:
+            return _error(key, ErrorCode.INVALID_REQUEST, "empty transactional id")
+        ctx.broker.transactions.state_topic()  # and this one on the first transaction lookup
+    else:
+        return _error(
+            key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"kmock has no coordinator of type {key_type}"
         )
-    ctx.broker.coordinator.offsets_topic()  # Kafka creates it on the first group lookup
     # The address advertised for the client's listener (KafkaApis.getCoordinator:
     # metadataCache.getAliveBrokerNode(id, request.context.listenerName)); none when that
     # listener is not advertised, which Kafka answers COORDINATOR_NOT_AVAILABLE.
     address = ctx.broker.advertised_address(ctx.listener_name)
     if address is None:
-        return Coordinator(
-            key=key,
-            node_id=-1,
-            host="",
-            port=-1,
-            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            error_message=None,
-        )
+        return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
     host, port = address
     return Coordinator(
         key=key,

@@ -1,7 +1,8 @@
 """ListOffsets: offsets by timestamp, with Kafka's special timestamps.
 
--1 LATEST           the log end offset (= high watermark = last stable offset: one
-                    replica, no transactions)
+-1 LATEST           the high watermark (= the log end offset: one replica); with
+                    isolation_level 1 (read_committed, v2+) the last stable offset
+                    (Kafka's ListOffsets with IsolationLevel.READ_COMMITTED)
 -2 EARLIEST         the log start offset
 -3 MAX_TIMESTAMP    the record with the largest timestamp (v7+, KIP-734)
 -4 EARLIEST_LOCAL   the log start offset (no tiered storage: same as EARLIEST; v8+)
@@ -23,10 +24,13 @@ from protocol.messages.list_offsets import (
 )
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+READ_COMMITTED = 1
 
 
-def _lookup(plog: Any, timestamp: int) -> tuple[int, int]:
+def _lookup(plog: Any, timestamp: int, isolation_level: int) -> tuple[int, int]:
     if timestamp == LATEST:
+        if isolation_level == READ_COMMITTED:
+            return plog.transactions.last_stable_offset(plog.high_watermark), -1
         return plog.log_end_offset, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return plog.log_start_offset, -1
@@ -70,7 +74,7 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
                     )
                 )
                 continue
-            offset, ts = _lookup(partition.log, p.timestamp)
+            offset, ts = _lookup(partition.log, p.timestamp, request.isolation_level)
             parts.append(
                 ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,

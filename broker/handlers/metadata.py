@@ -21,7 +21,7 @@ from protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from storage.layout import OFFSETS_TOPIC
+from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 
 def describe_topic(
@@ -113,7 +113,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 except KafkaError as e:
                     topics.append(MetadataResponseTopic(error_code=e.code, name=name))
                     continue
-                if not allow_create or name == OFFSETS_TOPIC:
+                if not allow_create or name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
                     topics.append(
                         MetadataResponseTopic(
                             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name

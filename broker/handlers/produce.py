@@ -12,6 +12,15 @@ Produce v0-2 (a Kafka release before 4.0, see protocol.releases) carries Message
 formats v0/v1: they are checked message by message (CRC32, lengths, codec) and converted to
 one RecordBatch v2 with the same compression, as a Kafka 3.x broker does on append
 (LogValidator: log.message.format.version is ignored from 3.0, so every append is v2).
+
+Transactional batches (a request with a transactional_id): before appending, the
+transaction coordinator is asked whether each partition is in the producer's transaction
+(KIP-890 part 1) or, for Produce v12+ under transaction.version 2, adds it (part 2), as
+Kafka's ReplicaManager.appendRecords does through its AddPartitionsToTxnManager; a
+partition that fails is answered with the error Kafka gives (INVALID_TXN_STATE,
+INVALID_PRODUCER_EPOCH, or a retriable NOT_ENOUGH_REPLICAS: broker.txn_runtime). A
+transactional batch in a request without a transactional_id, or the other way round, is
+INVALID_RECORD (Kafka's ProduceRequest.validateRecords raises InvalidRecordException).
 """
 
 from __future__ import annotations
@@ -34,8 +43,14 @@ from protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from protocol.records import build_batch, decode_records, split_batches
-from storage.layout import OFFSETS_TOPIC
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    build_batch,
+    decode_records,
+    parse_batch_header,
+    split_batches,
+)
+from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger("broker.produce")
 
@@ -44,29 +59,27 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     broker = ctx.broker
     if request.acks not in (-1, 0, 1):
         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks}")
+    refused: dict[tuple[str, int], ErrorCode] = {}
     if request.transactional_id is not None:
-        # Transactions are not supported: InitProducerId refuses transactional ids, so a
-        # client cannot get here without ignoring that answer.
-        raise KafkaError(
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported"
-        )
+        refused = await _verify_transaction(ctx, request)
     wall_ms = broker.wall_ms()
     # (topic name, topic id, partition responses): no reference into the request, so that a
     # Deferred answer does not keep its frame (its record batches) alive during the fsync.
     responses: list[tuple[str, uuid.UUID, list[PartitionProduceResponse]]] = []
     durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
     for topic_data in request.topic_data:
-        name = topic_data.name
-        if ctx.api_version >= 13:
-            # v13 names the topic by id (KIP-516); an unknown id is UNKNOWN_TOPIC_ID.
-            by_id = broker.topics.by_id.get(topic_data.topic_id)
-            name = "" if by_id is None else by_id.name
+        name = _topic_name(ctx, topic_data)
         partitions: list[PartitionProduceResponse] = []
         for pdata in topic_data.partition_data:
             try:
                 if not name:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"{topic_data.topic_id}")
-                result = _append(broker, name, pdata, wall_ms, ctx.api_version)
+                code = refused.get((name, pdata.index))
+                if code is not None:
+                    raise KafkaError(code, "not in the producer's transaction")
+                result = _append(
+                    broker, name, pdata, wall_ms, ctx.api_version, request.transactional_id
+                )
             except KafkaError as e:
                 if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
                     log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
@@ -126,10 +139,53 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     return Deferred(finish)
 
 
+def _topic_name(ctx: RequestContext, topic_data: Any) -> str:
+    """The topic's name; v13 names the topic by id (KIP-516): "" for an unknown id, which is
+    answered UNKNOWN_TOPIC_ID."""
+    if ctx.api_version < 13:
+        return str(topic_data.name)
+    by_id = ctx.broker.topics.by_id.get(topic_data.topic_id)
+    return "" if by_id is None else by_id.name
+
+
+async def _verify_transaction(
+    ctx: RequestContext, request: ProduceRequest
+) -> dict[tuple[str, int], ErrorCode]:
+    """The partitions a transactional Produce may not append to, with their errors. Only
+    partitions whose batch is transactional and whose topic exists are asked about (the
+    others fail in `_append`)."""
+    wanted: list[tuple[str, int]] = []
+    producer: tuple[int, int] | None = None
+    for topic_data in request.topic_data:
+        for pdata in topic_data.partition_data:
+            records = pdata.records
+            if not records or len(records) < BATCH_HEADER_SIZE:
+                continue
+            header = parse_batch_header(records)
+            if not header.is_transactional:
+                continue
+            name = _topic_name(ctx, topic_data)
+            if ctx.broker.topics.get(name) is None:
+                continue
+            wanted.append((name, pdata.index))
+            producer = (header.producer_id, header.producer_epoch)
+    if producer is None:
+        return {}
+    assert request.transactional_id is not None
+    return await ctx.broker.transactions.verify_produce(
+        request.transactional_id, producer[0], producer[1], wanted, ctx.api_version
+    )
+
+
 def _append(
-    broker: Any, name: str, pdata: Any, wall_ms: int, version: int
+    broker: Any,
+    name: str,
+    pdata: Any,
+    wall_ms: int,
+    version: int,
+    transactional_id: str | None = None,
 ) -> PartitionProduceResponse:
-    if name == OFFSETS_TOPIC:
+    if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "cannot produce to an internal topic")
     partition = broker.topics.partition(name, pdata.index)
     records = pdata.records
@@ -143,8 +199,13 @@ def _append(
         # record batch" per partition.
         raise KafkaError(ErrorCode.INVALID_RECORD, f"{len(batches)} record batches")
     _, header = batches[0]
-    if header.is_transactional:
-        raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactional batch without a transaction")
+    if header.is_transactional and transactional_id is None:
+        # Kafka's ProduceRequest.validateRecords.
+        raise KafkaError(ErrorCode.INVALID_RECORD, "transactional batch without a transactional id")
+    if transactional_id is not None and not header.is_transactional:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "non-transactional batch, transactional id")
+    if header.is_control:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
     if header.size > partition.log.config.max_message_bytes:
         raise KafkaError(
             ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes > max.message.bytes"

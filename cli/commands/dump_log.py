@@ -1,4 +1,10 @@
-"""What `kmock dump-log` does; its parser is `cli.dump_log`."""
+"""What `kmock dump-log` does; its parser is `cli.dump_log`.
+
+Records are decoded by what the partition holds: __consumer_offsets records (group
+metadata, offsets), __transaction_state records (TransactionLogKey/Value, with the state's
+name), or shown as text. A control batch's record is a transaction marker: its type
+(COMMIT/ABORT) and coordinator epoch, as Kafka's DumpLogSegments prints "endTxnMarker".
+"""
 
 from __future__ import annotations
 
@@ -13,13 +19,29 @@ from pathlib import Path
 from typing import Any
 
 from cli.output import EXIT_ERROR, EXIT_OK, Failed, Output, as_text, cell
+from coordinator.transactions.state import TransactionState
+from protocol import transaction_log
 from protocol.compression import CompressionType
 from protocol.consumer_offsets import MemberMetadata, UnknownRecordKey, decode_record
 from protocol.consumer_protocol import decode_assignment, decode_subscription
+from protocol.control_records import decode_control_key, decode_end_txn_marker_value
 from protocol.errors import KafkaError
 from protocol.primitives import DecodeError
-from protocol.records import BATCH_HEADER_SIZE, decode_records, iter_batches, validate_batch
-from storage.layout import LOG_SUFFIX, is_offsets_partition_dir
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    ControlRecordType,
+    decode_records,
+    iter_batches,
+    validate_batch,
+)
+from storage.layout import (
+    LOG_SUFFIX,
+    TRANSACTION_STATE_TOPIC,
+    is_offsets_partition_dir,
+    parse_partition_dir,
+)
+
+OFFSETS, TRANSACTIONS = "offsets", "transactions"  # record decoders
 
 __all__ = ["cmd_dump_log"]
 
@@ -65,7 +87,12 @@ def _struct_fields(obj: Any) -> dict[str, Any]:
         value = getattr(obj, f.name)
         if isinstance(value, list) and value and isinstance(value[0], MemberMetadata):
             value = [_member_fields(m, getattr(obj, "protocol_type", None)) for m in value]
+        elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+            value = [_struct_fields(x) for x in value]
         out[f.name] = value
+    if isinstance(obj, transaction_log.TransactionLogValue):
+        with contextlib.suppress(ValueError):
+            out["state"] = str(TransactionState.from_id(obj.transaction_status))
     return out
 
 
@@ -81,7 +108,21 @@ def _member_fields(m: Any, protocol_type: str | None) -> dict[str, Any]:
     return fields
 
 
-def _record_fields(record: Any, offsets_topic: bool) -> dict[str, Any]:
+def _marker_fields(record: Any) -> dict[str, Any]:
+    """A control record: the transaction marker it holds, or why it cannot be read."""
+    try:
+        control_type = decode_control_key(record.key)
+        kind = (
+            ControlRecordType(control_type).name
+            if control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT)
+            else f"type {control_type}"
+        )
+        return {"type": kind, "coordinator_epoch": decode_end_txn_marker_value(record.value)}
+    except KafkaError as e:
+        return {"type": "unreadable", "error": str(e)}
+
+
+def _record_fields(record: Any, decoder: str | None, is_control: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "offset": record.offset,
         "timestamp": record.timestamp,
@@ -89,10 +130,14 @@ def _record_fields(record: Any, offsets_topic: bool) -> dict[str, Any]:
         "value_size": -1 if record.value is None else len(record.value),
         "headers": [[k, as_text(v)] for k, v in record.headers],
     }
-    if offsets_topic and record.key is not None:
+    if is_control:
+        fields["end_txn_marker"] = _marker_fields(record)
+        return fields
+    if decoder is not None and record.key is not None:
+        decode = decode_record if decoder == OFFSETS else transaction_log.decode_record
         try:
-            key, value = decode_record(record.key, record.value)
-        except DecodeError as e:
+            key, value = decode(record.key, record.value)
+        except (DecodeError, ValueError) as e:
             fields["decode_error"] = str(e)
         else:
             fields["key"] = (
@@ -133,6 +178,10 @@ def _print_record_text(out: Output, r: dict[str, Any]) -> None:
     if "decode_error" in r:
         out.line(f"{head} decode error: {r['decode_error']}")
         return
+    if "end_txn_marker" in r:
+        marker = r["end_txn_marker"]
+        out.line(f"{head} endTxnMarker: {marker['type']} {_format_fields(marker)}")
+        return
     key, value = r["key"], r["value"]
     if isinstance(key, dict):
         out.line(f"{head} key: {key['type']} {_format_fields(key)}")
@@ -151,14 +200,21 @@ def _print_record_text(out: Output, r: dict[str, Any]) -> None:
 def cmd_dump_log(args: argparse.Namespace, out: Output) -> int:
     files = _segments(args.path)
     directory = args.path if args.path.is_dir() else args.path.parent
-    offsets_topic = args.offsets_decoder or is_offsets_partition_dir(directory.name)
+    parsed = parse_partition_dir(directory.name)
+    decoder = None
+    if args.offsets_decoder or is_offsets_partition_dir(directory.name):
+        decoder = OFFSETS
+    elif getattr(args, "transaction_log_decoder", False) or (
+        parsed is not None and parsed[0] == TRANSACTION_STATE_TOPIC
+    ):
+        decoder = TRANSACTIONS
     as_json = args.output == "json"
     documents = []
     with out.progress("decoding", sum(f.stat().st_size for f in files)) as advance:
         for path in files:
             if not as_json:
                 out.line(f"Dumping {path}")
-            doc = _dump_segment(out, path, args, offsets_topic, advance)
+            doc = _dump_segment(out, path, args, decoder, advance)
             documents.append(doc)
             if not as_json:
                 out.stdout.flush()
@@ -179,7 +235,7 @@ def _dump_segment(
     out: Output,
     path: Path,
     args: argparse.Namespace,
-    offsets_topic: bool,
+    decoder: str | None,
     advance: Callable[[float], None],
 ) -> dict[str, Any]:
     """Decode one segment; prints it as text, or returns it as a JSON document."""
@@ -200,7 +256,7 @@ def _dump_segment(
             if not args.batches_only:
                 try:
                     batch["records"] = [
-                        _record_fields(r, offsets_topic)
+                        _record_fields(r, decoder, header.is_control)
                         for r in decode_records(data[pos : pos + header.size])
                     ]
                     records += len(batch["records"])

@@ -94,3 +94,67 @@ def test_dump_log_reports_bad_crc_and_torn_tail(tmp_path):
     err = io.StringIO()
     assert main(["dump-log", str(tmp_path / "missing.log")], stderr=err) == 1
     assert "no such file" in err.getvalue()
+
+
+async def test_dump_log_decodes_transaction_state_and_shows_markers(broker):
+    from protocol.messages.end_txn import EndTxnRequest
+    from protocol.messages.init_producer_id import InitProducerIdRequest
+    from tests.broker.handlers.test_transactions import (
+        TID,
+        add_partitions,
+        produce_code,
+        state,
+        txn_produce,
+        until,
+    )
+    from tests.reliability.inproc import create
+    from tests.wire import WireClient
+
+    with trio.fail_after(SCENARIO_S):
+        client = await WireClient.connect(broker)
+        await create(client, "t")
+        init = await client.call(
+            InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000), 4
+        )
+        pid, epoch = init.producer_id, init.producer_epoch
+        await client.call(add_partitions(pid, epoch), 3)
+        assert produce_code(await client.call(txn_produce(pid, epoch, 0, b"a"), 9)) == 0
+        await client.call(
+            EndTxnRequest(
+                transactional_id=TID, producer_id=pid, producer_epoch=epoch, committed=True
+            ),
+            3,
+        )
+        await until(broker, lambda: state(broker) == "CompleteCommit")
+
+        data = broker.data_dir
+        dumped = await cli_json("dump-log", str(data / "t-0"))
+        data_batch, marker = dumped["files"][0]["batches"]
+        assert (data_batch["is_transactional"], data_batch["is_control"]) == (True, False)
+        assert (marker["is_control"], marker["producer_id"]) == (True, pid)
+        assert marker["records"][0]["end_txn_marker"] == {"type": "COMMIT", "coordinator_epoch": 0}
+        code, out, _ = await cli("dump-log", str(data / "t-0"))
+        assert code == 0
+        assert "endTxnMarker: COMMIT coordinator_epoch=0" in out
+
+        partition = next(
+            p
+            for p in data.glob("__transaction_state-*")
+            if any(f.stat().st_size for f in p.glob("*.log"))
+        )
+        dumped = await cli_json("dump-log", str(partition))
+        values = [
+            (r["key"]["transactional_id"], r["value"]["state"])
+            for b in dumped["files"][0]["batches"]
+            for r in b["records"]
+        ]
+        assert values == [
+            (TID, "Empty"),
+            (TID, "Ongoing"),
+            (TID, "PrepareCommit"),
+            (TID, "CompleteCommit"),
+        ]
+        code, out, _ = await cli("dump-log", str(partition))
+        assert code == 0
+        assert f'key: TransactionLogKey transactional_id="{TID}"' in out
+        assert 'state="CompleteCommit"' in out

@@ -6,7 +6,6 @@ import pytest
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import ControlRecordType, build_control_batch, parse_batch_header
 from storage.transactions import (
-    PartitionTransactions,
     TransactionTracker,
     marker_type,
     replay_segment,
@@ -207,7 +206,7 @@ def test_indexes_built_from_the_log_answer_a_read_committed_fetch(open_log, log_
     for segment in log.segments:
         index = TransactionIndex(log_dir, segment.base_offset)
         index.reset(written.get(segment.base_offset, []))
-        assert index.sync_file() == ("missing" if index.entries else None)
+        assert index.sync_file() is None  # the log wrote the same entries as it appended
         indexes.append(index)
     assert sorted(p.name for p in log_dir.glob("*.txnindex")) == [
         "00000000000000000000.txnindex",
@@ -230,14 +229,12 @@ def _append_all(log, transactions):
         if batch == "roll":
             log.roll(wall_ms=T0)
             continue
-        info = log.append(batch, wall_ms=T0)
-        header = parse_batch_header(batch)._replace(base_offset=info.base_offset)
-        transactions.on_append(log.segments[-1].base_offset, [(header, batch)])
+        log.append(batch, wall_ms=T0)  # the log shows it to log.transactions
 
 
 def test_partition_transactions_write_index_files_and_answer_fetches(open_log, log_dir):
     log = open_log()
-    transactions = PartitionTransactions(log_dir)
+    transactions = log.transactions
     assert transactions.recover(log.segments) == []
     _append_all(log, transactions)
     assert sorted(p.name for p in log_dir.glob("*.txnindex")) == [
@@ -256,8 +253,7 @@ def test_partition_transactions_write_index_files_and_answer_fetches(open_log, l
 
 def test_recovery_rebuilds_and_repairs_the_index_files(open_log, log_dir):
     log = open_log()
-    transactions = PartitionTransactions(log_dir)
-    transactions.recover(log.segments)
+    transactions = log.transactions
     _append_all(log, transactions)
     transactions.close()
     log.close()
@@ -265,8 +261,8 @@ def test_recovery_rebuilds_and_repairs_the_index_files(open_log, log_dir):
     (log_dir / "00000000000000000000.txnindex").write_bytes(b"\xff" * 34)
     (log_dir / "00000000000000000099.txnindex").write_bytes(b"")
     reopened = open_log()
-    again = PartitionTransactions(log_dir)
-    assert again.recover(reopened.segments) == [
+    again = reopened.transactions
+    assert [e.reason for e in reopened.recovery_report if e.action == "index rebuilt"] == [
         "00000000000000000000.txnindex: inconsistent (34 bytes on disk, 34 expected)",
         "00000000000000000007.txnindex: missing",
         "00000000000000000099.txnindex: belongs to no segment",
@@ -280,24 +276,19 @@ def test_recovery_rebuilds_and_repairs_the_index_files(open_log, log_dir):
 
 def test_an_open_transaction_across_a_restart_holds_the_lso_until_its_marker(open_log, log_dir):
     log = open_log()
-    transactions = PartitionTransactions(log_dir)
-    transactions.recover(log.segments)
+    transactions = log.transactions
     first = make_batch(2, producer_id=P1, producer_epoch=0, base_sequence=0, is_transactional=True)
-    info = log.append(make_batch(1), wall_ms=T0)
-    info = log.append(first, wall_ms=T0)
-    transactions.on_append(
-        0, [(parse_batch_header(first)._replace(base_offset=info.base_offset), first)]
-    )
+    log.append(make_batch(1), wall_ms=T0)
+    log.append(first, wall_ms=T0)
+    assert transactions.last_stable_offset(log.high_watermark) == 1
     log.close()
     reopened = open_log()
-    again = PartitionTransactions(log_dir)
-    again.recover(reopened.segments)
+    again = reopened.transactions
     assert again.last_stable_offset(reopened.high_watermark) == 1
     abort = build_control_batch(
         ABORT, producer_id=P1, producer_epoch=0, coordinator_epoch=0, timestamp=T0
     )
-    info = reopened.append(abort, wall_ms=T0)
-    again.on_append(0, [(parse_batch_header(abort)._replace(base_offset=info.base_offset), abort)])
+    reopened.append(abort, wall_ms=T0)
     assert again.last_stable_offset(reopened.high_watermark) == reopened.high_watermark == 4
     assert again.aborted_transactions(1, 4) == [AbortedTxn(P1, 1, 3, 4)]
     again.close()
@@ -306,8 +297,7 @@ def test_an_open_transaction_across_a_restart_holds_the_lso_until_its_marker(ope
 
 def test_removed_segments_take_their_index_and_evicted_transactions_with_them(open_log, log_dir):
     log = open_log()
-    transactions = PartitionTransactions(log_dir)
-    transactions.recover(log.segments)
+    transactions = log.transactions
     _append_all(log, transactions)
     transactions.remove_segments([0], log_start_offset=7)
     assert not (log_dir / "00000000000000000000.txnindex").exists()

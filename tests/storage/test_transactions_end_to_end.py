@@ -11,8 +11,8 @@ from protocol.messages.add_partitions_to_txn import (
 )
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
-from protocol.records import build_control_batch, decode_records, parse_batch_header
-from storage.transactions import ActiveProducer, PartitionTransactions, active_producers
+from protocol.records import build_control_batch, decode_records
+from storage.transactions import ActiveProducer, active_producers
 from storage.txn_index import AbortedTxn
 from tests.storage.helpers import T0, make_batch
 
@@ -30,8 +30,7 @@ class Cluster:
         self.coordinator = self._coordinator()
         self.coordinator.finish_load(T0)
         self.log = open_log()
-        self.transactions = PartitionTransactions(log_dir)
-        self.transactions.recover(self.log.segments)
+        self.transactions = self.log.transactions
 
     def _coordinator(self):
         def allocate():
@@ -66,9 +65,7 @@ class Cluster:
         return outcome
 
     def write(self, batch):
-        info = self.log.append(batch, wall_ms=T0)
-        header = parse_batch_header(batch)._replace(base_offset=info.base_offset)
-        self.transactions.on_append(self.log.segments[-1].base_offset, [(header, batch)])
+        self.log.append(batch, wall_ms=T0)  # the log keeps its transactions in step
 
     def init(self, tid="t"):
         request = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000)
@@ -151,8 +148,8 @@ def test_commit_abort_commit_shows_only_committed_records_and_survives_a_restart
     cluster.transactions.close()
     cluster.log.close()
     cluster.log = open_log()
-    cluster.transactions = PartitionTransactions(log_dir)
-    assert cluster.transactions.recover(cluster.log.segments) == []
+    cluster.transactions = cluster.log.transactions
+    assert [e for e in cluster.log.recovery_report if "txnindex" in e.reason] == []
     replayed = cluster._coordinator()
     for record in cluster.state_log:
         replayed.replay(record.key_bytes(), record.value_bytes())

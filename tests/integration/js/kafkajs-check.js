@@ -4,7 +4,11 @@
 //   node kafkajs-check.js --mode MODE --brokers HOST:PORT [--topic T] [--group G] [-n N] ...
 //
 // Modes: metadata | create-topic | delete-topic | produce | consume | group |
-//        list-groups | describe-group | group-offsets
+//        list-groups | describe-group | group-offsets | transactions
+//
+// transactions: a transactional producer (--transactional-id) runs --plan, e.g.
+// "commit:10,abort:10,commit:5": one transaction per step, its records valued
+// "<prefix>-<step>-<i>", each step sent (and acknowledged) before it commits or aborts.
 //
 // It prints one JSON object per line on stdout ("produced", "consumed", "assigned",
 // "cluster", "topic", ... then "done"); on failure {"event":"error",...} and exit 1.
@@ -57,6 +61,7 @@ function parseArgs(argv) {
     mode: 'produce', brokers: '127.0.0.1:9092', topic: '', group: 'kafkajs-check', n: 10,
     prefix: 'value', compression: 'none', headers: false, idempotent: false, partitions: 3,
     hold: false, timeout: 30, start: 0, sessionTimeout: 6000, heartbeat: 1000,
+    transactionalId: '', plan: '',
   }
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i].replace(/^--?/, '')
@@ -118,6 +123,32 @@ async function produce(kafka, o) {
       for (const r of result) {
         emit({ event: 'produced', partition: r.partition, error_code: r.errorCode, base_offset: Number(r.baseOffset) })
       }
+    }
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+async function transactions(kafka, o) {
+  const producer = kafka.producer({
+    transactionalId: o.transactionalId, idempotent: true, maxInFlightRequests: 1,
+    allowAutoTopicCreation: true,
+  })
+  await producer.connect()
+  try {
+    const steps = o.plan.split(',')
+    for (let s = 0; s < steps.length; s++) {
+      const [outcome, count] = steps[s].split(':')
+      const txn = await producer.transaction()
+      const messages = []
+      for (let i = 0; i < Number(count); i++) {
+        messages.push({ key: `key-${i}`, value: `${o.prefix}-${s}-${i}` })
+      }
+      await txn.send({ topic: o.topic, acks: -1, messages })
+      if (outcome === 'commit') await txn.commit()
+      else if (outcome === 'abort') await txn.abort()
+      else throw new Error(`unknown outcome ${outcome}`)
+      emit({ event: 'transaction', step: s, outcome, n: Number(count) })
     }
   } finally {
     await producer.disconnect()
@@ -210,6 +241,9 @@ async function main() {
       break
     case 'produce':
       await produce(kafka, o)
+      break
+    case 'transactions':
+      await transactions(kafka, o)
       break
     case 'consume':
       // kafkajs consumes only as a group member: a group of its own, nothing committed.
