@@ -90,6 +90,31 @@ SETTINGS: dict[str, Setting] = {
             "Port of the HTTP admin endpoint (/healthz, /readyz, /metrics); -1 = off. kmock only.",
         ),
         _s("admin.host", "string", "127.0.0.1", "Host of the HTTP admin endpoint. kmock only."),
+        # --- test controls (broker.controls, docs/controls.md); kmock only ---
+        _s(
+            "kmock.clock",
+            "string",
+            "wall",
+            "wall, or virtual: every broker timer waits on a clock that moves only when "
+            "advanced (POST /v1/clock/advance). kmock only.",
+            choices=("wall", "virtual"),
+        ),
+        _s(
+            "kmock.clock.timestamps",
+            "string",
+            "wall",
+            "With a virtual clock: whether the timestamps the broker writes into records "
+            "(LogAppendTime) are real (wall) or virtual. kmock only.",
+            choices=("wall", "virtual"),
+        ),
+        _s(
+            "kmock.journal.size",
+            "int",
+            10000,
+            "Requests kept in the request journal (GET /v1/journal, with admin.port); "
+            "0 = off. kmock only.",
+            min_value=0,
+        ),
         # --- topics ---
         _s("num.partitions", "int", 1, "Partitions of auto-created topics."),
         _s(

@@ -95,10 +95,12 @@ class _Call(NamedTuple):
     correlation_id: int
     client_id: str | None
     started: float
+    conn: _Connection
     # The decoded request, for the UNKNOWN_SERVER_ERROR answer; None once the response is
     # deferred, so that a Produce waiting for its fsync does not keep its frame (the records
     # are views of it) in memory: 256 waiting 1 MB Produce requests would hold 256 MB.
     request: Any
+    fault: int | None = None  # the id of the fault that answered it (broker.controls.faults)
 
 
 class _Pending:
@@ -120,17 +122,23 @@ class _Pending:
 
 class _Connection:
     __slots__ = (
+        "address",
+        "api_versions",
         "broker",
         "client_host",
+        "client_id",
+        "clock",
         "connection_id",
         "drained_at",
         "frames",
         "metrics",
         "mid_frame",
         "nursery",
+        "opened_ms",
         "queue",
         "read_since",
         "reason",
+        "requests",
         "room",
         "sock",
         "waited",
@@ -145,7 +153,19 @@ class _Connection:
         self.sock = stream.socket  # for fileno(), close() and trio's waits only
         self.connection_id = connection_id
         self.client_host = client_host
+        self.clock = broker.clock  # idle times are measured on the broker's clock
         self.metrics = broker.metrics
+        # What GET /v1/connections shows: the client id of the last request, the version of
+        # each API used (the last one), the requests read.
+        self.client_id: str | None = None
+        self.api_versions: dict[int, int] = {}
+        self.requests = 0
+        self.opened_ms = broker.clock.wall_ms()
+        try:
+            host, port = stream.socket.getpeername()[:2]
+            self.address = f"{host}:{port}"
+        except OSError:
+            self.address = client_host.lstrip("/")
         self.frames = FrameBuffer(broker.config["socket.request.max.bytes"])
         self.reason: str | None = None
         # Responses not sent yet, in request order: chunks, or a _Pending at the head.
@@ -158,7 +178,7 @@ class _Connection:
         # whether a frame is half received.
         self.read_since: float | None = None
         self.write_since: float | None = None
-        self.drained_at = trio.current_time()
+        self.drained_at = self.clock.now()
         self.mid_frame = False
         self.waited = False  # the reader went through the scheduler since its last request
 
@@ -173,7 +193,7 @@ class _Connection:
         return fd
 
     async def _wait_readable(self) -> None:
-        self.read_since = trio.current_time()
+        self.read_since = self.clock.now()
         try:
             await trio.lowlevel.wait_readable(self.sock)
         finally:
@@ -195,6 +215,34 @@ class _Connection:
                 "idle timeout mid-frame" if self.mid_frame or len(self.frames) else "idle timeout"
             )
         return None
+
+    def describe(self) -> dict[str, Any]:
+        from broker.routes import route_for
+
+        versions = {}
+        for key, version in sorted(self.api_versions.items()):
+            route = route_for(key)
+            versions[route.name if route else str(key)] = version
+        return {
+            "connection": self.connection_id,
+            "client_id": self.client_id,
+            "address": self.address,
+            "opened_ms": self.opened_ms,
+            "requests": self.requests,
+            "api_versions": versions,
+        }
+
+    async def swallow(self) -> None:
+        """Read and drop whatever the client sends until it closes: a request a fault
+        drops is never answered, and nothing after it either (a broker that hangs)."""
+        while True:
+            try:
+                data = os.read(self._fd(), RECEIVE_BYTES)
+            except BlockingIOError:
+                await self._wait_readable()
+                continue
+            if not data:
+                raise CloseConnection("closed by client after a dropped request")
 
     def close_idle(self, reason: str) -> None:
         """Close the socket: the tasks waiting on it get ClosedResourceError and stop. (Not a
@@ -242,7 +290,7 @@ class _Connection:
                 # between its requests.
                 await trio.lowlevel.checkpoint()
             self.waited = False
-            out = await _handle_frame(self.broker, frame, self.client_host, self.connection_id)
+            out = await _handle_frame(self, frame)
             if out is None:
                 continue
             if not self.queue and not isinstance(out, _Pending):
@@ -281,7 +329,7 @@ class _Connection:
             self.sock.close()
         finally:
             self.writing = False
-            self.drained_at = trio.current_time()  # idle from now if nothing else comes
+            self.drained_at = self.clock.now()  # idle from now if nothing else comes
 
     async def send(self, out: list[Any]) -> None:
         """Send a response given as chunks, all in one writev when the socket takes it."""
@@ -296,7 +344,7 @@ class _Connection:
                 # A client that stops reading its responses makes no progress either: it is
                 # closed after connections.max.idle.ms like one that stops sending, so it
                 # cannot pin a task, a descriptor and a response forever.
-                self.write_since = trio.current_time()
+                self.write_since = self.clock.now()
                 try:
                     await trio.lowlevel.wait_writable(self.sock)
                 finally:
@@ -329,9 +377,10 @@ def _reason(e: BaseException) -> str:
 async def expire_idle_connections(broker: Broker) -> None:
     """Close the connections idle for connections.max.idle.ms (see the module docstring)."""
     idle_s = broker.config["connections.max.idle.ms"] / 1000
+    clock = broker.clock
     while True:
-        await trio.sleep(max(idle_s / IDLE_CHECKS, 0.001))
-        now = trio.current_time()
+        await clock.sleep_until(clock.now() + max(idle_s / IDLE_CHECKS, 0.001))
+        now = clock.now()
         for conn in broker.connections:
             reason = conn.idle_reason(now, idle_s)
             if reason is not None:
@@ -373,9 +422,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, connection
             await stream.aclose()
 
 
-async def _handle_frame(
-    broker: Broker, frame: bytes | bytearray, client_host: str, connection_id: int
-) -> list[Any] | _Pending | None:
+async def _handle_frame(conn: _Connection, frame: bytes | bytearray) -> list[Any] | _Pending | None:
+    broker = conn.broker
     try:
         api_key, version, correlation_id = peek_request_key(frame)
     except DecodeError as e:
@@ -405,8 +453,21 @@ async def _handle_frame(
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
     client_id = header.client_id
-    ctx = RequestContext(broker, version, client_id or "", client_host, connection_id, routes)
-    call = _Call(broker, route, version, correlation_id, client_id, trio.current_time(), request)
+    conn.client_id = client_id
+    conn.api_versions[api_key] = version
+    conn.requests += 1
+    ctx = RequestContext(
+        broker, version, client_id or "", conn.client_host, conn.connection_id, routes
+    )
+    call = _Call(
+        broker, route, version, correlation_id, client_id, trio.current_time(), conn, request
+    )
+    if broker.faults.rules:  # the one place faults are consulted (broker.controls.faults)
+        fault = broker.faults.take(api_key, request, client_id, broker._topic_name)
+        if fault is not None:
+            answered = await _fault(call, fault)
+            if answered is not None:
+                return answered
     code = ErrorCode.NONE
     try:
         try:
@@ -420,6 +481,58 @@ async def _handle_frame(
     if isinstance(response, Deferred):
         return _Pending(call._replace(request=None), response)
     return _answer(call, code, response)
+
+
+async def _fault(call: _Call, fault: Any) -> list[Any] | None:
+    """Apply a fault to a request: its answer, or None to handle the request as usual
+    (a delay alone). Raises CloseConnection for "disconnect"; "drop" never returns."""
+    call = call._replace(fault=fault.id)
+    if fault.delay_ms:
+        await trio.sleep(fault.delay_ms / 1000)  # real time: "answer late"
+    if fault.action != "error":
+        _journal(call, ErrorCode.NONE, None, fault.action)
+        log.info(
+            "%s v%d from %s: fault %d: %s",
+            call.route.name,
+            call.version,
+            call.client_id,
+            fault.id,
+            fault.action,
+        )
+        if fault.action == "drop":
+            await call.conn.swallow()
+        raise CloseConnection(f"fault {fault.id}: disconnect")
+    if fault.error is None:
+        return None
+    log.info(
+        "%s v%d from %s: fault %d: %s",
+        call.route.name,
+        call.version,
+        call.client_id,
+        fault.id,
+        fault.error.name,
+    )
+    return _answer(
+        call, fault.error, call.route.error_response(call.request, fault.error, call.version)
+    )
+
+
+def _journal(call: _Call, code: int, response: Any, outcome: str) -> None:
+    journal = call.broker.journal
+    if journal is not None:
+        journal.record(
+            call.route,
+            call.version,
+            call.correlation_id,
+            call.client_id,
+            call.conn,
+            call.started,
+            call.request,
+            response,
+            code,
+            outcome,
+            call.fault,
+        )
 
 
 def _failed(call: _Call) -> list[Any]:
@@ -437,6 +550,7 @@ def _failed(call: _Call) -> list[Any]:
         except Exception:
             log.exception("%s v%d: the error response failed too", route.name, call.version)
     call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
+    _journal(call, code, None, "failed" if out is not None else "failed, connection closed")
     if out is None:
         raise CloseConnection(f"internal error handling {route.name}") from None
     return out
@@ -456,6 +570,8 @@ def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
     except Exception:
         return _failed(call)
     call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
+    if call.broker.journal is not None:
+        _journal(call, code, response, "answered" if out is not None else "no response")
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "%s v%d corr=%d from %s -> %s",

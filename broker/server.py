@@ -68,7 +68,9 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
         with trio.CancelScope() as cancel:
             broker.cancel_scope = cancel
             async with trio.open_nursery() as nursery:
-                broker.durability = Durability(nursery, config["group.commit.delay.ms"] / 1000)
+                broker.durability = Durability(
+                    nursery, config["group.commit.delay.ms"] / 1000, broker.clock
+                )
                 listeners = []
                 for _, host, port in parse_listeners(config["listeners"]):
                     listeners.extend(await trio.open_tcp_listeners(port, host=host or None))
@@ -107,19 +109,20 @@ async def _housekeeping(broker: Broker) -> None:
 
     retention_every = broker.config["log.retention.check.interval.ms"] / 1000
     compaction_every = broker.config["log.cleaner.backoff.ms"] / 1000
-    next_retention = trio.current_time() + retention_every
-    next_compaction = trio.current_time() + compaction_every
+    clock = broker.clock  # a virtual one moves the schedule too (broker.controls.clock)
+    next_retention = clock.now() + retention_every
+    next_compaction = clock.now() + compaction_every
     while True:
-        await trio.sleep_until(min(next_retention, next_compaction))
-        now = trio.current_time()
+        await clock.sleep_until(min(next_retention, next_compaction))
+        now = clock.now()
         for topic in list(broker.topics.topics.values()):
             for p in topic.partitions:
                 policy = p.log.config.cleanup_policy
                 try:
                     if now >= next_retention and "delete" in policy:
-                        apply_retention(p.log, broker.wall_ms())
+                        apply_retention(p.log, clock.wall_ms())
                     if now >= next_compaction and "compact" in policy:
-                        report = compact(p.log, broker.wall_ms())
+                        report = compact(p.log, clock.wall_ms())
                         if report.records_removed or report.tombstones_removed:
                             log.info("compacted %s-%d: %s", topic.name, p.index, report)
                 except (OSError, KafkaError) as e:
