@@ -7,6 +7,7 @@
     kmock produce TOPIC < lines
     kmock consume TOPIC [--from-beginning] [--max-messages N] [--timeout-ms MS]
     kmock dump-log PATH
+    kmock faults|clock|journal|connections ...   (the test controls, on the admin endpoint)
     kmock report lag|groups|snapshot|export ...   (pipeline/, with kmock[pipeline])
 
 Each command family is a light module with `register(subparsers)` (`cli.serve`,
@@ -66,7 +67,7 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
 
 def _other_families() -> list[Callable[[Any], None]]:
     """The `register` of every family but `serve`, imported only when the parser needs them."""
-    from cli import consume, dump_log, groups, offsets, produce, topics
+    from cli import consume, controls, dump_log, groups, offsets, produce, topics
     from pipeline import cli as report
 
     return [
@@ -76,6 +77,7 @@ def _other_families() -> list[Callable[[Any], None]]:
         produce.register,
         consume.register,
         dump_log.register,
+        controls.register,
         report.register,
     ]
 

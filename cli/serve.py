@@ -28,6 +28,9 @@ def _setting_help(s: Setting) -> str:
     return (text + ".").replace("%", "%%")
 
 
+# Shorter flags for settings named with the kmock. prefix (`kmock serve --clock virtual`).
+_ALIASES = {"kmock.clock": ("--clock",)}
+
 _METAVARS = {"int": "N", "long": "N", "boolean": "true|false", "list": "LIST"}
 
 
@@ -74,6 +77,7 @@ def register(sub: Any) -> None:
     for s in SETTINGS.values():
         group.add_argument(
             _setting_flag(s.name),
+            *_ALIASES.get(s.name, ()),
             dest=f"setting:{s.name}",
             default=None,
             metavar=_METAVARS.get(s.type, "VALUE"),
