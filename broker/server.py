@@ -25,6 +25,7 @@ from typing import Any
 
 import trio
 
+from broker import routes
 from broker.broker import Broker, parse_listeners
 from broker.config import Config
 from broker.connection import expire_idle_connections, serve_connection
@@ -63,6 +64,7 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
 
     started = time.monotonic()
     broker = Broker(config)
+    broker.controls.route_table = routes.all_routes()
     await trio.to_thread.run_sync(broker.open)
     try:
         with trio.CancelScope() as cancel:

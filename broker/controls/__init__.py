@@ -17,12 +17,9 @@ adds what needs the running broker: the route table and the connections being se
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from broker.controls.faults import ControlError, Fault
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 __all__ = ["ControlError", "Controls"]
 
@@ -30,18 +27,18 @@ _CLOSE_FILTERS = ("connection", "client_id", "address")
 
 
 class Controls:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker  # broker.broker.Broker, which imports this package
+        # The route table (broker.routes.all_routes()), set by broker.server.serve: the
+        # routes import every handler, and the handlers import the Broker.
+        self.route_table: list[Any] = []
 
     @property
     def faults(self) -> Any:
         return self.broker.faults
 
-    @staticmethod
-    def routes() -> list[Any]:
-        from broker.routes import all_routes  # the route table imports every handler
-
-        return all_routes()
+    def routes(self) -> list[Any]:
+        return self.route_table
 
     def add_fault(self, fault: Fault) -> Fault:
         self.broker.faults.add(fault)

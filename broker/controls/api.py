@@ -107,7 +107,7 @@ async def _journal(broker: Any, method: str, query: str) -> dict[str, Any]:
     wait_ms = min(_query_int(params, "wait_ms", 0) or 0, MAX_WAIT_MS)
 
     def read() -> list[dict[str, Any]]:
-        return journal.entries(
+        entries: list[dict[str, Any]] = journal.entries(
             since=since,
             api=api,
             group_id=params.get("group_id"),
@@ -115,6 +115,7 @@ async def _journal(broker: Any, method: str, query: str) -> dict[str, Any]:
             topic=params.get("topic"),
             limit=limit,
         )
+        return entries
 
     entries = read()
     # --follow: wait for an entry that passes the filters, up to wait_ms.

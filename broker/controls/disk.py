@@ -133,4 +133,4 @@ def _install() -> None:
     failing = _FailingOs(os)
     storage.segment.os = failing  # type: ignore[assignment]
     storage.log.os = failing  # type: ignore[assignment]
-    storage.log.syncfs = syncfs  # type: ignore[assignment]
+    storage.log.syncfs = syncfs
