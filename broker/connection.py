@@ -520,19 +520,7 @@ async def _fault(call: _Call, fault: Any) -> list[Any] | None:
 def _journal(call: _Call, code: int, response: Any, outcome: str) -> None:
     journal = call.broker.journal
     if journal is not None:
-        journal.record(
-            call.route,
-            call.version,
-            call.correlation_id,
-            call.client_id,
-            call.conn,
-            call.started,
-            call.request,
-            response,
-            code,
-            outcome,
-            call.fault,
-        )
+        journal.record(call, code, response, outcome, trio.current_time())
 
 
 def _failed(call: _Call) -> list[Any]:
@@ -569,9 +557,12 @@ def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
         )
     except Exception:
         return _failed(call)
-    call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
-    if call.broker.journal is not None:
-        _journal(call, code, response, "answered" if out is not None else "no response")
+    ended = trio.current_time()
+    broker = call.broker
+    broker.metrics.request_done(route.name, code, ended - call.started)
+    if broker.journal is not None:
+        outcome = "answered" if out is not None else "no response"
+        broker.journal.record(call, code, response, outcome, ended)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "%s v%d corr=%d from %s -> %s",

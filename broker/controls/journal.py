@@ -4,8 +4,8 @@ Recorded at the dispatch site (broker.connection), where metrics count a request
 appended to a bounded deque, holding the decoded request and response objects as they
 are. Summarising them (broker.controls.summary: the key fields by Kafka's names, the error
 codes) happens only when somebody reads the journal, so a broker whose journal nobody reads
-pays for one append per request (bench/run.py, "journal and fault table"). Three kinds of
-message are not kept as they are, because of what they hold:
+pays for one append per request (bench/run.py, §8). Three kinds of message are not kept
+as they are, because of what they hold:
 
   * Produce requests: their record batches are views of the request frame; keeping 10,000
     of them could keep gigabytes alive. The response names every partition, its error code
@@ -42,6 +42,7 @@ _EAGER: dict[str, tuple[bool, bool]] = {
     "DescribeConfigs": (True, True),
 }
 _DROP_REQUEST = frozenset({"Produce"})
+_SPECIAL = _DROP_REQUEST | _EAGER.keys()
 
 
 class _Summary(dict):  # type: ignore[type-arg]
@@ -60,51 +61,31 @@ class Journal:
     def last_seq(self) -> int:
         return self._seq
 
-    def record(
-        self,
-        route: Any,
-        version: int,
-        correlation_id: int,
-        client_id: str | None,
-        connection: Any,
-        started: float,
-        request: Any,
-        response: Any,
-        code: int,
-        outcome: str,
-        fault: int | None = None,
-    ) -> None:
-        """Keep one request (called by the dispatch site; see the module docstring)."""
+    def record(self, call: Any, code: int, response: Any, outcome: str, ended: float) -> None:
+        """Keep one request (called by the dispatch site; see the module docstring).
+
+        `call` is the dispatch site's record of the request (broker.connection._Call: its
+        route, version, correlation id, client id, connection, start time, decoded request
+        and the fault that answered it), kept as it is, but for the kinds of message above.
+        """
         self._seq += 1
-        name = route.name
-        if name in _DROP_REQUEST:
-            request = None
-        elif name in _EAGER:
-            eager_request, eager_response = _EAGER[name]
-            if eager_request and request is not None:
-                request = _Summary(summarise(request, self._resolve))
-            if eager_response and response is not None:
-                response = _Summary(summarise(response, self._resolve))
-        self._ring.append(
-            (
-                self._seq,
-                route,
-                version,
-                correlation_id,
-                client_id,
-                connection,
-                started,
-                trio.current_time(),
-                request,
-                response,
-                code,
-                outcome,
-                fault,
-            )
-        )
+        name = call.route.name
+        if name in _SPECIAL:
+            call, response = self._lighten(name, call, response)
+        self._ring.append((self._seq, call, response, code, outcome, ended))
         if self._changed is not None:
             self._changed.set()
             self._changed = None
+
+    def _lighten(self, name: str, call: Any, response: Any) -> tuple[Any, Any]:
+        if name in _DROP_REQUEST:
+            return call._replace(request=None), response
+        eager_request, eager_response = _EAGER[name]
+        if eager_request and call.request is not None:
+            call = call._replace(request=_Summary(summarise(call.request, self._resolve)))
+        if eager_response and response is not None:
+            response = _Summary(summarise(response, self._resolve))
+        return call, response
 
     def clear(self) -> int:
         n = len(self._ring)
@@ -132,9 +113,9 @@ class Journal:
         """The summaries of the kept entries after `since` that match every filter given."""
         out = []
         for entry in self._after(since):
-            if api is not None and entry[1].name != api:
+            if api is not None and entry[1].route.name != api:
                 continue
-            if client_id is not None and entry[4] != client_id:
+            if client_id is not None and entry[1].client_id != client_id:
                 continue
             summary = self._summary(entry)
             if group_id is not None and group_id not in group_ids(summary["request"]):
@@ -159,9 +140,9 @@ class Journal:
         return (ring[i] for i in range(first, len(ring)))
 
     def _summary(self, entry: tuple[Any, ...]) -> dict[str, Any]:
-        (seq, route, version, corr, client_id, conn, started, ended) = entry[:8]
-        request, response, code, outcome, fault = entry[8:]
-        req = _as_summary(request, self._resolve)
+        seq, call, response, code, outcome, ended = entry
+        route, conn = call.route, call.conn
+        req = _as_summary(call.request, self._resolve)
         resp = _as_summary(response, self._resolve)
         codes = error_codes(resp)
         if code and code not in codes:
@@ -171,19 +152,19 @@ class Journal:
             "seq": seq,
             "api": route.name,
             "api_key": route.api_key,
-            "version": version,
-            "correlation_id": corr,
-            "client_id": client_id,
+            "version": call.version,
+            "correlation_id": call.correlation_id,
+            "client_id": call.client_id,
             "connection": conn.connection_id,
             "client_host": conn.client_host.lstrip("/"),
             "time_ms": int((now_wall - (now_mono - ended)) * 1000),
-            "latency_ms": round((ended - started) * 1000, 3),
+            "latency_ms": round((ended - call.started) * 1000, 3),
             "outcome": outcome,
             "error_code": code,
             "error": _name(code),
             "error_codes": codes,
             "errors": [_name(c) for c in codes],
-            "fault": fault,
+            "fault": call.fault,
             "request": req,
             "response": resp,
         }
