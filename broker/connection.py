@@ -101,6 +101,7 @@ class _Call(NamedTuple):
     # are views of it) in memory: 256 waiting 1 MB Produce requests would hold 256 MB.
     request: Any
     fault: int | None = None  # the id of the fault that answered it (broker.controls.faults)
+    frame: bytes | None = None  # the request as it came, for the journal (None: not kept)
 
 
 class _Pending:
@@ -460,7 +461,18 @@ async def _handle_frame(conn: _Connection, frame: bytes | bytearray) -> list[Any
         broker, version, client_id or "", conn.client_host, conn.connection_id, routes
     )
     call = _Call(
-        broker, route, version, correlation_id, client_id, trio.current_time(), conn, request
+        broker,
+        route,
+        version,
+        correlation_id,
+        client_id,
+        trio.current_time(),
+        conn,
+        request,
+        None,
+        # The journal keeps request frames (broker.controls.journal); a large frame is a
+        # bytearray of its own, copied so that nothing can change it afterwards.
+        None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
     )
     if broker.faults.rules:  # the one place faults are consulted (broker.controls.faults)
         fault = broker.faults.take(api_key, request, client_id, broker._topic_name)
@@ -479,7 +491,7 @@ async def _handle_frame(conn: _Connection, frame: bytes | bytearray) -> list[Any
     except Exception:
         return _failed(call)
     if isinstance(response, Deferred):
-        return _Pending(call._replace(request=None), response)
+        return _Pending(call._replace(request=None, frame=None), response)
     return _answer(call, code, response)
 
 
@@ -517,10 +529,10 @@ async def _fault(call: _Call, fault: Any) -> list[Any] | None:
     )
 
 
-def _journal(call: _Call, code: int, response: Any, outcome: str) -> None:
+def _journal(call: _Call, code: int, out: list[Any] | None, outcome: str) -> None:
     journal = call.broker.journal
     if journal is not None:
-        journal.record(call, code, response, outcome, trio.current_time())
+        journal.record(call, code, None, out, outcome, trio.current_time())
 
 
 def _failed(call: _Call) -> list[Any]:
@@ -538,7 +550,7 @@ def _failed(call: _Call) -> list[Any]:
         except Exception:
             log.exception("%s v%d: the error response failed too", route.name, call.version)
     call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
-    _journal(call, code, None, "failed" if out is not None else "failed, connection closed")
+    _journal(call, code, out, "failed" if out is not None else "failed, connection closed")
     if out is None:
         raise CloseConnection(f"internal error handling {route.name}") from None
     return out
@@ -562,7 +574,7 @@ def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
     broker.metrics.request_done(route.name, code, ended - call.started)
     if broker.journal is not None:
         outcome = "answered" if out is not None else "no response"
-        broker.journal.record(call, code, response, outcome, ended)
+        broker.journal.record(call, code, response, out, outcome, ended)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "%s v%d corr=%d from %s -> %s",

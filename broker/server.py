@@ -65,6 +65,8 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
     started = time.monotonic()
     broker = Broker(config)
     broker.controls.route_table = routes.all_routes()
+    if broker.journal is not None:
+        broker.journal.routes = {r.api_key: r for r in broker.controls.route_table}
     await trio.to_thread.run_sync(broker.open)
     try:
         with trio.CancelScope() as cancel:
