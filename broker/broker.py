@@ -114,8 +114,9 @@ class Broker:
         self.connections: set[ServedConnection] = set()  # while served
         # Test controls (broker.controls): the clock every timer waits on, the fault table
         # the dispatch site consults, and the request journal (with the admin endpoint).
-        if config["kmock.clock"] not in ("wall", "virtual"):
-            raise ConfigError(f"kmock.clock: {config['kmock.clock']!r} is not wall or virtual")
+        for name in ("kmock.clock", "kmock.clock.timestamps"):
+            if config[name] not in ("wall", "virtual"):
+                raise ConfigError(f"{name}: {config[name]!r} is not wall or virtual")
         self.clock: Clock = make_clock(config["kmock.clock"], config["kmock.clock.timestamps"])
         self.faults = FaultTable()
         size = config["kmock.journal.size"]

@@ -516,6 +516,11 @@ async def _fault(call: _Call, fault: Any) -> list[Any] | None:
         raise CloseConnection(f"fault {fault.id}: disconnect")
     if fault.error is None:
         return None
+    if getattr(call.request, "acks", None) == 0:
+        # A Produce with acks=0 has no response to carry the error: Kafka closes the
+        # connection when one fails, and so does kmock (as in _failed).
+        _journal(call, fault.error, None, "disconnect")
+        raise CloseConnection(f"fault {fault.id}: {fault.error.name} on a Produce with acks=0")
     log.info(
         "%s v%d from %s: fault %d: %s",
         call.route.name,

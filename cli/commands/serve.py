@@ -77,6 +77,9 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
         except OSError as e:
             raise ConfigError(f"cannot read {args.properties}: {e.strerror}") from None
     config = load_config(properties=properties, environ=_environment(environ), overrides=overrides)
+    for name in ("kmock.clock", "kmock.clock.timestamps"):
+        if config[name] not in ("wall", "virtual"):
+            raise ConfigError(f"{name}: {config[name]!r} is not wall or virtual")
     for name in ("listeners", "advertised.listeners"):
         if config[name]:
             try:

@@ -149,6 +149,18 @@ async def test_produce_fault_answers_per_partition_count_times_and_appends_nothi
             await client.aclose()
 
 
+async def test_an_error_on_acks_0_closes_the_connection(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            await http(broker, "POST", "/v1/faults", {"api": "Produce", "error": 6})
+            await client.send_raw(_produce_bytes(b"x", acks=0))
+            assert await client.is_closed_by_peer()  # no response to carry it: as Kafka
+            (entry,) = (await http(broker, "GET", "/v1/journal?api=Produce"))[1]["entries"]
+            assert (entry["outcome"], entry["error"]) == ("disconnect", "NOT_LEADER_OR_FOLLOWER")
+
+
 async def test_fault_filters_topic_and_client_id(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running(tmp_path) as broker:
@@ -231,10 +243,10 @@ async def test_delay_disconnect_and_drop(tmp_path: Path) -> None:
             await client.aclose()
 
 
-def _produce_bytes(value: bytes) -> bytes:
+def _produce_bytes(value: bytes, acks: int = -1) -> bytes:
     from tests.wire import request_bytes
 
-    return request_bytes(produce_request("t", value), 9, correlation_id=7)
+    return request_bytes(produce_request("t", value, acks=acks), 9, correlation_id=7)
 
 
 def join_request(group: str, member_id: str = "", session_ms: int = 10_000) -> JoinGroupRequest:

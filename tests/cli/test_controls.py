@@ -122,3 +122,14 @@ async def test_journal_follow_prints_requests_as_they_come(tmp_path: Path) -> No
                 proc.kill()
                 await proc.wait()
             await client.aclose()
+
+
+async def test_serve_clock_flag_and_a_bad_clock() -> None:
+    from cli.commands.serve import serve_config
+    from cli.main import build_parser
+
+    args = build_parser(serve_only=True).parse_args(["serve", "--clock", "virtual"])
+    assert serve_config(args, {})["kmock.clock"] == "virtual"
+    code, out, err = await cli("serve", "--clock", "sundial")
+    assert (code, out) == (2, "")
+    assert "kmock.clock: 'sundial' is not wall or virtual" in err
