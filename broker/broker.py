@@ -121,7 +121,7 @@ class Broker:
         self.faults = FaultTable()
         size = config["kmock.journal.size"]
         self.journal: Journal | None = (
-            Journal(size, self._topic_name) if size > 0 and config["admin.port"] >= 0 else None
+            Journal(size, self.topic_name) if size > 0 and config["admin.port"] >= 0 else None
         )
         self.controls = Controls(self)
 
@@ -133,7 +133,8 @@ class Broker:
     def wall_ms(self) -> int:
         return self.clock.record_ms()
 
-    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """A topic's name from its id (Fetch v13+ names topics by id), None if unknown."""
         topic = self.topics.by_id.get(topic_id)
         return topic.name if topic is not None else None
 

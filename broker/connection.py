@@ -29,6 +29,11 @@ This is the one dispatch site of the broker:
     and Kafka closes the connection instead: so does kmock, and so it does when even the
     error response cannot be built or encoded, or when the failure comes after the handler
     returned (a deferred acks=all Produce, whose request is no longer kept).
+  * the test controls (broker.controls) hook in here and nowhere else: the fault table is
+    consulted before the handler runs, only when it holds a fault (one truth test per
+    request otherwise), and answers with the API's `error_response`, late, or by closing;
+    the request journal records each request where metrics count it, when it is on (the
+    admin endpoint): the frame as it came and the response as it went out.
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
 
@@ -475,7 +480,7 @@ async def _handle_frame(conn: _Connection, frame: bytes | bytearray) -> list[Any
         None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
     )
     if broker.faults.rules:  # the one place faults are consulted (broker.controls.faults)
-        fault = broker.faults.take(api_key, request, client_id, broker._topic_name)
+        fault = broker.faults.take(api_key, request, client_id, broker.topic_name)
         if fault is not None:
             answered = await _fault(call, fault)
             if answered is not None:
