@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from protocol.errors import ErrorCode
 from protocol.messages.alter_configs import (
@@ -302,6 +303,30 @@ async def test_virtual_clock_expires_a_session_only_when_advanced(tmp_path: Path
             assert clock["now_ms"] == start + 9_999 * 2 + 1
             # The expiry fired, and the group went Empty, before advance answered.
             assert await group_state(client) == "Empty"
+            await client.aclose()
+
+
+async def test_virtual_clock_holds_the_initial_rebalance_delay(tmp_path: Path) -> None:
+    settings = {"kmock.clock": "virtual", "group.initial.rebalance.delay.ms": 3000}
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path, **settings) as broker:
+            client = await WireClient.connect(broker)
+            joined: list[Any] = []
+
+            async def join() -> None:
+                joined.append(await client.call(join_request("g"), 3))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(join)
+                await trio.testing.wait_all_tasks_blocked()  # the join is parked
+                assert not joined
+                await http(broker, "POST", "/v1/clock/advance", {"ms": 2_999})
+                await trio.testing.wait_all_tasks_blocked()
+                assert not joined
+                status, clock = await http(broker, "POST", "/v1/clock/advance", {"ms": 1})
+                assert (status, clock["elapsed_ms"]) == (200, 3_000)
+            assert joined[0].error_code == ErrorCode.NONE
+            assert joined[0].generation_id == 1
             await client.aclose()
 
 
