@@ -223,8 +223,7 @@ class _Connection:
         return None
 
     def describe(self) -> dict[str, Any]:
-        from broker.routes import route_for
-
+        """What GET /v1/connections shows of this connection."""
         versions = {}
         for key, version in sorted(self.api_versions.items()):
             route = route_for(key)

@@ -539,3 +539,38 @@ async def test_storage_faults_fail_the_next_append_and_fsync(tmp_path: Path) -> 
             client = await WireClient.connect(broker)
             assert (await produce(client, "t", b"e"))[0] == ErrorCode.NONE
             await client.aclose()
+
+
+# --- summaries (what the journal shows and faults match on) -------------------------------
+
+
+def test_summary_resolves_topic_ids_and_finds_groups() -> None:
+    import uuid
+
+    from broker.controls.summary import group_ids, summarise, topic_partitions
+    from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+    from protocol.messages.find_coordinator import FindCoordinatorRequest
+
+    tid = uuid.uuid4()
+    fetch = FetchRequest(
+        max_wait_ms=500,
+        min_bytes=1,
+        isolation_level=0,
+        session_id=0,
+        topics=[
+            FetchTopic(
+                topic_id=tid,
+                partitions=[FetchPartition(partition=2, fetch_offset=7, partition_max_bytes=1)],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    summary = summarise(fetch, {tid: "orders"}.get)
+    assert list(topic_partitions(summary)) == [("orders", 2)]
+    assert summary["topics"][0]["partitions"][0]["fetch_offset"] == 7
+    assert summary["max_wait_ms"] == 500
+    lookup = summarise(FindCoordinatorRequest(key_type=0, coordinator_keys=["g1", "g2"]))
+    assert {"g1", "g2"} <= group_ids(lookup)
+    transactional = summarise(FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]))
+    assert group_ids(transactional) == set()  # a transactional id is no group
