@@ -479,7 +479,7 @@ async def _handle_frame(conn: _Connection, frame: bytes | bytearray) -> list[Any
         None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
     )
     if broker.faults.rules:  # the one place faults are consulted (broker.controls.faults)
-        fault = broker.faults.take(api_key, request, client_id, broker.topic_name)
+        fault = broker.faults.take(api_key, version, request, client_id, broker.topic_name)
         if fault is not None:
             answered = await _fault(call, fault)
             if answered is not None:

@@ -220,7 +220,9 @@ class FaultTable:
     def all(self) -> list[Fault]:
         return sorted(self.rules + self.storage, key=lambda f: f.id)
 
-    def take(self, api_key: int, request: Any, client_id: str | None, resolve: Any) -> Fault | None:
+    def take(
+        self, api_key: int, version: int, request: Any, client_id: str | None, resolve: Any
+    ) -> Fault | None:
         """The first fault matching this request, its count taken (removed at zero)."""
         summary = None
         for fault in self.rules:
@@ -230,7 +232,7 @@ class FaultTable:
                 continue
             if fault.filtered:
                 if summary is None:
-                    summary = summarise(request, resolve)
+                    summary = summarise(request, resolve, version)
                 if not _matches(fault, summary):
                     continue
             fault.count -= 1

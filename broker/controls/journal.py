@@ -225,7 +225,7 @@ class Journal:
                 _, message = decode_response(route.response, version, memoryview(data)[4:])
         except DecodeError as e:  # cannot happen to what the broker itself read and wrote
             return {"undecodable": str(e)}
-        return summarise(message, self._resolve)
+        return summarise(message, self._resolve, version)
 
 
 def _json(summary: dict[str, Any]) -> str:

@@ -78,18 +78,26 @@ _PARTITION_INDEXES = ("index", "partition_index", "partition")
 Resolve = Callable[[uuid.UUID], str | None]  # a topic id -> its name (Fetch v13+)
 
 
-def summarise(message: Any, resolve: Resolve | None = None) -> dict[str, Any]:
-    """The key fields of `message` (see the module docstring)."""
-    return _struct(message, resolve, top=True)
+def summarise(
+    message: Any, resolve: Resolve | None = None, version: int | None = None
+) -> dict[str, Any]:
+    """The key fields of `message` (see the module docstring); with `version`, only the
+    fields that version carries (not the defaults of the others: OffsetFetch v8 names its
+    groups in a list, and its v0-7 `group_id` is then an empty default)."""
+    return _struct(message, resolve, version, top=True)
 
 
 def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, int | str | bool)
 
 
-def _struct(obj: Any, resolve: Resolve | None, *, top: bool = False) -> dict[str, Any]:
+def _struct(
+    obj: Any, resolve: Resolve | None, version: int | None, *, top: bool = False
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name, _ in obj._wire_fields:
+    for name, field in obj._wire_fields:
+        if version is not None and not field.present_in(version):
+            continue
         v = getattr(obj, name)
         if isinstance(v, list):
             if name == "coordinator_keys":  # FindCoordinator v4+: the groups (or ids) looked up
@@ -97,15 +105,15 @@ def _struct(obj: Any, resolve: Resolve | None, *, top: bool = False) -> dict[str
             if not v or not isinstance(v[0], Struct):
                 continue
             if top and name in _TOPIC_LISTS and _is_topic(v[0]):
-                out["topics"] = [_topic(t, resolve) for t in v]
+                out["topics"] = [_topic(t, resolve, version) for t in v]
             else:
-                items = [s for s in (_struct(x, resolve) for x in v) if s]
+                items = [s for s in (_struct(x, resolve, version) for x in v) if s]
                 if items:
                     out[name] = items
         elif name in KEY_FIELDS and _scalar(v):
             out[name] = v
         elif isinstance(v, Struct):
-            inner = _struct(v, resolve)
+            inner = _struct(v, resolve, version)
             if inner:
                 out[name] = inner
     return out
@@ -116,26 +124,29 @@ def _is_topic(item: Any) -> bool:
     return bool(fields & {"name", "topic", "topic_id"})
 
 
-def _topic(t: Any, resolve: Resolve | None) -> dict[str, Any]:
-    name = next((getattr(t, n) for n in _TOPIC_NAMES if hasattr(t, n)), None)
-    topic_id = getattr(t, "topic_id", None)
+def _topic(t: Any, resolve: Resolve | None, version: int | None) -> dict[str, Any]:
+    present = {n for n, f in t._wire_fields if version is None or f.present_in(version)}
+    name = next((getattr(t, n) for n in _TOPIC_NAMES if n in present), None)
+    topic_id = getattr(t, "topic_id", None) if "topic_id" in present else None
     if not name and topic_id is not None:
         name = (resolve(topic_id) if resolve else None) or str(topic_id)
     out: dict[str, Any] = {"topic": name}
     for field, _ in t._wire_fields:
+        if field not in present:
+            continue
         v = getattr(t, field)
         if field in _PARTITION_LISTS and isinstance(v, list):
-            out["partitions"] = [_partition(p, resolve) for p in v]
+            out["partitions"] = [_partition(p, resolve, version) for p in v]
         elif field in KEY_FIELDS and _scalar(v):
             out[field] = v
     return out
 
 
-def _partition(p: Any, resolve: Resolve | None) -> dict[str, Any]:
+def _partition(p: Any, resolve: Resolve | None, version: int | None) -> dict[str, Any]:
     if isinstance(p, int):
         return {"partition": p}
     index = next((getattr(p, n) for n in _PARTITION_INDEXES if hasattr(p, n)), None)
-    return {"partition": index, **_struct(p, resolve)}
+    return {"partition": index, **_struct(p, resolve, version)}
 
 
 # --- reading summaries ------------------------------------------------------------------------

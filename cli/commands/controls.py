@@ -150,15 +150,23 @@ def journal_line(e: dict[str, Any]) -> str:
     return (
         f"{e['seq']:>6} {stamp} {e['api']} v{e['version']} corr={e['correlation_id']} "
         f"client={e['client_id']} conn={e['connection']} {errors} {e['latency_ms']:.1f}ms"
-        f"{fault}{outcome} {_fields(e['request'])}"
+        f"{fault}{outcome} {_fields(e['request'] or e['response'])}"
     ).rstrip()
 
 
 def _fields(summary: dict[str, Any]) -> str:
-    parts = [f"{k}={v}" for k, v in summary.items() if not isinstance(v, list | dict)]
+    parts = []
+    for k, v in summary.items():
+        if isinstance(v, list) and all(isinstance(x, str | int) for x in v):
+            parts.append(f"{k}={','.join(map(str, v))}")
+        elif isinstance(v, list) and k != "topics":
+            parts += [_fields(x) for x in v if isinstance(x, dict)]
+        elif not isinstance(v, list | dict):
+            parts.append(f"{k}={v}")
     for t in summary.get("topics") or ():
-        parts.append(f"{t['topic']}:" + ",".join(_partition(p) for p in t.get("partitions") or ()))
-    return " ".join(parts)
+        partitions = ",".join(_partition(p) for p in t.get("partitions") or ())
+        parts.append(f"{t['topic']}:{partitions}" if partitions else str(t["topic"]))
+    return " ".join(p for p in parts if p)
 
 
 def _partition(p: dict[str, Any]) -> str:
