@@ -4,11 +4,12 @@ Two kinds, chosen by `kmock.clock` (`kmock serve --clock virtual`):
 
   wall     trio's clock (time.monotonic, or a test's autojump_clock) for deadlines, and
            time.time() for dates. The default; nothing moves unless time passes.
-  virtual  a clock that moves only when told (`advance`, POST /v1/clock/advance). Its time
-           is whole milliseconds, so that a deadline computed as `deadline_ms / 1000` and the
-           time it fires at agree to the millisecond (the coordinator compares `now_ms` with
-           `deadline_ms` exactly). Its dates start at the real date when the broker started
-           and move with it.
+  virtual  a clock that moves only when told (`advance`, POST /v1/clock/advance). A timer
+           fires with the time set to its own deadline, the very float it was given, so that
+           a task comparing the time with the deadline it slept until finds it reached
+           (`now() >= deadline`), and `now_ms()` rounds to the millisecond the coordinator's
+           `deadline_ms / 1000` came from. Its dates start at the real date when the broker
+           started and move with it.
 
 What waits on it: the coordinator runtime's timer (sessions, rebalances, the initial
 rebalance delay, pending members, offsets expiry), the idle-connection check, the
@@ -89,10 +90,10 @@ class Clock:
 
 
 class _Timer:
-    __slots__ = ("callback", "cancelled", "deadline_ms")
+    __slots__ = ("callback", "cancelled", "deadline")
 
-    def __init__(self, deadline_ms: int, callback: Callable[[], object]) -> None:
-        self.deadline_ms = deadline_ms
+    def __init__(self, deadline: float, callback: Callable[[], object]) -> None:
+        self.deadline = deadline
         self.callback = callback
         self.cancelled = False
 
@@ -103,46 +104,44 @@ class VirtualClock(Clock):
     virtual = True
 
     def __init__(self, *, virtual_timestamps: bool = False) -> None:
-        self._now_ms = int(time.monotonic() * 1000)
-        self._start_ms = self._now_ms
+        self._now = float(int(time.monotonic()))  # seconds
+        self._start_ms = self.now_ms()
         self._start_wall_ms = int(time.time() * 1000)
         self._virtual_timestamps = virtual_timestamps
-        self._heap: list[tuple[int, int, _Timer]] = []
+        self._heap: list[tuple[float, int, _Timer]] = []
         self._seq = itertools.count()
         self._lock: trio.Lock | None = None
         self.fired = 0  # timers fired by advance, for GET /v1/clock
 
     def now(self) -> float:
-        return self._now_ms / 1000
+        return self._now
 
     def now_ms(self) -> int:
-        return self._now_ms
+        return round(self._now * 1000)
 
     def reached(self, deadline_ms: float) -> bool:
-        return self._now_ms >= deadline_ms
+        return self.now_ms() >= deadline_ms
 
     def wall_ms(self) -> int:
-        return self._start_wall_ms + self._now_ms - self._start_ms
+        return self._start_wall_ms + self.now_ms() - self._start_ms
 
     def record_ms(self) -> int:
         return self.wall_ms() if self._virtual_timestamps else int(time.time() * 1000)
 
     def call_at(self, deadline: float, callback: Callable[[], object]) -> _Timer:
         """Call `callback` once `advance` reaches `deadline` (seconds); cancel with .cancelled."""
-        # round(): deadline_ms / 1000 * 1000 need not be deadline_ms again in floating point.
-        timer = _Timer(math.ceil(round(deadline * 1000, 6)), callback)
-        heapq.heappush(self._heap, (timer.deadline_ms, next(self._seq), timer))
+        timer = _Timer(deadline, callback)
+        heapq.heappush(self._heap, (deadline, next(self._seq), timer))
         return timer
 
     async def wait(self, event: trio.Event, deadline: float) -> None:
         if deadline == math.inf:
             await event.wait()
             return
-        timer = self.call_at(deadline, event.set)
-        if timer.deadline_ms <= self._now_ms:
-            timer.cancelled = True
+        if deadline <= self._now:
             await trio.lowlevel.checkpoint()
             return
+        timer = self.call_at(deadline, event.set)
         try:
             await event.wait()
         finally:
@@ -159,23 +158,23 @@ class VirtualClock(Clock):
         if self._lock is None:
             self._lock = trio.Lock()
         async with self._lock:  # two advances at once: one after the other
-            target = self._now_ms + ms
+            target = (self.now_ms() + ms) / 1000
             while True:
                 await trio.testing.wait_all_tasks_blocked()
                 timer = self._next_due(target)
                 if timer is None:
                     break
-                self._now_ms = max(self._now_ms, timer.deadline_ms)
+                self._now = max(self._now, timer.deadline)
                 self.fired += 1
                 timer.callback()
-            self._now_ms = target
+            self._now = max(self._now, target)
             await trio.testing.wait_all_tasks_blocked()
 
-    def _next_due(self, target_ms: int) -> _Timer | None:
+    def _next_due(self, target: float) -> _Timer | None:
         heap = self._heap
         while heap and heap[0][2].cancelled:
             heapq.heappop(heap)
-        if not heap or heap[0][0] > target_ms:
+        if not heap or heap[0][0] > target:
             return None
         timer = heapq.heappop(heap)[2]
         timer.cancelled = True
@@ -185,10 +184,11 @@ class VirtualClock(Clock):
         return sum(1 for _, _, t in self._heap if not t.cancelled)
 
     def describe(self) -> dict[str, object]:
+        now_ms = self.now_ms()
         return {
             "mode": "virtual",
-            "now_ms": self._now_ms,
-            "elapsed_ms": self._now_ms - self._start_ms,
+            "now_ms": now_ms,
+            "elapsed_ms": now_ms - self._start_ms,
             "wall_ms": self.wall_ms(),
             "timers_pending": self.pending(),
             "timers_fired": self.fired,

@@ -330,6 +330,30 @@ async def test_virtual_clock_holds_the_initial_rebalance_delay(tmp_path: Path) -
             await client.aclose()
 
 
+async def test_a_long_advance_fires_every_periodic_timer_and_expires_offsets(
+    tmp_path: Path,
+) -> None:
+    settings = {
+        "kmock.clock": "virtual",
+        "offsets.retention.minutes": 60,
+        "offsets.retention.check.interval.ms": 60_000,
+    }
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path, **settings) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            assert await commit(client, "standalone", "t", 3) == ErrorCode.NONE
+            assert (await produce(client, "t", b"x", acks=1))[0] == ErrorCode.NONE  # to flush
+            await http(broker, "POST", "/v1/clock/advance", {"ms": 59 * 60_000})
+            assert await inproc.committed(broker, "standalone", "t") == 3
+            # A day: every periodic timer (compaction every 15 s, idle checks, retention
+            # and offset expiry checks, the flush) fires in turn, thousands of them.
+            status, clock = await http(broker, "POST", "/v1/clock/advance", {"ms": 86_400_000})
+            assert status == 200
+            assert clock["timers_fired"] > 5_000
+            assert await inproc.committed(broker, "standalone", "t") == -1  # expired
+
+
 async def group_state(client: WireClient) -> str:
     response = await client.call(DescribeGroupsRequest(groups=["g"]), 3)
     return str(response.groups[0].group_state)
