@@ -115,12 +115,26 @@ async def test_bad_control_input_is_refused_naming_the_field_and_changes_nothing
             await client.aclose()
 
 
-async def test_unknown_paths_and_methods(tmp_path: Path) -> None:
+async def test_unknown_paths_methods_and_bodies_it_does_not_take(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running(tmp_path) as broker:
             assert (await http(broker, "GET", "/v1/nothing"))[0] == 404
             assert (await http(broker, "PUT", "/v1/faults", {}))[0] == 405
             assert (await http(broker, "GET", "/v1/clock/advance"))[0] == 405
+            host, port = broker.admin_address
+            for head, status in [
+                # too large: refused from its Content-Length, before any of it is read
+                (b"POST /v1/faults HTTP/1.1\r\nContent-Length: 70000\r\n\r\n", b"413"),
+                (b"POST /v1/faults HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"411"),
+                (b"POST /v1/faults HTTP/1.1\r\nContent-Length: many\r\n\r\n", b"400"),
+            ]:
+                stream = await trio.open_tcp_stream(host, port)
+                await stream.send_all(head)
+                answer = bytearray()
+                while chunk := await stream.receive_some():
+                    answer += chunk
+                assert answer.startswith(b"HTTP/1.1 " + status + b" "), answer
+            assert (await http(broker, "GET", "/v1/faults"))[1]["faults"] == []
 
 
 # --- faults -------------------------------------------------------------------------------
