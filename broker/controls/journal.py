@@ -15,7 +15,10 @@ kept as they came:
     every partition, its error code and base offset, which is what the journal shows.
   * Fetch responses: they carry the records read; they are summarised at once (as JSON).
   * requests and responses that carry config values (CreateTopics, AlterConfigs, ...):
-    summarised at once, so a secret never stays in memory as part of the journal.
+    summarised at once, so a secret never stays in memory as part of the journal;
+  * a request or response of more than MAX_KEPT_BYTES (a Metadata of every topic of a big
+    cluster): kept as its size and error codes, so that the ring stays small whatever the
+    clients ask.
 
 Sequence numbers start at 1 and only grow (a DELETE empties the ring, not the count), so
 `since=<seq>` reads what came after a given entry, and `kmock journal --follow` waits for
@@ -49,6 +52,7 @@ _EAGER: dict[str, tuple[bool, bool]] = {
 }
 _DROP_REQUEST = frozenset({"Produce"})
 _SPECIAL = _DROP_REQUEST | _EAGER.keys()
+MAX_KEPT_BYTES = 65536
 
 
 class Journal:
@@ -86,6 +90,10 @@ class Journal:
         else:
             request_data = call.frame
             response_data = None if out is None else b"".join(out)
+        if request_data is not None and len(request_data) > MAX_KEPT_BYTES:
+            request_data = _json({"omitted_bytes": len(request_data)})
+        if response_data is not None and len(response_data) > MAX_KEPT_BYTES:
+            response_data = self._too_large(response, len(response_data))
         self._ring.append(
             (
                 self._seq,
@@ -107,6 +115,10 @@ class Journal:
         if self._changed is not None:
             self._changed.set()
             self._changed = None
+
+    def _too_large(self, response: Any, size: int) -> str:
+        codes = [] if response is None else error_codes(summarise(response))
+        return _json({"omitted_bytes": size, "error_codes": codes})
 
     def _lighten(self, name: str, call: Any, response: Any, out: Any) -> tuple[Any, Any]:
         """(request, response) as kept for the kinds of message the module docstring lists:
@@ -186,7 +198,7 @@ class Journal:
         route = self.routes.get(api_key)
         req = self._decoded(route, version, request_data, request=True)
         resp = self._decoded(route, version, response_data, request=False)
-        codes = error_codes(resp)
+        codes = sorted({*error_codes(resp), *resp.get("error_codes", ())})
         if code and code not in codes:
             codes = sorted({*codes, code})
         now_mono, now_wall = trio.current_time(), time.time()

@@ -470,6 +470,28 @@ async def test_journal_records_requests_answers_and_filters(tmp_path: Path) -> N
             await client.aclose()
 
 
+async def test_journal_keeps_a_large_request_as_its_size(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            request = JoinGroupRequest(
+                group_id="g",
+                session_timeout_ms=10_000,
+                rebalance_timeout_ms=10_000,
+                member_id="",
+                protocol_type="consumer",
+                protocols=[JoinGroupRequestProtocol(name="range", metadata=bytes(100_000))],
+            )
+            response = await client.call(request, 3)
+            assert response.error_code == ErrorCode.NONE
+            (entry,) = (await http(broker, "GET", "/v1/journal?api=JoinGroup"))[1]["entries"]
+            assert entry["request"]["omitted_bytes"] > 100_000
+            # The response (the leader gets every member's metadata) is as large.
+            assert entry["response"]["omitted_bytes"] > 100_000
+            assert entry["errors"] == ["NONE"]
+            await client.aclose()
+
+
 async def test_journal_never_shows_config_values(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running(tmp_path) as broker:
