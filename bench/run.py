@@ -59,6 +59,7 @@ COMMIT_TARGET_P99_MS = 20
 JOIN_TARGET_MS = 100
 REPLAY_TARGET_S = 10
 REPLAY_TARGET_RECORDS = 1_000_000  # the count the replay target is for
+CONTROLS_TARGET_RATIO = 0.95  # req/s with the journal recording / without it
 
 PC_HEADER = [
     "phase",
@@ -106,6 +107,16 @@ META_HEADER = [
     "errors",
     "raw p99 ms",
 ]
+CONTROLS_HEADER = [
+    "kmock",
+    "req/s",
+    "vs off",
+    "p50 ms",
+    "p99 ms",
+    "server CPU us/req",
+    "errors",
+    "raw req/s",
+]
 SUMMARY_HEADER = ["#", "measurement", "kmock", "reference", "ratio", "target", "met?"]
 
 P = {  # parameters: (full, quick)
@@ -131,6 +142,10 @@ P = {  # parameters: (full, quick)
     "pipeline_timeout_s": (420, 240),
     "sync_trips": (500, 100),
     "sync_reps": (3, 1),
+    "controls_conns": (16, 16),
+    "controls_duration_s": (3.0, 1.5),
+    "controls_warmup_s": (0.5, 0.3),
+    "controls_reps": (5, 1),
 }
 
 
@@ -1088,6 +1103,97 @@ interleaved, medians; target: the default no slower than strict.
 {table(SYNC_TRIP_HEADER, rows)}""")
 
 
+# --- 8. test controls, unused ------------------------------------------------------------
+
+# kmock servers of §8: without the admin endpoint (no journal: kmock serve's default), with
+# it (the journal records every request, nobody reads it), and with it and one fault armed
+# for an API the load never sends (the fault table is consulted on every request).
+_CONTROLS_VARIANTS = {
+    "off": (False, None),
+    "journal": (True, None),
+    "journal+fault": (True, {"api": "DeleteGroups", "error": "GROUP_ID_NOT_FOUND", "count": 1}),
+}
+
+
+def bench_controls(rep: Report) -> None:
+    import json
+    import urllib.request
+
+    import kwire
+
+    from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+
+    n = p("controls_conns")
+    reps = p("controls_reps")
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name="bench-meta")], allow_auto_topic_creation=False
+    )
+    out: dict[str, list[kwire.LoopResult]] = {}
+    for r in range(reps):
+        for who in _rotated(list(_CONTROLS_VARIANTS), r):
+            admin, fault = _CONTROLS_VARIANTS[who]
+            log(f"controls {who}: {n} connections, Metadata (rep {r + 1}/{reps})")
+            with KmockProcess(admin=admin) as target:
+                _prepare_wire(target)
+                if fault is not None:
+                    urllib.request.urlopen(
+                        urllib.request.Request(
+                            f"http://127.0.0.1:{target.admin_port}/v1/faults",
+                            data=json.dumps(fault).encode(),
+                            method="POST",
+                        ),
+                        timeout=10,
+                    ).read()
+                out.setdefault(who, []).append(
+                    kwire.closed_loop(
+                        target.addr,
+                        [(request, 4)] * n,
+                        duration_s=p("controls_duration_s"),
+                        warmup_s=p("controls_warmup_s"),
+                        server_pid=target.pid,
+                    )
+                )
+    stats = {who: _loop_stats(rs) for who, rs in out.items()}
+    off, on = stats["off"], stats["journal"]
+    r_on = on["rate"] / off["rate"] if off["rate"] else float("nan")
+    rep.row(
+        "10",
+        f"journal and fault table, unused: {n} connections, Metadata req/s",
+        f"{fmt(on['rate'])} req/s (journal recording); with a fault armed: "
+        f"{fmt(stats['journal+fault']['rate'])}",
+        f"{fmt(off['rate'])} req/s (no admin endpoint, no journal)",
+        ratio(on["rate"], off["rate"]),
+        f">= {CONTROLS_TARGET_RATIO:.2f}x",
+        None if _nan(r_on) else r_on >= CONTROLS_TARGET_RATIO,
+    )
+    rows = [
+        [
+            who,
+            fmt(s["rate"]),
+            ratio(s["rate"], off["rate"]),
+            fmt(s["p50"], 2),
+            fmt(s["p99"], 2),
+            fmt(s["cpu_us"]),
+            s["errors"],
+            raw(s["raw"]),
+        ]
+        for who, s in stats.items()
+    ]
+    rep.section(f"""## 8. Test controls that nobody uses
+
+What the request journal and the fault table (docs/controls.md) cost a broker whose tests
+never read or arm them. `bench/kwire.py`'s closed loop, {n} connections each sending
+Metadata v4 for one topic, {p("controls_warmup_s")} s warm-up + {p("controls_duration_s")} s
+measured, against three `kmock serve` processes: "off" (kmock serve's defaults: no admin
+endpoint, so no journal), "journal" (`--admin-port`: every request is recorded in the
+journal, which nobody reads), "journal+fault" (the same, with one fault armed for DeleteGroups,
+which the load never sends: the fault table is looked at for every request). {reps}
+repetition(s), interleaved, medians. Target: the journal's rate at least
+{CONTROLS_TARGET_RATIO:.2f}x the rate without it.
+
+{table(CONTROLS_HEADER, rows)}""")
+
+
 # --- main ---------------------------------------------------------------------------------
 
 SECTIONS = [
@@ -1099,6 +1205,7 @@ SECTIONS = [
     ("6", "Metadata x1000", bench_metadata),
     ("7", "pipeline", bench_pipeline),
     ("8", "sync round trip", bench_sync_round_trip),
+    ("10", "controls, unused", bench_controls),
 ]
 
 

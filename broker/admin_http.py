@@ -5,11 +5,14 @@
                    (`broker.ready`), else 503
     GET /metrics   Prometheus text format 0.0.4, gauges refreshed first: groups by state,
                    and consumer lag (log end offset - committed offset, per group/partition)
+    /v1/...        the test controls, JSON: faults, clock, journal, connections
+                   (broker.controls.api, docs/controls.md)
 
 A deliberately tiny HTTP/1.1 server rather than a dependency: it reads one request head
 (at most MAX_REQUEST_BYTES, within REQUEST_TIMEOUT_S), answers GET or HEAD, and closes the
-connection after every response (`Connection: close`), so there is no keep-alive, no
-pipelining and no request body to handle. Anything else gets 400, 404, 405 or 431.
+connection after every response (`Connection: close`), so there is no keep-alive and no
+pipelining. Only the /v1 control paths take a body (Content-Length, at most MAX_BODY_BYTES;
+no chunked encoding). Anything else gets 400, 404, 405, 411, 413 or 431.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ log = logging.getLogger("broker.admin_http")
 __all__ = ["refresh_gauges", "serve_admin"]
 
 MAX_REQUEST_BYTES = 8192  # request line + headers; a larger head gets 431
+MAX_BODY_BYTES = 65536  # a /v1 control's JSON body; a larger one gets 413
 REQUEST_TIMEOUT_S = 10.0  # to receive the head, and again to send the answer
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _REASONS = {
@@ -33,6 +37,8 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     408: "Request Timeout",
+    411: "Length Required",
+    413: "Content Too Large",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
     503: "Service Unavailable",
@@ -49,21 +55,28 @@ async def serve_admin(broker: Any, *, task_status: Any = trio.TASK_STATUS_IGNORE
     listeners = await trio.open_tcp_listeners(broker.config["admin.port"], host=host or None)
     sockname = listeners[0].socket.getsockname()
     broker.admin_address = (sockname[0], sockname[1])
-    log.info("admin endpoint on http://%s:%d (/healthz /readyz /metrics)", *broker.admin_address)
+    log.info(
+        "admin endpoint on http://%s:%d (/healthz /readyz /metrics /v1)", *broker.admin_address
+    )
     task_status.started(broker.admin_address)
     await trio.serve_listeners(partial(_serve_one, broker), listeners)
 
 
 async def _serve_one(broker: Any, stream: trio.SocketStream) -> None:
+    control: bytes | int = b""
     try:
         with trio.move_on_after(REQUEST_TIMEOUT_S) as receiving:
-            head = await _receive_head(stream)
+            head, rest = await _receive_head(stream)
+            if head is not None and head.startswith(b"/v1/", _target_at(head)):
+                control = await _receive_body(stream, head, rest)
         if receiving.cancelled_caught:
             status, headers, body = _plain(408, "request timeout\n")
             method = "GET"
         elif head is None:
             status, headers, body = _plain(431, "request head too large\n")
             method = "GET"
+        elif head.startswith(b"/v1/", _target_at(head)):
+            method, status, headers, body = await _control(broker, head, control)
         else:
             method, status, headers, body = _answer(broker, head)
         with trio.move_on_after(REQUEST_TIMEOUT_S):
@@ -77,18 +90,82 @@ async def _serve_one(broker: Any, stream: trio.SocketStream) -> None:
             await stream.aclose()
 
 
-async def _receive_head(stream: trio.SocketStream) -> bytes | None:
-    """The request head up to the blank line; b"" if the peer closed; None if too large."""
+async def _receive_head(stream: trio.SocketStream) -> tuple[bytes | None, bytes]:
+    """The request head up to the blank line (b"" if the peer closed; None if too large),
+    and what came after it (the start of a body)."""
     buf = bytearray()
     while b"\r\n\r\n" not in buf and b"\n\n" not in buf:
         if len(buf) > MAX_REQUEST_BYTES:
-            return None
+            return None, b""
         data = await stream.receive_some(MAX_REQUEST_BYTES + 1)
         if not data:
-            return bytes(buf)
+            return bytes(buf), b""
         buf += data
-    end = buf.find(b"\r\n\r\n") if b"\r\n\r\n" in buf else buf.find(b"\n\n")
-    return bytes(buf[:end]) if end <= MAX_REQUEST_BYTES else None
+    crlf = b"\r\n\r\n" in buf
+    end = buf.find(b"\r\n\r\n") if crlf else buf.find(b"\n\n")
+    if end > MAX_REQUEST_BYTES:
+        return None, b""
+    return bytes(buf[:end]), bytes(buf[end + (4 if crlf else 2) :])
+
+
+def _target_at(head: bytes) -> int:
+    """Where the request target starts in the head (after the method and a space)."""
+    return head.find(b" ") + 1
+
+
+async def _receive_body(stream: trio.SocketStream, head: bytes, rest: bytes) -> bytes | int:
+    """A control request's body (by Content-Length), or the status refusing it."""
+    length = 0
+    for line in head.split(b"\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                return 400
+        elif name.strip().lower() == b"transfer-encoding":
+            return 411  # chunked bodies are not taken
+    if length < 0:
+        return 400
+    if length > MAX_BODY_BYTES:
+        return 413
+    body = bytearray(rest[:length])
+    while len(body) < length:
+        data = await stream.receive_some(length - len(body))
+        if not data:
+            return 400
+        body += data
+    return bytes(body)
+
+
+async def _control(
+    broker: Any, head: bytes, body: bytes | int
+) -> tuple[str, int, list[tuple[str, str]], bytes]:
+    """A /v1 control request (broker.controls.api): JSON in, JSON out."""
+    import json
+
+    from broker.controls.api import PATHS, handle
+
+    parts = head.split(b"\n", 1)[0].rstrip(b"\r").split(b" ")
+    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+        return ("GET", *_plain(400, "bad request\n"))
+    try:
+        method, target = parts[0].decode("ascii"), parts[1].decode("ascii")
+    except UnicodeDecodeError:
+        return ("GET", *_plain(400, "bad request\n"))
+    path, _, query = target.partition("?")
+    if path not in PATHS:
+        status, obj = 404, {"error": f"no such control: {path}"}
+    elif method not in PATHS[path]:
+        status, obj = 405, {"error": f"{path} takes {', '.join(PATHS[path])}"}
+    elif isinstance(body, int):
+        status, obj = body, {"error": _REASONS[body].lower()}
+    else:
+        status, obj = await handle(broker, method, path, query, body)
+    headers = [("Content-Type", "application/json")]
+    if status == 405:
+        headers.append(("Allow", ", ".join(PATHS[path])))
+    return method, status, headers, (json.dumps(obj) + "\n").encode()
 
 
 def _answer(broker: Any, head: bytes) -> tuple[str, int, list[tuple[str, str]], bytes]:

@@ -22,6 +22,10 @@ import trio
 
 from broker import listeners
 from broker.config import Config, ConfigError
+from broker.controls import Controls
+from broker.controls.clock import Clock, make_clock
+from broker.controls.faults import FaultTable
+from broker.controls.journal import Journal
 from broker.limits import ConnectionQuotas, MemoryPool
 from broker.listeners import ListenerSetup
 from broker.metrics import Metrics
@@ -80,9 +84,13 @@ def _read_meta(data_dir: Path, node_id: int) -> str:
 class ServedConnection(Protocol):
     """What the idle check (broker.connection.expire_idle_connections) asks of a connection."""
 
+    connection_id: int
+
     def idle_reason(self, now: float, idle_s: float) -> str | None: ...
 
     def close_idle(self, reason: str) -> None: ...
+
+    def describe(self) -> dict[str, object]: ...  # GET /v1/connections
 
 
 class Broker:
@@ -121,16 +129,29 @@ class Broker:
         self.connections: set[ServedConnection] = set()  # while served
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.connection_quotas = ConnectionQuotas(config)
+        # Test controls (broker.controls): the clock every timer waits on, the fault table
+        # the dispatch site consults, and the request journal (with the admin endpoint).
+        # (kmock.clock and kmock.clock.timestamps are checked by their settings' choices.)
+        self.clock: Clock = make_clock(config["kmock.clock"], config["kmock.clock.timestamps"])
+        self.faults = FaultTable()
+        size = config["kmock.journal.size"]
+        self.journal: Journal | None = (
+            Journal(size, self.topic_name) if size > 0 and config["admin.port"] >= 0 else None
+        )
+        self.controls = Controls(self)
 
-    # Two clocks, named apart: monotonic for deadlines (autojump_clock drives it in tests),
-    # wall time for timestamps stored in records.
-    @staticmethod
-    def now_ms() -> int:
-        return int(trio.current_time() * 1000)
+    # Two times, named apart: monotonic for deadlines (the broker's clock: trio's, which
+    # autojump_clock drives in tests, or a virtual one), and the date written into records.
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
 
-    @staticmethod
-    def wall_ms() -> int:
-        return int(time.time() * 1000)
+    def wall_ms(self) -> int:
+        return self.clock.record_ms()
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """A topic's name from its id (Fetch v13+ names topics by id), None if unknown."""
+        topic = self.topics.by_id.get(topic_id)
+        return topic.name if topic is not None else None
 
     @property
     def bootstrap_servers(self) -> str:

@@ -164,6 +164,31 @@ SETTINGS: dict[str, Setting] = {
             "orders:3,events:1:1:cleanup.policy=compact. Existing topics are kept as they are. "
             "KAFKA_CREATE_TOPICS sets it too. kmock only.",
         ),
+        # --- test controls (broker.controls, docs/controls.md); kmock only ---
+        _s(
+            "kmock.clock",
+            "string",
+            "wall",
+            "wall, or virtual: every broker timer waits on a clock that moves only when "
+            "advanced (POST /v1/clock/advance). kmock only.",
+            choices=("wall", "virtual"),
+        ),
+        _s(
+            "kmock.clock.timestamps",
+            "string",
+            "wall",
+            "With a virtual clock: whether the timestamps the broker writes into records "
+            "(LogAppendTime) are real (wall) or virtual. kmock only.",
+            choices=("wall", "virtual"),
+        ),
+        _s(
+            "kmock.journal.size",
+            "int",
+            10000,
+            "Requests kept in the request journal (GET /v1/journal, with admin.port); "
+            "0 = off. kmock only.",
+            min_value=0,
+        ),
         # --- topics ---
         _s("num.partitions", "int", 1, "Partitions of auto-created topics."),
         _s(

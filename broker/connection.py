@@ -32,6 +32,11 @@ This is the one dispatch site of the broker:
     and Kafka closes the connection instead: so does kmock, and so it does when even the
     error response cannot be built or encoded, or when the failure comes after the handler
     returned (a deferred acks=all Produce, whose request is no longer kept).
+  * the test controls (broker.controls) hook in here and nowhere else: the fault table is
+    consulted before the handler runs, only when it holds a fault (one truth test per
+    request otherwise), and answers with the API's `error_response`, late, or by closing;
+    the request journal records each request where metrics count it, when it is on (the
+    admin endpoint): the frame as it came and the response as it went out.
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
 
@@ -101,10 +106,13 @@ class _Call(NamedTuple):
     correlation_id: int
     client_id: str | None
     started: float
+    conn: _Connection
     # The decoded request, for the UNKNOWN_SERVER_ERROR answer; None once the response is
     # deferred, so that a Produce waiting for its fsync does not keep its frame (the records
     # are views of it) in memory: 256 waiting 1 MB Produce requests would hold 256 MB.
     request: Any
+    fault: int | None = None  # the id of the fault that answered it (broker.controls.faults)
+    frame: bytes | None = None  # the request as it came, for the journal (None: not kept)
 
 
 class _Pending:
@@ -126,8 +134,12 @@ class _Pending:
 
 class _Connection:
     __slots__ = (
+        "address",
+        "api_versions",
         "broker",
         "client_host",
+        "client_id",
+        "clock",
         "connection_id",
         "drained_at",
         "frames",
@@ -137,9 +149,11 @@ class _Connection:
         "metrics",
         "mid_frame",
         "nursery",
+        "opened_ms",
         "queue",
         "read_since",
         "reason",
+        "requests",
         "reserved",
         "room",
         "sock",
@@ -161,7 +175,19 @@ class _Connection:
         self.sock = stream.socket  # for fileno(), close() and trio's waits only
         self.connection_id = connection_id
         self.client_host = client_host
+        self.clock = broker.clock  # idle times are measured on the broker's clock
         self.metrics = broker.metrics
+        # What GET /v1/connections shows: the client id of the last request, the version of
+        # each API used (the last one), the requests read.
+        self.client_id: str | None = None
+        self.api_versions: dict[int, int] = {}
+        self.requests = 0
+        self.opened_ms = broker.clock.wall_ms()
+        try:
+            host, port = stream.socket.getpeername()[:2]
+            self.address = f"{host}:{port}"
+        except OSError:
+            self.address = client_host.lstrip("/")
         self.frames = FrameBuffer(broker.config["socket.request.max.bytes"])
         self.memory = broker.memory_pool
         self.memory_wait: trio.CancelScope | None = None  # while waiting for request memory
@@ -177,7 +203,7 @@ class _Connection:
         # whether a frame is half received.
         self.read_since: float | None = None
         self.write_since: float | None = None
-        self.drained_at = trio.current_time()
+        self.drained_at = self.clock.now()
         self.mid_frame = False
         self.waited = False  # the reader went through the scheduler since its last request
 
@@ -192,7 +218,7 @@ class _Connection:
         return fd
 
     async def _wait_readable(self) -> None:
-        self.read_since = trio.current_time()
+        self.read_since = self.clock.now()
         try:
             await trio.lowlevel.wait_readable(self.sock)
         finally:
@@ -214,6 +240,33 @@ class _Connection:
                 "idle timeout mid-frame" if self.mid_frame or len(self.frames) else "idle timeout"
             )
         return None
+
+    def describe(self) -> dict[str, Any]:
+        """What GET /v1/connections shows of this connection."""
+        versions = {}
+        for key, version in sorted(self.api_versions.items()):
+            route = route_for(key)
+            versions[route.name if route else str(key)] = version
+        return {
+            "connection": self.connection_id,
+            "client_id": self.client_id,
+            "address": self.address,
+            "opened_ms": self.opened_ms,
+            "requests": self.requests,
+            "api_versions": versions,
+        }
+
+    async def swallow(self) -> None:
+        """Read and drop whatever the client sends until it closes: a request a fault
+        drops is never answered, and nothing after it either (a broker that hangs)."""
+        while True:
+            try:
+                data = os.read(self._fd(), RECEIVE_BYTES)
+            except BlockingIOError:
+                await self._wait_readable()
+                continue
+            if not data:
+                raise CloseConnection("closed by client after a dropped request")
 
     def close_idle(self, reason: str) -> None:
         """Close the socket: the tasks waiting on it get ClosedResourceError and stop. (Not a
@@ -252,9 +305,7 @@ class _Connection:
                 await trio.lowlevel.checkpoint()
             self.waited = False
             try:
-                out = await _handle_frame(
-                    self.broker, frame, self.client_host, self.connection_id, self.listener_name
-                )
+                out = await _handle_frame(self, frame)
             finally:
                 del frame
                 self.release_memory()
@@ -364,7 +415,7 @@ class _Connection:
             self.sock.close()
         finally:
             self.writing = False
-            self.drained_at = trio.current_time()  # idle from now if nothing else comes
+            self.drained_at = self.clock.now()  # idle from now if nothing else comes
 
     async def send(self, out: list[Any]) -> None:
         """Send a response given as chunks, all in one writev when the socket takes it."""
@@ -379,7 +430,7 @@ class _Connection:
                 # A client that stops reading its responses makes no progress either: it is
                 # closed after connections.max.idle.ms like one that stops sending, so it
                 # cannot pin a task, a descriptor and a response forever.
-                self.write_since = trio.current_time()
+                self.write_since = self.clock.now()
                 try:
                     await trio.lowlevel.wait_writable(self.sock)
                 finally:
@@ -412,9 +463,10 @@ def _reason(e: BaseException) -> str:
 async def expire_idle_connections(broker: Broker) -> None:
     """Close the connections idle for connections.max.idle.ms (see the module docstring)."""
     idle_s = broker.config["connections.max.idle.ms"] / 1000
+    clock = broker.clock
     while True:
-        await trio.sleep(max(idle_s / IDLE_CHECKS, 0.001))
-        now = trio.current_time()
+        await clock.sleep_until(clock.now() + max(idle_s / IDLE_CHECKS, 0.001))
+        now = clock.now()
         for conn in broker.connections:
             reason = conn.idle_reason(now, idle_s)
             if reason is not None:
@@ -459,13 +511,8 @@ async def serve_connection(
             await stream.aclose()
 
 
-async def _handle_frame(
-    broker: Broker,
-    frame: bytes | bytearray,
-    client_host: str,
-    connection_id: int,
-    listener_name: str = "PLAINTEXT",
-) -> list[Any] | _Pending | None:
+async def _handle_frame(conn: _Connection, frame: bytes | bytearray) -> list[Any] | _Pending | None:
+    broker = conn.broker
     try:
         api_key, version, correlation_id = peek_request_key(frame)
     except DecodeError as e:
@@ -498,10 +545,38 @@ async def _handle_frame(
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
     client_id = header.client_id
+    conn.client_id = client_id
+    conn.api_versions[api_key] = version
+    conn.requests += 1
     ctx = RequestContext(
-        broker, version, client_id or "", client_host, connection_id, routes, listener_name
+        broker,
+        version,
+        client_id or "",
+        conn.client_host,
+        conn.connection_id,
+        routes,
+        conn.listener_name,
     )
-    call = _Call(broker, route, version, correlation_id, client_id, trio.current_time(), request)
+    call = _Call(
+        broker,
+        route,
+        version,
+        correlation_id,
+        client_id,
+        trio.current_time(),
+        conn,
+        request,
+        None,
+        # The journal keeps request frames (broker.controls.journal); a large frame is a
+        # bytearray of its own, copied so that nothing can change it afterwards.
+        None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
+    )
+    if broker.faults.rules:  # the one place faults are consulted (broker.controls.faults)
+        fault = broker.faults.take(api_key, version, request, client_id, broker.topic_name)
+        if fault is not None:
+            answered = await _fault(call, fault)
+            if answered is not None:
+                return answered
     code = ErrorCode.NONE
     try:
         try:
@@ -513,8 +588,53 @@ async def _handle_frame(
     except Exception:
         return _failed(call)
     if isinstance(response, Deferred):
-        return _Pending(call._replace(request=None), response)
+        return _Pending(call._replace(request=None, frame=None), response)
     return _answer(call, code, response)
+
+
+async def _fault(call: _Call, fault: Any) -> list[Any] | None:
+    """Apply a fault to a request: its answer, or None to handle the request as usual
+    (a delay alone). Raises CloseConnection for "disconnect"; "drop" never returns."""
+    call = call._replace(fault=fault.id)
+    if fault.delay_ms:
+        await trio.sleep(fault.delay_ms / 1000)  # real time: "answer late"
+    if fault.action != "error":
+        _journal(call, ErrorCode.NONE, None, fault.action)
+        log.info(
+            "%s v%d from %s: fault %d: %s",
+            call.route.name,
+            call.version,
+            call.client_id,
+            fault.id,
+            fault.action,
+        )
+        if fault.action == "drop":
+            await call.conn.swallow()
+        raise CloseConnection(f"fault {fault.id}: disconnect")
+    if fault.error is None:
+        return None
+    if getattr(call.request, "acks", None) == 0:
+        # A Produce with acks=0 has no response to carry the error: Kafka closes the
+        # connection when one fails, and so does kmock (as in _failed).
+        _journal(call, fault.error, None, "disconnect")
+        raise CloseConnection(f"fault {fault.id}: {fault.error.name} on a Produce with acks=0")
+    log.info(
+        "%s v%d from %s: fault %d: %s",
+        call.route.name,
+        call.version,
+        call.client_id,
+        fault.id,
+        fault.error.name,
+    )
+    return _answer(
+        call, fault.error, call.route.error_response(call.request, fault.error, call.version)
+    )
+
+
+def _journal(call: _Call, code: int, out: list[Any] | None, outcome: str) -> None:
+    journal = call.broker.journal
+    if journal is not None:
+        journal.record(call, code, None, out, outcome, trio.current_time())
 
 
 def _failed(call: _Call) -> list[Any]:
@@ -532,6 +652,7 @@ def _failed(call: _Call) -> list[Any]:
         except Exception:
             log.exception("%s v%d: the error response failed too", route.name, call.version)
     call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
+    _journal(call, code, out, "failed" if out is not None else "failed, connection closed")
     if out is None:
         raise CloseConnection(f"internal error handling {route.name}") from None
     return out
@@ -550,7 +671,12 @@ def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
         )
     except Exception:
         return _failed(call)
-    call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
+    ended = trio.current_time()
+    broker = call.broker
+    broker.metrics.request_done(route.name, code, ended - call.started)
+    if broker.journal is not None:
+        outcome = "answered" if out is not None else "no response"
+        broker.journal.record(call, code, response, out, outcome, ended)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "%s v%d corr=%d from %s -> %s",

@@ -45,6 +45,7 @@ import math
 
 import trio
 
+from broker.controls.clock import Clock
 from protocol.errors import ErrorCode, KafkaError
 from storage import Log, flush_logs
 
@@ -53,11 +54,19 @@ log = logging.getLogger("broker.durability")
 
 class Durability:
     def __init__(
-        self, nursery: trio.Nursery, *, strict: bool = False, delay_s: float = 0.0
+        self,
+        nursery: trio.Nursery,
+        *,
+        strict: bool = False,
+        delay_s: float = 0.0,
+        clock: Clock | None = None,
     ) -> None:
         self._nursery = nursery
         self.strict = strict  # kmock.durability=strict
         self._delay_s = delay_s  # group.commit.delay.ms
+        # The broker's clock (broker.controls.clock): with a virtual one, flush.ms and
+        # group.commit.delay.ms pass only when it is advanced.
+        self._clock = clock or Clock()
         # The logs to flush in the next round, and the event that round sets: everyone
         # waiting for a round waits on the same event.
         self._logs: set[Log] = set()
@@ -65,7 +74,9 @@ class Durability:
         self._waited_for = False  # somebody waits for the next round: start it at once
         self._last_sync = -math.inf
         self._running = False
-        self._sleep: trio.CancelScope | None = None  # the loop's wait for the next round
+        # The loop's wait for the next round: when it ends, and the event that ends it early.
+        self._due = math.inf
+        self._woken: trio.Event | None = None
 
     def _wait_for(self, plog: Log, waited_for: bool) -> trio.Event:
         self._logs.add(plog)
@@ -73,12 +84,12 @@ class Durability:
         if not self._running:
             self._running = True
             self._nursery.start_soon(self._sync_loop)
-        elif self._sleep is not None:
+        elif self._woken is not None:
             due = self._last_sync + (
                 self._delay_s if waited_for else plog.config.flush_interval_ms / 1000
             )
-            if due < self._sleep.deadline:
-                self._sleep.deadline = due  # a waiter, or a log with a shorter flush.ms
+            if due < self._due:
+                self._woken.set()  # a waiter, or a log with a shorter flush.ms: recompute
         return self._round
 
     def waits_for(self, plog: Log, end_offset: int) -> bool:
@@ -113,20 +124,15 @@ class Durability:
                 if self._waited_for:
                     wait_s = self._delay_s
                 else:
-                    wait_s = (
-                        min(
-                            (p.config.flush_interval_ms for p in self._logs),
-                            default=0,
-                        )
-                        / 1000
-                    )
-                if self._last_sync + wait_s > trio.current_time():
-                    with trio.CancelScope(deadline=self._last_sync + wait_s) as self._sleep:
-                        await trio.sleep_forever()
-                    self._sleep = None
-                else:
-                    await trio.lowlevel.checkpoint()  # writes made meanwhile join this round
-                self._last_sync = trio.current_time()
+                    wait_s = min((p.config.flush_interval_ms for p in self._logs), default=0) / 1000
+                due = self._last_sync + wait_s
+                if due > self._clock.now():
+                    self._due, self._woken = due, trio.Event()
+                    await self._clock.wait(self._woken, due)
+                    self._due, self._woken = math.inf, None
+                    continue  # due now, or woken to recompute when
+                await trio.lowlevel.checkpoint()  # writes made meanwhile join this round
+                self._last_sync = self._clock.now()
                 self._waited_for = False
                 logs, self._logs = self._logs, set()
                 done, self._round = self._round, trio.Event()
@@ -140,4 +146,4 @@ class Durability:
                 done.set()
         finally:
             self._running = False
-            self._sleep = None
+            self._due, self._woken = math.inf, None

@@ -38,10 +38,20 @@ Each call checks every record before it writes the first, then appends them thro
 broker's own Metadata (topic auto-creation) and Produce (acks=all) handlers, so they are
 validated and stored exactly as a producer's.
 
-One default differs from `kmock serve`'s: offsets.topic.num.partitions is 1 (FIXTURE_DEFAULTS),
-so that a fresh broker per test does not create 50 __consumer_offsets partitions when its
-test first uses a group.
-Clients cannot tell: they ask FindCoordinator, and the answer is this broker either way.
+
+Test controls (docs/controls.md), as methods that call the broker's /v1 admin endpoint:
+
+    kmock.fail("Produce", "NOT_LEADER_OR_FOLLOWER", count=2)   # the next 2 Produce fail
+    kmock.fail("Fetch", delay_ms=500)  /  kmock.fail("JoinGroup", action="disconnect")
+    kmock.advance(ms=45_000)           # with @pytest.mark.kmock_config(kmock_clock="virtual")
+    kmock.journal(api="OffsetCommit")  # decoded requests and answers, oldest first
+    kmock.close_connections()          # what a network blip looks like to a client
+
+Two defaults differ from `kmock serve`'s (FIXTURE_DEFAULTS): offsets.topic.num.partitions is
+1, so that a fresh broker per test does not create 50 __consumer_offsets partitions when its
+test first uses a group (clients cannot tell: they ask FindCoordinator, and the answer is
+this broker either way); and admin.port is 0, so that the controls are on, on a free port of
+127.0.0.1.
 """
 
 from __future__ import annotations
@@ -59,7 +69,7 @@ __all__ = ["KmockBroker", "kmock", "kmock_session"]
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 # Settings the fixtures use unless told otherwise (see the module docstring).
-FIXTURE_DEFAULTS = {"offsets.topic.num.partitions": 1}
+FIXTURE_DEFAULTS = {"offsets.topic.num.partitions": 1, "admin.port": 0}
 
 
 class KmockBroker:
@@ -117,6 +127,91 @@ class KmockBroker:
         if self.broker is None:
             raise RuntimeError("kmock is not running")
         return int(self.broker.addresses[0][1])
+
+    # --- test controls (broker.controls.api over HTTP) ----------------------------------------
+
+    @property
+    def admin_address(self) -> str:
+        """ "127.0.0.1:PORT" of the admin endpoint (the /v1 controls)."""
+        if self.broker is None:
+            raise RuntimeError("kmock is not running")
+        if self.broker.admin_address is None:
+            raise RuntimeError("the admin endpoint is off (admin.port=-1): no controls")
+        host, port = self.broker.admin_address
+        return f"{host}:{port}"
+
+    def control(
+        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None
+    ) -> Any:
+        """Any /v1 control: `kmock.control("GET", "/v1/clock")`.
+
+        Raises:
+          broker.controls.http_client.ControlRefused (a ValueError): bad input, with the
+            broker's message naming the field; nothing changed.
+        """
+        from broker.controls.http_client import call
+
+        return call(self.admin_address, method, path, body, query=query)
+
+    def fail(
+        self, api: str | int, error: str | int | None = None, count: int = 1, **options: Any
+    ) -> dict[str, Any]:
+        """Answer the next `count` requests of `api` with `error` (by name or code), where
+        Kafka places it. `options`: topic, partition, group_id, client_id, delay_ms,
+        action ("disconnect" or "drop"). Returns the fault as the broker lists it."""
+        spec = {"api": api, "count": count, **options}
+        if error is not None:
+            spec["error"] = error
+        return dict(self.control("POST", "/v1/faults", spec)["faults"][0])
+
+    def fail_storage(self, what: str, count: int = 1, **options: Any) -> dict[str, Any]:
+        """Fail the next `count` appends or fsyncs (`what`: "append" or "fsync") with
+        KAFKA_STORAGE_ERROR; `options`: topic, partition."""
+        spec = {"storage": what, "count": count, **options}
+        return dict(self.control("POST", "/v1/faults", spec)["faults"][0])
+
+    def faults(self) -> list[dict[str, Any]]:
+        return list(self.control("GET", "/v1/faults")["faults"])
+
+    def clear_faults(self) -> int:
+        return int(self.control("DELETE", "/v1/faults")["cleared"])
+
+    def advance(self, ms: int) -> dict[str, Any]:
+        """Move a virtual clock `ms` on; every timer due fires before this returns."""
+        return dict(self.control("POST", "/v1/clock/advance", {"ms": ms}))
+
+    def clock(self) -> dict[str, Any]:
+        return dict(self.control("GET", "/v1/clock"))
+
+    def journal(
+        self,
+        api: str | int | None = None,
+        *,
+        group_id: str | None = None,
+        client_id: str | None = None,
+        topic: str | None = None,
+        since: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The journal's entries (oldest first) that match every filter given."""
+        query = {
+            "api": api,
+            "group_id": group_id,
+            "client_id": client_id,
+            "topic": topic,
+            "since": since,
+        }
+        return list(self.control("GET", "/v1/journal", query=query)["entries"])
+
+    def clear_journal(self) -> None:
+        self.control("DELETE", "/v1/journal")
+
+    def connections(self) -> list[dict[str, Any]]:
+        return list(self.control("GET", "/v1/connections")["connections"])
+
+    def close_connections(self, **filters: Any) -> list[dict[str, Any]]:
+        """Close the client connections (all, or those matching connection=, client_id=,
+        address=); returns what was closed."""
+        return list(self.control("POST", "/v1/connections/close", filters)["closed"])
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
         """Start the broker and wait until it listens.

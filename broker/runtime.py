@@ -88,6 +88,7 @@ from storage.layout import OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from broker.config import Config
+    from broker.controls.clock import Clock
     from broker.durability import Durability
     from broker.metrics import Metrics
     from broker.topics import Topic, TopicRegistry
@@ -118,6 +119,7 @@ class Broker(Protocol):
     metrics: Metrics
     durability: Durability
     ready: trio.Event
+    clock: Clock  # every timer waits on it (broker.controls.clock)
 
     def now_ms(self) -> int: ...
     def wall_ms(self) -> int: ...
@@ -332,7 +334,7 @@ class CoordinatorRuntime:
     async def offset_commit(
         self, ctx: Caller, request: OffsetCommitRequest
     ) -> OffsetCommitResponse:
-        wall_ms = self.broker.wall_ms()
+        wall_ms = self.broker.clock.wall_ms()  # a date the coordinator expires by
 
         def commit(c: CoordinatorContext, r: OffsetCommitRequest, token: int, now: int) -> Outcome:
             return self.coordinator.commit_offsets(c, r, token, now, wall_ms)
@@ -617,11 +619,10 @@ class CoordinatorRuntime:
         while True:
             deadline_ms = self.coordinator.next_deadline_ms()
             deadline = math.inf if deadline_ms is None else deadline_ms / 1000
-            with trio.move_on_at(deadline):
-                await self._wake.wait()
+            await self.broker.clock.wait(self._wake, deadline)
             self._wake = trio.Event()
-            if trio.current_time() * 1000 >= (deadline_ms if deadline_ms is not None else math.inf):
-                outcome = self.coordinator.expire(self.broker.now_ms(), self.broker.wall_ms())
+            if deadline_ms is not None and self.broker.clock.reached(deadline_ms):
+                outcome = self.coordinator.expire(self.broker.now_ms(), self.broker.clock.wall_ms())
                 # The records go into the log now, in this step, before any request
                 # handled after this expiry can append its own (a commit, a DeleteGroups):
                 # log order is decision order, which is what replay relies on.

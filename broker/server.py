@@ -27,6 +27,7 @@ from typing import Any
 
 import trio
 
+from broker import routes
 from broker.broker import Broker, listener_setup
 from broker.config import Config
 from broker.connection import expire_idle_connections, serve_connection
@@ -69,6 +70,9 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
 
     started = time.monotonic()
     broker = Broker(config)
+    broker.controls.route_table = routes.all_routes()
+    if broker.journal is not None:
+        broker.journal.routes = {r.api_key: r for r in broker.controls.route_table}
     await trio.to_thread.run_sync(broker.open)
     try:
         with trio.CancelScope() as cancel:
@@ -78,6 +82,7 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                     nursery,
                     strict=config["kmock.durability"] == "strict",
                     delay_s=config["group.commit.delay.ms"] / 1000,
+                    clock=broker.clock,
                 )
                 # Each listener name gets its own sockets and accept loop, so that every
                 # connection knows the listener it came through (RequestContext.listener_name).
@@ -150,19 +155,20 @@ async def _housekeeping(broker: Broker) -> None:
 
     retention_every = broker.config["log.retention.check.interval.ms"] / 1000
     compaction_every = broker.config["log.cleaner.backoff.ms"] / 1000
-    next_retention = trio.current_time() + retention_every
-    next_compaction = trio.current_time() + compaction_every
+    clock = broker.clock  # a virtual one moves the schedule too (broker.controls.clock)
+    next_retention = clock.now() + retention_every
+    next_compaction = clock.now() + compaction_every
     while True:
-        await trio.sleep_until(min(next_retention, next_compaction))
-        now = trio.current_time()
+        await clock.sleep_until(min(next_retention, next_compaction))
+        now = clock.now()
         for topic in list(broker.topics.topics.values()):
             for p in topic.partitions:
                 policy = p.log.config.cleanup_policy
                 try:
                     if now >= next_retention and "delete" in policy:
-                        apply_retention(p.log, broker.wall_ms())
+                        apply_retention(p.log, clock.wall_ms())
                     if now >= next_compaction and "compact" in policy:
-                        report = compact(p.log, broker.wall_ms())
+                        report = compact(p.log, clock.wall_ms())
                         if report.records_removed or report.tombstones_removed:
                             log.info("compacted %s-%d: %s", topic.name, p.index, report)
                 except (OSError, KafkaError) as e:

@@ -19,7 +19,7 @@ never waits. This runtime:
   * answers the Produce path's questions (`verify_produce`): is this partition in the
     producer's transaction (KIP-890 part 1), or add it (part 2, Produce v12+ with
     transaction.version 2), as Kafka's AddPartitionsToTxnManager asks the coordinator;
-  * runs its own timer task: sleep until `next_deadline_ms()` on the wall clock (the
+  * runs its own timer task: sleep until `next_deadline_ms()` on the broker's clock (the
     coordinator's clock, see coordinator/transactions/coordinator.py), then `expire`,
     which aborts transactions past their timeout and expires idle transactional ids;
   * replays __transaction_state at start; the transaction APIs answer
@@ -72,6 +72,7 @@ from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from broker.config import Config
+    from broker.controls.clock import Clock
     from broker.durability import Durability
     from broker.producer_ids import ProducerIdAllocator
     from broker.runtime import CoordinatorRuntime
@@ -112,6 +113,7 @@ class Broker(Protocol):
     durability: Durability
     producer_ids: ProducerIdAllocator
     data_dir: Path
+    clock: Clock
 
     def wall_ms(self) -> int: ...
 
@@ -197,7 +199,7 @@ class TransactionRuntime:
             for p in topic.partitions if topic is not None else ():
                 await self._replay_partition(p.log)
             await self.groups.replayed.wait()  # markers may go to __consumer_offsets
-            outcome = self.coordinator.finish_load(self.broker.wall_ms())
+            outcome = self.coordinator.finish_load(self._now_ms())
             self.loaded.set()
             log.info(
                 "replayed %d __transaction_state records (%d transactional ids) in %.0f ms",
@@ -303,7 +305,7 @@ class TransactionRuntime:
                     producer_id,
                     producer_epoch,
                     partitions,
-                    self.broker.wall_ms(),
+                    self._now_ms(),
                 )
             except KafkaError as e:
                 code = PRODUCE_VERIFICATION_ERRORS.get(e.code, e.code)
@@ -351,7 +353,7 @@ class TransactionRuntime:
         token = next(self._tokens)
         slot = self._parked[token] = _Parked()
         try:
-            outcome = verb(token, self.broker.wall_ms())
+            outcome = verb(token, self._now_ms())
             self._wake.set()
             await self.complete(outcome)
             await slot.event.wait()
@@ -369,11 +371,11 @@ class TransactionRuntime:
             except (KafkaError, OSError) as e:
                 code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
                 log.error("__transaction_state write failed: %s", e)
-                failed = self.coordinator.on_append_failed(outcome, code, self.broker.wall_ms())
+                failed = self.coordinator.on_append_failed(outcome, code, self._now_ms())
                 self._deliver(failed)
                 self._wake.set()
                 return code
-            follow = self.coordinator.on_appended(outcome, self.broker.wall_ms())
+            follow = self.coordinator.on_appended(outcome, self._now_ms())
             self.changed.set()
             self.changed = trio.Event()
         self._deliver(outcome)
@@ -462,7 +464,7 @@ class TransactionRuntime:
                     marker.producer_id,
                     marker.producer_epoch,
                     written,
-                    self.broker.wall_ms(),
+                    self._now_ms(),
                 )
                 if outcome.records or outcome.replies or outcome.markers:
                     await self.complete(outcome)
@@ -472,17 +474,22 @@ class TransactionRuntime:
 
     # --- timers ----------------------------------------------------------------------------
 
+    def _now_ms(self) -> int:
+        """The coordinator's time: the date, in epoch ms (coordinator/transactions), as the
+        broker's clock gives it (broker.controls.clock: virtual with `--clock virtual`)."""
+        return self.broker.clock.wall_ms()
+
     async def _timer(self) -> None:
         while True:
             deadline_ms = self.coordinator.next_deadline_ms()
             if deadline_ms is None:
                 await self._wake.wait()
             else:
-                delay_s = max(0.0, (deadline_ms - self.broker.wall_ms()) / 1000)
-                with trio.move_on_after(delay_s):
-                    await self._wake.wait()
+                clock = self.broker.clock
+                delay_s = max(0.0, (deadline_ms - clock.wall_ms()) / 1000)
+                await clock.wait(self._wake, clock.now() + delay_s)
             self._wake = trio.Event()
-            now_ms = self.broker.wall_ms()
+            now_ms = self._now_ms()
             if deadline_ms is not None and now_ms >= deadline_ms:
                 outcome = self.coordinator.expire(now_ms)
                 if outcome.records or outcome.markers:

@@ -8,6 +8,7 @@
     kmock produce [TOPIC] [--file PATH] [--format jsonl|lines|keyed] < lines
     kmock consume TOPIC [--from-beginning] [--max-messages N] [--timeout-ms MS]
     kmock dump-log PATH
+    kmock faults|clock|journal|connections ...   (the test controls, on the admin endpoint)
     kmock report lag|groups|snapshot|export ...   (pipeline/, with kmock[pipeline])
 
 Each command family is a light module with `register(subparsers)` (`cli.serve`,
@@ -67,7 +68,7 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
 
 def _other_families() -> list[Callable[[Any], None]]:
     """The `register` of every family but `serve`, imported only when the parser needs them."""
-    from cli import consume, dump_log, groups, offsets, produce, topics
+    from cli import consume, controls, dump_log, groups, offsets, produce, topics
     from pipeline import cli as report
 
     return [
@@ -77,6 +78,7 @@ def _other_families() -> list[Callable[[Any], None]]:
         produce.register,
         consume.register,
         dump_log.register,
+        controls.register,
         report.register,
     ]
 

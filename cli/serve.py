@@ -29,8 +29,13 @@ def _setting_help(s: Setting) -> str:
 
 
 _METAVARS = {"int": "N", "long": "N", "boolean": "true|false", "list": "LIST"}
-# Shorter flags for kmock's own settings, beside the ones named after them.
-_SHORT_FLAGS = {"kmock.create.topics": "--create-topics", "kmock.durability": "--durability"}
+# Shorter flags for kmock's own settings, beside the ones named after them
+# (`kmock serve --clock virtual`).
+_SHORT_FLAGS = {
+    "kmock.create.topics": "--create-topics",
+    "kmock.durability": "--durability",
+    "kmock.clock": "--clock",
+}
 
 
 def register(sub: Any) -> None:

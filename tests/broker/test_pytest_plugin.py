@@ -41,7 +41,7 @@ def user_suite(pytester, monkeypatch):
 def test_a_users_suite_with_kafka_python(user_suite):
     user_suite.makeini("[pytest]\nkmock_config =\n    num.partitions=2\n")
     result = user_suite.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", timeout=120)
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=10)
 
 
 def test_unknown_setting_fails_the_run_at_once(pytester):

@@ -81,3 +81,36 @@ def test_session_broker_is_shared_first(kmock_session):
 
 def test_session_broker_is_shared_second(kmock_session):
     assert consume(kmock_session.bootstrap_servers, "shared", 1) == [b"kept"]
+
+
+# --- the test controls, as fixture methods -------------------------------------------------
+
+
+def test_injected_errors_are_retried_and_journaled(kmock):
+    fault = kmock.fail("Produce", "NOT_LEADER_OR_FOLLOWER", count=2, topic="retried")
+    assert fault["count"] == 2
+    produce(kmock.bootstrap_servers, "retried", [b"once"])
+    assert consume(kmock.bootstrap_servers, "retried", 1) == [b"once"]
+    assert kmock.faults() == []
+    errors = [e["error"] for e in kmock.journal(api="Produce", topic="retried")]
+    assert errors == ["NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_OR_FOLLOWER", "NONE"]
+    with pytest.raises(ValueError, match="unknown Kafka error 'NOT_A_LEADER'"):
+        kmock.fail("Produce", "NOT_A_LEADER")
+
+
+@pytest.mark.kmock_config(kmock_clock="virtual")
+def test_virtual_clock_and_connections(kmock):
+    produce(kmock.bootstrap_servers, "clocked", [b"a"])
+    before = kmock.clock()
+    assert before["mode"] == "virtual"
+    after = kmock.advance(ms=45_000)
+    assert after["now_ms"] - before["now_ms"] == 45_000
+    consumer = KafkaConsumer(
+        "clocked", bootstrap_servers=kmock.bootstrap_servers, auto_offset_reset="earliest"
+    )
+    assert [m.value for m in consumer.poll(timeout_ms=10_000, max_records=1).popitem()[1]] == [b"a"]
+    closed = {c["connection"] for c in kmock.close_connections()}
+    assert closed
+    # The client may reconnect at once; the connections closed are gone.
+    assert not closed & {c["connection"] for c in kmock.connections()}
+    consumer.close()

@@ -1,0 +1,251 @@
+"""The request journal: the last `kmock.journal.size` requests and their answers.
+
+Recorded at the dispatch site (broker.connection), where metrics count a request: one
+tuple of plain values appended to a bounded deque, holding the request frame as it came
+and the response as it went out, as bytes. Decoding them again and summarising them
+(broker.controls.summary: the key fields by Kafka's names, the error codes) happens only
+when somebody reads the journal. Bytes, not the decoded objects: 10,000 decoded requests
+and responses kept alive are a few hundred thousand objects for Python's cyclic garbage
+collector to walk again and again (a third more CPU per request, measured), while a tuple
+of ints, strings and bytes is not tracked by it at all. So a broker whose journal nobody
+reads pays for one tuple per request (bench/run.py, §8). Three kinds of message are not
+kept as they came:
+
+  * Produce requests: their record batches could keep gigabytes alive. The response names
+    every partition, its error code and base offset, which is what the journal shows.
+  * Fetch responses: they carry the records read; they are summarised at once (as JSON).
+  * requests and responses that carry config values (CreateTopics, AlterConfigs, ...):
+    summarised at once, so a secret never stays in memory as part of the journal;
+  * a request or response of more than MAX_KEPT_BYTES (a Metadata of every topic of a big
+    cluster): kept as its size and error codes, so that the ring stays small whatever the
+    clients ask.
+
+Sequence numbers start at 1 and only grow (a DELETE empties the ring, not the count), so
+`since=<seq>` reads what came after a given entry, and `kmock journal --follow` waits for
+more with `wait_ms`.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import trio
+
+from broker.controls.summary import error_codes, group_ids, summarise, topic_partitions
+from protocol.errors import ErrorCode
+from protocol.frames import decode_response, parse_request_header
+from protocol.schema import DecodeError, decode
+
+__all__ = ["Journal"]
+
+# API name -> which of (request, response) to summarise at once rather than keep.
+_EAGER: dict[str, tuple[bool, bool]] = {
+    "Fetch": (False, True),
+    "CreateTopics": (True, True),
+    "AlterConfigs": (True, True),
+    "IncrementalAlterConfigs": (True, True),
+    "DescribeConfigs": (True, True),
+}
+_DROP_REQUEST = frozenset({"Produce"})
+_SPECIAL = _DROP_REQUEST | _EAGER.keys()
+MAX_KEPT_BYTES = 65536
+
+
+class Journal:
+    def __init__(self, size: int, resolve: Any = None) -> None:
+        self.size = size
+        self._ring: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=size)
+        self._seq = 0
+        self._resolve = resolve  # topic id -> name, for Fetch v13+
+        self._changed: trio.Event | None = None  # set on the next record, for `wait`
+        self.routes: dict[int, Any] = {}  # api key -> route, set by broker.server.serve
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    def record(
+        self,
+        call: Any,
+        code: int,
+        response: Any,
+        out: list[Any] | None,
+        outcome: str,
+        ended: float,
+    ) -> None:
+        """Keep one request (called by the dispatch site; see the module docstring).
+
+        `call` is the dispatch site's record of the request (broker.connection._Call),
+        `response` the decoded response and `out` its encoded chunks (None: no answer).
+        """
+        self._seq += 1
+        route = call.route
+        name = route.name
+        if name in _SPECIAL:
+            request_data, response_data = self._lighten(name, call, response, out)
+        else:
+            request_data = call.frame
+            response_data = None if out is None else b"".join(out)
+        if request_data is not None and len(request_data) > MAX_KEPT_BYTES:
+            request_data = _json({"omitted_bytes": len(request_data)})
+        if response_data is not None and len(response_data) > MAX_KEPT_BYTES:
+            response_data = self._too_large(response, len(response_data))
+        self._ring.append(
+            (
+                self._seq,
+                route.api_key,
+                call.version,
+                call.correlation_id,
+                call.client_id,
+                call.conn.connection_id,
+                call.conn.client_host,
+                call.started,
+                ended,
+                int(code),
+                outcome,
+                call.fault,
+                request_data,
+                response_data,
+            )
+        )
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def _too_large(self, response: Any, size: int) -> str:
+        codes = [] if response is None else error_codes(summarise(response))
+        return _json({"omitted_bytes": size, "error_codes": codes})
+
+    def _lighten(self, name: str, call: Any, response: Any, out: Any) -> tuple[Any, Any]:
+        """(request, response) as kept for the kinds of message the module docstring lists:
+        a frame, response bytes, a summary as JSON text, or None."""
+        if name in _DROP_REQUEST:
+            return None, None if out is None else b"".join(out)
+        eager_request, eager_response = _EAGER[name]
+        request: Any = call.frame
+        if eager_request:
+            request = (
+                None if call.request is None else _json(summarise(call.request, self._resolve))
+            )
+        data: Any = None if out is None else b"".join(out)
+        if eager_response and response is not None:
+            data = _json(summarise(response, self._resolve))
+        return request, data
+
+    def clear(self) -> int:
+        n = len(self._ring)
+        self._ring.clear()
+        return n
+
+    async def wait(self, since: int, timeout_s: float) -> None:
+        """Return once an entry after `since` exists, or after `timeout_s` (real time)."""
+        with trio.move_on_after(timeout_s):
+            while self._seq <= since:
+                if self._changed is None:
+                    self._changed = trio.Event()
+                await self._changed.wait()
+
+    def entries(
+        self,
+        *,
+        since: int = 0,
+        api: str | None = None,
+        group_id: str | None = None,
+        client_id: str | None = None,
+        topic: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The summaries of the kept entries after `since` that match every filter given."""
+        out = []
+        for entry in self._after(since):
+            if api is not None and self._name(entry[1]) != api:
+                continue
+            if client_id is not None and entry[4] != client_id:
+                continue
+            summary = self._summary(entry)
+            if group_id is not None and group_id not in group_ids(summary["request"]):
+                continue
+            if topic is not None and not any(
+                t == topic
+                for part in ("request", "response")
+                for t, _ in topic_partitions(summary[part])
+            ):
+                continue
+            out.append(summary)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def _after(self, since: int) -> Iterator[tuple[Any, ...]]:
+        ring = self._ring
+        if not ring or ring[-1][0] <= since:
+            return iter(())
+        # Sequence numbers are consecutive in the ring: index straight to the first one.
+        first = max(0, since - ring[0][0] + 1)
+        return (ring[i] for i in range(first, len(ring)))
+
+    def _name(self, api_key: int) -> str:
+        route = self.routes.get(api_key)
+        return route.name if route is not None else str(api_key)
+
+    def _summary(self, entry: tuple[Any, ...]) -> dict[str, Any]:
+        (seq, api_key, version, corr, client_id, conn_id, client_host, started, ended) = entry[:9]
+        code, outcome, fault, request_data, response_data = entry[9:]
+        route = self.routes.get(api_key)
+        req = self._decoded(route, version, request_data, request=True)
+        resp = self._decoded(route, version, response_data, request=False)
+        codes = sorted({*error_codes(resp), *resp.get("error_codes", ())})
+        if code and code not in codes:
+            codes = sorted({*codes, code})
+        now_mono, now_wall = trio.current_time(), time.time()
+        return {
+            "seq": seq,
+            "api": self._name(api_key),
+            "api_key": api_key,
+            "version": version,
+            "correlation_id": corr,
+            "client_id": client_id,
+            "connection": conn_id,
+            "client_host": client_host.lstrip("/"),
+            "time_ms": int((now_wall - (now_mono - ended)) * 1000),
+            "latency_ms": round((ended - started) * 1000, 3),
+            "outcome": outcome,
+            "error_code": code,
+            "error": _name(code),
+            "error_codes": codes,
+            "errors": [_name(c) for c in codes],
+            "fault": fault,
+            "request": req,
+            "response": resp,
+        }
+
+    def _decoded(self, route: Any, version: int, data: Any, *, request: bool) -> dict[str, Any]:
+        """The summary of a kept frame (request) or response bytes, or of a kept summary."""
+        if data is None or route is None:
+            return {}
+        if isinstance(data, str):
+            return dict(json.loads(data))
+        try:
+            if request:
+                _, pos = parse_request_header(data, route.request.is_flexible(version))
+                message = decode(route.request, version, data, pos, allow_trailing=True)
+            else:
+                _, message = decode_response(route.response, version, memoryview(data)[4:])
+        except DecodeError as e:  # cannot happen to what the broker itself read and wrote
+            return {"undecodable": str(e)}
+        return summarise(message, self._resolve, version)
+
+
+def _json(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, default=str)
+
+
+def _name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
