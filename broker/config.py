@@ -20,12 +20,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.config import COORDINATOR_SETTINGS
+from coordinator.consumer import ConsumerGroupConfig
 
-__all__ = ["SETTINGS", "Config", "ConfigError", "Setting", "load_config", "parse_properties"]
+__all__ = [
+    "SETTINGS",
+    "Config",
+    "ConfigError",
+    "Setting",
+    "consumer_group_config",
+    "load_config",
+    "parse_properties",
+]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 _GROUP = COORDINATOR_SETTINGS
+_CONSUMER = ConsumerGroupConfig()  # the group.consumer.* defaults, which are Kafka's
 
 
 class ConfigError(ValueError):
@@ -398,6 +408,44 @@ SETTINGS: dict[str, Setting] = {
             _GROUP["group.max.size"].default,
             "Members a group may have.",
         ),
+        # --- KIP-848 consumer groups (group.protocol=consumer) ---
+        _s(
+            "group.consumer.session.timeout.ms",
+            "int",
+            _CONSUMER.session_timeout_ms,
+            "A consumer group member that does not heartbeat for this long is removed.",
+            min_value=1,
+        ),
+        _s(
+            "group.consumer.heartbeat.interval.ms",
+            "int",
+            _CONSUMER.heartbeat_interval_ms,
+            "How often consumer group members heartbeat (sent to them); below the session timeout.",
+            min_value=1,
+        ),
+        _s(
+            "group.consumer.max.size",
+            "int",
+            _CONSUMER.max_size,
+            "Members a consumer group may have.",
+            min_value=1,
+        ),
+        _s(
+            "group.consumer.assignors",
+            "list",
+            ",".join(_CONSUMER.assignors),
+            "Server-side assignors (uniform, range); the first is the default, a member may "
+            "name another.",
+        ),
+        _s(
+            "group.consumer.migration.policy",
+            "string",
+            "disabled",
+            "Online conversion between classic and consumer groups: kmock has none, so a "
+            "consumer-protocol member cannot join a classic group that has members.",
+            kafka_default="bidirectional",
+            choices=("disabled",),
+        ),
     ]
 }
 
@@ -482,6 +530,31 @@ class Config:
             if s.topic_name == topic_name:
                 return self[s.name]
         raise KeyError(topic_name)
+
+
+def consumer_group_config(config: Config) -> ConsumerGroupConfig:
+    """The KIP-848 consumer groups' settings (group.consumer.*).
+
+    Raises:
+      ConfigError: a value out of range, an unknown assignor, a heartbeat interval not
+        below the session timeout, or a migration policy other than disabled.
+    """
+    policy = str(config["group.consumer.migration.policy"]).lower()
+    if policy != "disabled":
+        raise ConfigError(
+            f"group.consumer.migration.policy: {policy!r} is not supported: kmock does not "
+            "convert groups between the classic and consumer protocols; use disabled"
+        )
+    assignors = tuple(a.strip() for a in str(config["group.consumer.assignors"]).split(","))
+    try:
+        return ConsumerGroupConfig(
+            session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),
+            heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
+            max_size=int(config["group.consumer.max.size"]),
+            assignors=tuple(a for a in assignors if a),
+        )
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 TOPIC_CONFIGS: dict[str, Setting] = {

@@ -19,6 +19,8 @@ from broker.handlers import (
     Deferred,
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -49,6 +51,8 @@ from protocol.errors import ErrorCode
 from protocol.messages import response_class
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
@@ -109,6 +113,8 @@ ROUTES: dict[type[Message], Handler] = {
     IncrementalAlterConfigsRequest: incremental_alter_configs.handle,  # 44
     OffsetDeleteRequest: offset_delete.handle,  # 47
     DescribeClusterRequest: describe_cluster.handle,  # 60
+    ConsumerGroupHeartbeatRequest: consumer_group_heartbeat.handle,  # 68
+    ConsumerGroupDescribeRequest: consumer_group_describe.handle,  # 69
 }
 
 

@@ -38,13 +38,16 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
+from broker.config import consumer_group_config
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer import TopicImage
 from coordinator.coordinator import GroupCoordinator
-from coordinator.outcome import Outcome
+from coordinator.outcome import AnyRecord, Outcome
 from coordinator.outcome import RequestContext as CoordinatorContext
-from coordinator.records import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
+    consumer_group_describe,
+    consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     heartbeat,
@@ -55,6 +58,14 @@ from protocol.messages import (
     offset_delete,
     offset_fetch,
     sync_group,
+)
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
 )
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -143,7 +154,8 @@ class CoordinatorRuntime:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.coordinator = GroupCoordinator(
-            CoordinatorConfig.from_settings(broker.config.__getitem__)
+            CoordinatorConfig.from_settings(broker.config.__getitem__),
+            consumer_group_config(broker.config),
         )
         self.loaded = False
         self.replayed_records = 0
@@ -291,6 +303,37 @@ class CoordinatorRuntime:
             ctx, request, delete_groups.error_response, self.coordinator.delete_groups
         )
 
+    async def consumer_group_heartbeat(
+        self, ctx: Caller, request: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse:
+        wall_ms = self.broker.wall_ms()
+        topics = self.topics_metadata()
+
+        def heartbeat(
+            c: CoordinatorContext, r: ConsumerGroupHeartbeatRequest, token: int, now: int
+        ) -> Outcome:
+            return self.coordinator.consumer_group_heartbeat(c, r, token, now, wall_ms, topics)
+
+        return await self._call(ctx, request, consumer_group_heartbeat.error_response, heartbeat)
+
+    def consumer_group_describe(
+        self, ctx: Caller, request: ConsumerGroupDescribeRequest
+    ) -> ConsumerGroupDescribeResponse:
+        self._while_loading(ctx, request, consumer_group_describe.error_response)
+        return self.coordinator.consumer_group_describe(
+            self.context(ctx), request, self.topics_metadata()
+        )
+
+    def topics_metadata(self) -> dict[str, TopicImage]:
+        """Every topic as the consumer groups see it: name, id, partition count. Passed to
+        each heartbeat, which bumps a group's epoch when its topics changed (created,
+        deleted, new partitions), so every change reaches the groups at their next
+        heartbeat, as Kafka's metadata image does at its next publish."""
+        return {
+            name: TopicImage(t.topic_id, name, len(t.partitions))
+            for name, t in self.broker.topics.topics.items()
+        }
+
     def offset_fetch(self, ctx: Caller, request: OffsetFetchRequest) -> OffsetFetchResponse:
         self._while_loading(ctx, request, offset_fetch.error_response)
         return self.coordinator.fetch_offsets(self.context(ctx), request, self.broker.now_ms())
@@ -365,7 +408,7 @@ class CoordinatorRuntime:
             self._deliver(outcome)
             return
         durable = any(r.is_offset_commit for r in outcome.records)
-        by_partition: dict[int, list[CoordinatorRecord]] = {}
+        by_partition: dict[int, list[AnyRecord]] = {}
         for record in outcome.records:
             pid = self.coordinator.partition_for(record.group_id)
             by_partition.setdefault(pid, []).append(record)
@@ -443,9 +486,7 @@ class CoordinatorRuntime:
                 slot.response = reply.response
                 slot.event.set()
 
-    async def _append(
-        self, by_partition: dict[int, list[CoordinatorRecord]], durable: bool
-    ) -> None:
+    async def _append(self, by_partition: dict[int, list[AnyRecord]], durable: bool) -> None:
         """Append each partition's records as one batch; wait for the fsync if `durable`."""
         topic = self.offsets_topic()
         wall_ms = self.broker.wall_ms()

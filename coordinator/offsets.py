@@ -90,6 +90,9 @@ class OffsetManager:
         self.groups = groups  # shared with the facade, which owns it
         self.writes = writes
         self.clock = clock
+        # group id -> the topics its consumer group subscribes to, or None when it is not a
+        # consumer group (set by the facade, which knows the consumer groups).
+        self.consumer_subscriptions: Callable[[str], frozenset[str] | None] = _no_subscriptions
 
     # --- OffsetCommit ----------------------------------------------------------------------
 
@@ -422,7 +425,12 @@ class OffsetManager:
         """
         base_ms: int | None = None
         skip: frozenset[str] = frozenset()
-        if group.protocol_type is not None:
+        subscribed = self.consumer_subscriptions(group.group_id)
+        if subscribed is not None:
+            # A consumer group's offsets (ConsumerGroup.offsetExpirationCondition): those of
+            # topics it subscribes to are kept, the others count from their commit time.
+            skip = subscribed
+        elif group.protocol_type is not None:
             if group.state is _S.EMPTY:
                 base_ms = group.state_wall_ms(self.clock.offset_ms)
             elif (
@@ -448,6 +456,10 @@ class OffsetManager:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+
+def _no_subscriptions(group_id: str) -> frozenset[str] | None:
+    return None
 
 
 def _wanted(

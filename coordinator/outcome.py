@@ -13,9 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordinator.consumer.records import ConsumerGroupRecord
 from coordinator.records import CoordinatorRecord
 
-__all__ = ["GenerationStarted", "Outcome", "OutcomeBuilder", "Reply", "RequestContext"]
+__all__ = ["AnyRecord", "GenerationStarted", "Outcome", "OutcomeBuilder", "Reply", "RequestContext"]
+
+# A record of either group type; both have the interface the broker appends through.
+AnyRecord = CoordinatorRecord | ConsumerGroupRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +50,7 @@ class GenerationStarted:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     replies: tuple[Reply, ...] = ()
-    records: tuple[CoordinatorRecord, ...] = ()  # to append to __consumer_offsets first
+    records: tuple[AnyRecord, ...] = ()  # to append to __consumer_offsets first
     # What the broker reports (logs, metrics) without reading the coordinator's state:
     # groups that started a new generation, and groups that died (deleted, or their last
     # offset expired), in the order it happened.
@@ -61,7 +65,7 @@ class OutcomeBuilder:
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
-        self.records: list[CoordinatorRecord] = []
+        self.records: list[AnyRecord] = []
         self.generations: list[GenerationStarted] = []
         self.dead_groups: list[str] = []
 

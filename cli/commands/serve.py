@@ -21,7 +21,14 @@ from typing import Any
 
 import trio
 
-from broker.config import SETTINGS, ConfigError, env_to_name, load_config, parse_properties
+from broker.config import (
+    SETTINGS,
+    ConfigError,
+    consumer_group_config,
+    env_to_name,
+    load_config,
+    parse_properties,
+)
 from broker.logging_setup import setup_logging
 from broker.server import parse_listeners, serve
 from cli.output import (
@@ -83,6 +90,7 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
                 parse_listeners(config[name])
             except ValueError as e:
                 raise ConfigError(f"{name}: {e}") from None
+    consumer_group_config(config)
     return config
 
 
