@@ -1,0 +1,192 @@
+"""KIP-848 consumer groups with confluent-kafka (librdkafka, `group.protocol=consumer`).
+
+One round, run on a fresh broker and again on the same group after a graceful restart:
+
+1. one record per partition of a 6-partition topic; three members join and converge to
+   disjoint assignments covering all six, and between them read exactly those six records
+   (first round: from the start; second round: from the offsets committed before the
+   restart, so nothing already committed comes back);
+2. the admin client's describe_consumer_groups (ConsumerGroupDescribe) shows a
+   consumer-protocol group with the three members and their assignments, and
+   list_consumer_groups lists it as a consumer group;
+3. every member commits (OffsetCommit v9 with its member epoch); one member leaves and
+   the other two cover all six partitions and read exactly the six records produced
+   after the leave, the leaver's partitions resumed from its commits.
+
+Members are polled in turn from the test's thread; every wait has its own deadline, and
+the whole scenario has the conftest's.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer as CkConsumer
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupType,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka import Producer as CkProducer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.harness import confluent_conf, deadline, unique, wait_until
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+CLIENT_ID = "kmock-kip848"
+WAIT_S = 30.0
+# Members learn the interval from the broker: short, so that reconciliation (which moves
+# one heartbeat at a time) takes a few seconds at most.
+OVERRIDES = {
+    "group.consumer.heartbeat.interval.ms": 300,
+    "group.consumer.session.timeout.ms": 10_000,
+}
+
+
+def _member(bootstrap: str, group: str, topic: str) -> CkConsumer:
+    c = CkConsumer(
+        confluent_conf(
+            bootstrap,
+            CLIENT_ID,
+            **{
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 100,
+            },
+        )
+    )
+    c.subscribe([topic])
+    return c
+
+
+def _produce(bootstrap: str, topic: str, tag: str) -> set[tuple[int, str]]:
+    """One record per partition; returns (partition, value) of each."""
+    p = CkProducer(confluent_conf(bootstrap, CLIENT_ID, **{"acks": "all"}))
+    sent = {(i, f"{tag}-{i}") for i in range(PARTITIONS)}
+    for partition, v in sent:
+        p.produce(topic, value=v.encode(), partition=partition)
+    assert p.flush(10) == 0
+    return sent
+
+
+def _assignment(c: CkConsumer) -> set[int]:
+    return {tp.partition for tp in c.assignment()}
+
+
+def _poll_until(
+    members: Iterable[CkConsumer],
+    done: Any,
+    what: str,
+    seen: list[tuple[int, str]],
+) -> None:
+    """Poll every member in turn, adding what they read to `seen`, until `done()`."""
+    members = list(members)
+    end = time.monotonic() + WAIT_S
+    while not done():
+        if time.monotonic() > end:
+            raise AssertionError(
+                f"timed out after {WAIT_S:g} s waiting for {what}; assignments "
+                f"{[sorted(_assignment(c)) for c in members]}, read {sorted(seen)}"
+            )
+        for c in members:
+            m = c.poll(0.05)
+            if m is None:
+                continue
+            if m.error():
+                raise KafkaException(m.error())
+            seen.append((m.partition(), m.value().decode()))
+
+
+def _disjoint_and_complete(members: list[CkConsumer]) -> bool:
+    parts = [_assignment(c) for c in members]
+    return all(parts) and sorted(p for a in parts for p in a) == list(range(PARTITIONS))
+
+
+def _describe(admin: AdminClient, group: str, members: int) -> Any:
+    """The group's description once it is Stable with `members` members."""
+
+    def stable() -> Any:
+        d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(10)
+        return d if d.state == ConsumerGroupState.STABLE and len(d.members) == members else None
+
+    return wait_until(stable, WAIT_S, f"{group} Stable with {members} members")
+
+
+def _round(bootstrap: str, topic: str, group: str, tag: str) -> None:
+    admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
+    first = _produce(bootstrap, topic, f"{tag}-first")
+    members = [_member(bootstrap, group, topic) for _ in range(3)]
+    try:
+        seen: list[tuple[int, str]] = []
+        _poll_until(
+            members,
+            lambda: _disjoint_and_complete(members) and len(seen) >= PARTITIONS,
+            "three members to cover six partitions and read six records",
+            seen,
+        )
+        assert sorted(seen) == sorted(first), "each record read once, none committed before"
+
+        d = _describe(admin, group, 3)
+        assert d.type == ConsumerGroupType.CONSUMER
+        assert not d.is_simple_consumer_group
+        described = [
+            {tp.partition for tp in m.assignment.topic_partitions if tp.topic == topic}
+            for m in d.members
+        ]
+        assert sorted(p for a in described for p in a) == list(range(PARTITIONS))
+        assert sorted(map(sorted, described)) == sorted(sorted(_assignment(c)) for c in members)
+        listed = admin.list_consumer_groups(request_timeout=10).result(10)
+        types = {g.group_id: g.type for g in listed.valid}
+        assert types[group] == ConsumerGroupType.CONSUMER
+
+        for c in members:
+            c.commit(asynchronous=False)
+        positions = {
+            tp.partition: tp.offset for c in members for tp in c.position(list(c.assignment()))
+        }
+        committed = members[0].committed(
+            [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10
+        )
+        assert {tp.partition: tp.offset for tp in committed} == positions
+
+        leaver = members.pop()
+        leaver.close()
+        second = _produce(bootstrap, topic, f"{tag}-second")
+        seen = []
+        _poll_until(
+            members,
+            lambda: _disjoint_and_complete(members) and len(seen) >= PARTITIONS,
+            "two members to cover six partitions and read the six new records",
+            seen,
+        )
+        assert sorted(seen) == sorted(second), "the leaver's partitions resumed from its commits"
+        _describe(admin, group, 2)
+        for c in members:
+            c.commit(asynchronous=False)
+    finally:
+        for c in members:
+            c.close()
+
+
+@deadline(150)
+def test_consumer_protocol_group_converges_resumes_and_survives_restart(fresh_broker):
+    b = fresh_broker(**OVERRIDES)
+    topic, group = unique("kip848"), f"kip848-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(confluent_conf(b.bootstrap_servers, CLIENT_ID))
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
+
+    _round(b.bootstrap_servers, topic, group, "before")
+    b.restart()
+    admin = AdminClient(confluent_conf(b.bootstrap_servers, CLIENT_ID))
+    listed = admin.list_consumer_groups(request_timeout=10).result(10)
+    assert {g.group_id: g.type for g in listed.valid}.get(group) == ConsumerGroupType.CONSUMER
+    _round(b.bootstrap_servers, topic, group, "after")
