@@ -326,13 +326,17 @@ class GroupCoordinator:
         topics_metadata: Mapping[str, TopicImage],
     ) -> ConsumerGroupDescribeResponse:
         """ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for a classic group or none."""
-        described = self.consumer.describe(request.group_ids, topics_metadata)
-        for d in described:
+        described = []
+        for d in self.consumer.describe(request.group_ids, topics_metadata):
             if d.error_code == _E.NONE:
                 if request.include_authorized_operations:
-                    d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS
+                    ops = GROUP_AUTHORIZED_OPERATIONS
+                    d = dataclasses.replace(d, authorized_operations=ops)  # type: ignore[type-var]
             elif self.group_type(d.group_id) == CLASSIC_GROUP_TYPE:
-                d.error_message = f"Group {d.group_id} is not a consumer group."
+                d = dataclasses.replace(  # type: ignore[type-var]
+                    d, error_message=f"Group {d.group_id} is not a consumer group."
+                )
+            described.append(d)
         return ConsumerGroupDescribeResponse(groups=described)
 
     def commit_offsets(
@@ -353,7 +357,7 @@ class GroupCoordinator:
                 request.generation_id_or_member_epoch,
                 api_version=ctx.api_version,
             )
-            request = dataclasses.replace(
+            request = dataclasses.replace(  # type: ignore[type-var]
                 request, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None
             )
         return self.offsets.commit_offsets(ctx, request, token, now_ms, wall_ms)
@@ -374,14 +378,17 @@ class GroupCoordinator:
                 except KafkaError as e:
                     errors[g.group_id] = e.code
         if errors:
-            response.groups = [
-                OffsetFetchResponseGroup(
-                    group_id=g.group_id, topics=[], error_code=errors[g.group_id]
-                )
-                if g.group_id in errors
-                else g
-                for g in response.groups
-            ]
+            response = dataclasses.replace(  # type: ignore[type-var]
+                response,
+                groups=[
+                    OffsetFetchResponseGroup(
+                        group_id=g.group_id, topics=[], error_code=errors[g.group_id]
+                    )
+                    if g.group_id in errors
+                    else g
+                    for g in response.groups
+                ],
+            )
         return response
 
     def delete_offsets(
