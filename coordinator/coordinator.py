@@ -66,7 +66,12 @@ from coordinator.classic.membership import ClassicMembership
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
-from coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, TopicImage
+from coordinator.consumer import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    ConsumerGroupState,
+    TopicImage,
+)
 from coordinator.consumer.records import ConsumerGroupRecord
 from coordinator.offsets import CommittedOffset, OffsetManager
 from coordinator.outcome import Outcome, OutcomeBuilder, Reply, RequestContext
@@ -217,11 +222,16 @@ class GroupCoordinator:
         """Every live group's committed offsets (OffsetManager.committed_offsets)."""
         return self.offsets.committed_offsets()
 
-    def groups_by_state(self) -> dict[str, int]:
-        """Number of groups per state (every state present, for metrics)."""
-        counts = {str(state): 0 for state in GroupState}
+    def groups_by_state(self) -> dict[tuple[str, str], int]:
+        """Number of groups per (group type, state): every state of each type present, for
+        metrics. A consumer group's offsets-only Group is not counted."""
+        counts = {(CLASSIC_GROUP_TYPE, str(state)): 0 for state in GroupState}
+        counts.update({(CONSUMER_GROUP_TYPE, str(s)): 0 for s in ConsumerGroupState})
         for group in self._groups.values():
-            counts[str(group.state)] += 1
+            if group.group_id not in self.consumer.groups:
+                counts[(CLASSIC_GROUP_TYPE, str(group.state))] += 1
+        for consumer_group in self.consumer.groups.values():
+            counts[(CONSUMER_GROUP_TYPE, str(consumer_group.state))] += 1
         return counts
 
     # --- the verbs -------------------------------------------------------------------------

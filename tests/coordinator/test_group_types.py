@@ -318,3 +318,12 @@ def test_the_consumer_group_settings_reach_the_consumer_coordinator():
     response, _ = consumer_heartbeat(c, 0, "m0")
     assert response.heartbeat_interval_ms == 100
     assert c.next_deadline_ms() == 3000
+
+
+def test_groups_by_state_counts_each_type_apart():
+    c, _ = stable_group(1, group_id="classic")
+    consumer_heartbeat(c, 0, "m0", group_id="modern")
+    _, outcome = commit(c, 0, {("t", 0): 1}, member_id="m0", generation_id=1, group_id="modern")
+    c.on_appended(outcome, 0)  # the consumer group's offsets-only Group is not counted
+    counts = {k: n for k, n in c.groups_by_state().items() if n}
+    assert counts == {("classic", "Stable"): 1, ("consumer", "Stable"): 1}
