@@ -7,6 +7,15 @@ rebalance, static members) or `OffsetManager` (coordinator/offsets.py: commit, f
 delete, expiry), describes and lists groups, runs the timers, settles writes through
 `Writes` (coordinator/writes.py) and loads __consumer_offsets by replay.
 
+The KIP-848 consumer groups (coordinator/consumer/) sit behind the same facade: one group
+id names one group of either type, and a request of one protocol to a group of the other is
+answered as Kafka's GroupMetadataManager answers it with group.consumer.migration.policy
+`disabled` (there is no online migration here). A consumer group's committed offsets are
+kept, as everyone's, by `OffsetManager`, on an Empty classic `Group` that only holds them
+and that ListGroups, DescribeGroups and the metrics do not show. The consumer coordinator
+applies its records as it builds them (they are its state, as Kafka's replay makes them);
+the broker appends them like any other.
+
 Every request handler takes the request dataclass, a `RequestContext` and the time, and
 returns an `Outcome`: the replies to send and the __consumer_offsets records to append
 before they go out. JoinGroup and SyncGroup may park: their own token gets no reply yet, and

@@ -1,7 +1,6 @@
 """What every coordinator returns: the replies to send and the records to append first.
 
-Shared by every coordinator kmock has or will have (the group coordinator today; a
-transaction coordinator and KIP-848 group types would return the same), as Kafka's
+Shared by both group types (classic, and KIP-848 consumer groups), as Kafka's
 `CoordinatorResult(records, response)` is shared by its coordinator shards.
 
 The broker issues an opaque token per request. A call returns an `Outcome`: `replies` for
