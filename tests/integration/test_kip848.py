@@ -2,16 +2,17 @@
 
 One round, run on a fresh broker and again on the same group after a graceful restart:
 
-1. one record per partition of a 6-partition topic; three members join and converge to
-   disjoint assignments covering all six, and between them read exactly those six records
-   (first round: from the start; second round: from the offsets committed before the
-   restart, so nothing already committed comes back);
+1. three members join and converge to disjoint assignments covering the six partitions
+   of a topic; then one record per partition is produced, and between them they read
+   exactly those six records (first round: from the start; second round: from the offsets
+   committed before the restart, so nothing already committed comes back);
 2. the admin client's describe_consumer_groups (ConsumerGroupDescribe) shows a
    consumer-protocol group with the three members and their assignments, and
    list_consumer_groups lists it as a consumer group;
-3. every member commits (OffsetCommit v9 with its member epoch); one member leaves and
-   the other two cover all six partitions and read exactly the six records produced
-   after the leave, the leaver's partitions resumed from its commits.
+3. every member commits (OffsetCommit v9 with its member epoch), and OffsetFetch gives
+   the commits back; one member leaves and the other two cover all six partitions, then
+   read exactly the six records produced after that, the leaver's partitions resumed
+   from its commits.
 
 Members are polled in turn from the test's thread; every wait has its own deadline, and
 the whole scenario has the conftest's.
@@ -123,16 +124,19 @@ def _describe(admin: AdminClient, group: str, members: int) -> Any:
 
 def _round(bootstrap: str, topic: str, group: str, tag: str) -> None:
     admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
-    first = _produce(bootstrap, topic, f"{tag}-first")
     members = [_member(bootstrap, group, topic) for _ in range(3)]
     try:
+        # The records come once the members have converged: the first member to join owns
+        # every partition for a moment, and whatever it read then would be read again by
+        # the next owner (at-least-once, with Kafka as with kmock).
         seen: list[tuple[int, str]] = []
         _poll_until(
-            members,
-            lambda: _disjoint_and_complete(members) and len(seen) >= PARTITIONS,
-            "three members to cover six partitions and read six records",
-            seen,
+            members, lambda: _disjoint_and_complete(members), "three members to converge", seen
         )
+        assert seen == [], "nothing to read: every earlier record is committed"
+        first = _produce(bootstrap, topic, f"{tag}-first")
+        _poll_until(members, lambda: len(seen) >= PARTITIONS, "the six records", seen)
+        assert _disjoint_and_complete(members)
         assert sorted(seen) == sorted(first), "each record read once, none committed before"
 
         d = _describe(admin, group, 3)
@@ -160,14 +164,12 @@ def _round(bootstrap: str, topic: str, group: str, tag: str) -> None:
 
         leaver = members.pop()
         leaver.close()
-        second = _produce(bootstrap, topic, f"{tag}-second")
         seen = []
         _poll_until(
-            members,
-            lambda: _disjoint_and_complete(members) and len(seen) >= PARTITIONS,
-            "two members to cover six partitions and read the six new records",
-            seen,
+            members, lambda: _disjoint_and_complete(members), "two members to cover six", seen
         )
+        second = _produce(bootstrap, topic, f"{tag}-second")
+        _poll_until(members, lambda: len(seen) >= PARTITIONS, "the six new records", seen)
         assert sorted(seen) == sorted(second), "the leaver's partitions resumed from its commits"
         _describe(admin, group, 2)
         for c in members:
