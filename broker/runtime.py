@@ -314,7 +314,16 @@ class CoordinatorRuntime:
         ) -> Outcome:
             return self.coordinator.consumer_group_heartbeat(c, r, token, now, wall_ms, topics)
 
-        return await self._call(ctx, request, consumer_group_heartbeat.error_response, heartbeat)
+        try:
+            return await self._call(
+                ctx, request, consumer_group_heartbeat.error_response, heartbeat
+            )
+        except KafkaError as e:
+            if not self.loaded:
+                raise
+            # Kafka's answer carries the exception's message ("Group g is not a consumer
+            # group."), which librdkafka logs; the dispatch site would leave it out.
+            return ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.detail or None)
 
     def consumer_group_describe(
         self, ctx: Caller, request: ConsumerGroupDescribeRequest

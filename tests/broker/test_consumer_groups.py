@@ -172,6 +172,7 @@ async def test_bad_heartbeats_get_kafka_error_codes(
         client = await WireClient.connect(broker)
         response = await client.call(request_, 1)
         assert response.error_code == ErrorCode[code]
+        assert response.error_message, "Kafka's answers say why"
         # The connection stays usable.
         assert (await client.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
 
@@ -217,3 +218,26 @@ def test_the_defaults_are_kafkas() -> None:
     config = consumer_group_config(load_config())
     assert (config.session_timeout_ms, config.heartbeat_interval_ms) == (45000, 5000)
     assert config.assignors == ("uniform", "range")
+
+
+async def test_a_consumer_member_cannot_join_a_classic_group_with_members(tmp_path: Path) -> None:
+    """Kafka's answer with group.consumer.migration.policy=disabled (kmock's only policy)."""
+    from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+
+    async with running(tmp_path) as broker:
+        client = await WireClient.connect(broker)
+        join = JoinGroupRequest(
+            group_id=GROUP,
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")],
+        )
+        joined = await client.call(join, 3)  # v3: no MEMBER_ID_REQUIRED round trip
+        assert joined.error_code == ErrorCode.NONE
+        response = await client.call(_join("m1", "a"), 1)
+        assert (response.error_code, response.error_message) == (
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            "Group g is not a consumer group.",
+        )
