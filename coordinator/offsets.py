@@ -313,8 +313,9 @@ class OffsetManager:
     def delete_offsets(
         self, ctx: RequestContext, request: OffsetDeleteRequest, token: int, now_ms: int
     ) -> Outcome:
-        """Delete committed offsets of an Empty group, or of topics a "consumer" group does
-        not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC for those it does)."""
+        """Delete committed offsets of an Empty group, or of topics a "consumer" group (of
+        either protocol) does not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC for those it
+        does)."""
         group_id = request.group_id
         if not group_id:
             raise KafkaError(_E.INVALID_GROUP_ID, "the group id is empty")
@@ -326,8 +327,14 @@ class OffsetManager:
         out = OutcomeBuilder()
         topics = []
         eligible: dict[TopicPartition, None] = {}
+        consumer_topics = self.consumer_subscriptions(group_id)  # a KIP-848 group's
         for topic in request.topics:
-            subscribed = group.state is not _S.EMPTY and group.is_subscribed_to_topic(topic.name)
+            if consumer_topics is not None:
+                subscribed = topic.name in consumer_topics
+            else:
+                subscribed = group.state is not _S.EMPTY and group.is_subscribed_to_topic(
+                    topic.name
+                )
             code = _E.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else _E.NONE
             if not subscribed:
                 eligible.update(

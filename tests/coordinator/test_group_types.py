@@ -327,3 +327,33 @@ def test_groups_by_state_counts_each_type_apart():
     c.on_appended(outcome, 0)  # the consumer group's offsets-only Group is not counted
     counts = {k: n for k, n in c.groups_by_state().items() if n}
     assert counts == {("classic", "Stable"): 1, ("consumer", "Stable"): 1}
+
+
+def test_offset_delete_refuses_the_topics_a_consumer_group_subscribes_to():
+    from protocol.messages.offset_delete import (
+        OffsetDeleteRequest,
+        OffsetDeleteRequestPartition,
+        OffsetDeleteRequestTopic,
+    )
+
+    c, _ = consumer_group(1)
+    _, outcome = commit(c, 0, {("t", 0): 5, ("old", 0): 9}, member_id="m0", generation_id=1)
+    c.on_appended(outcome, 0)
+    token = next_token()
+    request = OffsetDeleteRequest(
+        group_id=GROUP,
+        topics=[
+            OffsetDeleteRequestTopic(
+                name=name, partitions=[OffsetDeleteRequestPartition(partition_index=0)]
+            )
+            for name in ("t", "old")
+        ],
+    )
+    outcome = c.delete_offsets(ctx(0), request, token, 0)
+    codes = {t.name: t.partitions[0].error_code for t in reply(outcome, token).topics}
+    assert codes == {"t": ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, "old": ErrorCode.NONE}
+    c.on_appended(outcome, 0)
+    assert fetch(c, {"t": [0], "old": [0]}) == {
+        ("t", 0): (5, "", ErrorCode.NONE),
+        ("old", 0): (-1, "", ErrorCode.NONE),
+    }
