@@ -667,6 +667,7 @@ class GroupCoordinator:
                 interval_ms = max(self.config.offsets_retention_check_interval_ms, 1)
                 self._retention_check_ms = now_ms + interval_ms
                 self.offsets.expire_offsets(now_ms, wall_ms, out)
+                self._delete_empty_consumer_groups(out)
                 continue
             assert group is not None
             if timer is _Timer.JOIN:
@@ -678,6 +679,18 @@ class GroupCoordinator:
                 self.membership.maybe_complete_join(group, now_ms, out)
             else:
                 self.membership.session_deadline(group, group.members[member_id], now_ms, out)
+
+    def _delete_empty_consumer_groups(self, out: OutcomeBuilder) -> None:
+        """Consumer groups without members or offsets go, as Kafka's cleanupGroupMetadata
+        deletes them at the retention check (GroupMetadataManager.maybeDeleteGroup)."""
+        for group_id, group in list(self.consumer.groups.items()):
+            offsets = self._groups.get(group_id)
+            if group.members or (
+                offsets is not None and offsets.state is not _S.DEAD and offsets.has_offsets()
+            ):
+                continue
+            out.records.extend(self.consumer.delete_group(group_id).records)
+            out.dead_groups.append(group_id)
 
     # --- load ------------------------------------------------------------------------------
 

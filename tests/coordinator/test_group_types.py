@@ -357,3 +357,23 @@ def test_offset_delete_refuses_the_topics_a_consumer_group_subscribes_to():
         ("t", 0): (5, "", ErrorCode.NONE),
         ("old", 0): (-1, "", ErrorCode.NONE),
     }
+
+
+def test_an_empty_consumer_group_without_offsets_goes_at_the_retention_check():
+    c, outcomes = consumer_group(1)
+    _, outcome = commit(c, 0, {("old", 0): 9}, member_id="m0", generation_id=1)
+    c.on_appended(outcome, 0)
+    outcomes.append(outcome)
+    outcomes.append(consumer_heartbeat(c, 1, "m0", -1)[1])  # the last member leaves
+    assert replayed(outcomes).group_type(GROUP) == "consumer"
+    c.finish_load(2)  # schedules the retention check, due at once
+    kept = c.expire(2, WALL + 2)
+    assert c.group_type(GROUP) == "consumer", "it still has an offset"
+    assert GROUP not in kept.dead_groups
+    week_ms = 7 * 24 * 3_600_000
+    check_ms = 2 + 600_000
+    expired = c.expire(check_ms, WALL + week_ms)
+    c.on_appended(expired, check_ms)
+    assert GROUP in expired.dead_groups
+    assert c.group_type(GROUP) is None
+    assert replayed([*outcomes, expired]).group_type(GROUP) is None
