@@ -192,3 +192,47 @@ def test_consumer_protocol_group_converges_resumes_and_survives_restart(fresh_br
     listed = admin.list_consumer_groups(request_timeout=10).result(10)
     assert {g.group_id: g.type for g in listed.valid}.get(group) == ConsumerGroupType.CONSUMER
     _round(b.bootstrap_servers, topic, group, "after")
+
+
+@deadline(60)
+def test_a_consumer_protocol_member_cannot_join_a_classic_group_with_members(fresh_broker):
+    """No online migration (group.consumer.migration.policy=disabled): librdkafka gets
+    GROUP_ID_NOT_FOUND, which it reports as a fatal error, as against Kafka with migration
+    disabled; the kafka-python member keeps its partitions."""
+    from confluent_kafka import KafkaError
+    from kafka import KafkaConsumer
+
+    b = fresh_broker(**OVERRIDES)
+    topic, group = unique("kip848-mixed"), f"kip848-mixed-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(confluent_conf(b.bootstrap_servers, CLIENT_ID))
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(10)
+    classic = KafkaConsumer(topic, bootstrap_servers=b.bootstrap_servers, group_id=group)
+    modern = None
+    try:
+        wait_until(
+            lambda: classic.poll(100) is not None and classic.assignment(),
+            WAIT_S,
+            "the classic member's assignment",
+        )
+        modern = _member(b.bootstrap_servers, group, topic)
+        errors: list[Any] = []
+
+        def refused() -> bool:
+            m = modern.poll(0.1)
+            classic.poll(10)
+            if m is not None and m.error():
+                errors.append(m.error())
+            return bool(errors)
+
+        wait_until(refused, WAIT_S, "the consumer-protocol member to be refused")
+        assert errors[0].code() == KafkaError._FATAL
+        assert "group id does not exist" in errors[0].str()
+        assert modern.assignment() == []
+        assert {tp.partition for tp in classic.assignment()} == {0, 1}
+        listed = admin.list_consumer_groups(request_timeout=10).result(10)
+        types = {g.group_id: g.type for g in listed.valid}
+        assert types[group] == ConsumerGroupType.CLASSIC
+    finally:
+        if modern is not None:
+            modern.close()
+        classic.close()
