@@ -3,7 +3,8 @@
     GET /healthz   200 once the endpoint listens (the process is up)
     GET /readyz    200 once __consumer_offsets and __transaction_state have been replayed
                    (`broker.ready`), else 503
-    GET /metrics   Prometheus text format 0.0.4, gauges refreshed first: groups by state,
+    GET /metrics   Prometheus text format 0.0.4, gauges refreshed first: groups by state
+                   and type (classic, consumer),
                    and consumer lag (log end offset - committed offset, per group/partition)
     /v1/...        the test controls, JSON: faults, clock, journal, connections
                    (broker.controls.api, docs/controls.md)
@@ -230,8 +231,8 @@ def refresh_gauges(broker: Any) -> None:
         return
     metrics = broker.metrics
     by_state = runtime.coordinator.groups_by_state()  # every state, zeros included
-    for state, count in by_state.items():
-        metrics.groups.labels(state).set(count)
+    for (group_type, state), count in by_state.items():
+        metrics.groups.labels(state, group_type).set(count)
     metrics.consumer_lag.clear()
     for c in runtime.coordinator.committed_offsets():
         t = broker.topics.get(c.topic)

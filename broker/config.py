@@ -21,6 +21,7 @@ from typing import Any
 
 from broker.listeners import DEFAULT_PROTOCOL_MAP
 from coordinator.config import COORDINATOR_SETTINGS
+from coordinator.consumer import ConsumerGroupConfig
 from coordinator.transactions.config import TRANSACTION_SETTINGS
 from protocol.releases import RELEASES
 
@@ -30,6 +31,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "Setting",
+    "consumer_group_config",
     "env_to_name",
     "load_config",
     "parse_properties",
@@ -39,6 +41,7 @@ LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 _GROUP = COORDINATOR_SETTINGS
 _TXN = TRANSACTION_SETTINGS
+_CONSUMER = ConsumerGroupConfig()  # the group.consumer.* defaults, which are Kafka's
 
 
 class ConfigError(ValueError):
@@ -567,6 +570,46 @@ SETTINGS: dict[str, Setting] = {
             choices=None,
             min_value=0,
         ),
+        # --- KIP-848 consumer groups (group.protocol=consumer) ---
+        _s(
+            "group.consumer.session.timeout.ms",
+            "int",
+            _CONSUMER.session_timeout_ms,
+            "A consumer group member that does not heartbeat for this long is removed.",
+            min_value=1,
+        ),
+        _s(
+            "group.consumer.heartbeat.interval.ms",
+            "int",
+            _CONSUMER.heartbeat_interval_ms,
+            "How often consumer group members heartbeat (sent to them); below the session timeout.",
+            min_value=1,
+        ),
+        _s(
+            "group.consumer.max.size",
+            "int",
+            _CONSUMER.max_size,
+            "Members a consumer group may have.",
+            min_value=1,
+        ),
+        _s(
+            "group.consumer.assignors",
+            "list",
+            ",".join(_CONSUMER.assignors),
+            "Server-side assignors (uniform, range); the first is the default, a member may "
+            "name another.",
+        ),
+        _s(
+            "group.consumer.migration.policy",
+            "string",
+            "disabled",
+            "Online conversion between classic and consumer groups: kmock has none, so a "
+            "consumer-protocol member cannot join a classic group that has members.",
+            kafka_default="bidirectional",
+            # Kafka's values; any but disabled is refused with the reason
+            # (consumer_group_config).
+            choices=("disabled", "upgrade", "downgrade", "bidirectional"),
+        ),
     ]
 }
 
@@ -709,6 +752,31 @@ class Config:
             if s.topic_name == topic_name:
                 return self[s.name]
         raise KeyError(topic_name)
+
+
+def consumer_group_config(config: Config) -> ConsumerGroupConfig:
+    """The KIP-848 consumer groups' settings (group.consumer.*).
+
+    Raises:
+      ConfigError: a value out of range, an unknown assignor, a heartbeat interval not
+        below the session timeout, or a migration policy other than disabled.
+    """
+    policy = str(config["group.consumer.migration.policy"]).lower()
+    if policy != "disabled":
+        raise ConfigError(
+            f"group.consumer.migration.policy: {policy!r} is not supported: kmock does not "
+            "convert groups between the classic and consumer protocols; use disabled"
+        )
+    assignors = tuple(a.strip() for a in str(config["group.consumer.assignors"]).split(","))
+    try:
+        return ConsumerGroupConfig(
+            session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),
+            heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
+            max_size=int(config["group.consumer.max.size"]),
+            assignors=tuple(a for a in assignors if a),
+        )
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 TOPIC_CONFIGS: dict[str, Setting] = {

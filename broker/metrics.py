@@ -9,7 +9,7 @@ labels, help texts and buckets those metrics had, so the text is the same. prome
 is imported there too, and not at start-up.
 
 Metrics with labels keep prometheus_client's call shape: `metrics.rebalances.labels(group)
-.inc()`, `metrics.groups.labels(state).set(n)`, `metrics.consumer_lag.clear()`.
+.inc()`, `metrics.groups.labels(state, type).set(n)`, `metrics.consumer_lag.clear()`.
 """
 
 from __future__ import annotations
@@ -110,7 +110,9 @@ class Metrics:
             "Rebalances completed (a new generation started).",
             "group",
         )
-        self.groups = _Labelled(_GaugeChild, "kmock_groups", "Consumer groups by state.", "state")
+        self.groups = _Labelled(
+            _GaugeChild, "kmock_groups", "Consumer groups by state and type.", "state", "type"
+        )
         self.consumer_lag = _Labelled(
             _GaugeChild,
             "kmock_consumer_lag",

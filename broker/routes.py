@@ -23,6 +23,8 @@ from broker.handlers import (
     alter_partition_reassignments,
     alter_replica_log_dirs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -66,6 +68,8 @@ from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
@@ -144,10 +148,12 @@ ROUTES: dict[type[Message], Handler] = {
     ListPartitionReassignmentsRequest: list_partition_reassignments.handle,  # 46
     OffsetDeleteRequest: offset_delete.handle,  # 47
     DescribeClusterRequest: describe_cluster.handle,  # 60
-    DescribeTopicPartitionsRequest: describe_topic_partitions.handle,  # 75
     DescribeProducersRequest: describe_producers.handle,  # 61
     DescribeTransactionsRequest: describe_transactions.handle,  # 65
     ListTransactionsRequest: list_transactions.handle,  # 66
+    ConsumerGroupHeartbeatRequest: consumer_group_heartbeat.handle,  # 68
+    ConsumerGroupDescribeRequest: consumer_group_describe.handle,  # 69
+    DescribeTopicPartitionsRequest: describe_topic_partitions.handle,  # 75
 }
 
 

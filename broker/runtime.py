@@ -45,14 +45,17 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
+from broker.config import consumer_group_config
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer import TopicImage
 from coordinator.coordinator import GroupCoordinator
-from coordinator.outcome import Outcome
+from coordinator.outcome import AnyRecord, Outcome
 from coordinator.outcome import RequestContext as CoordinatorContext
-from coordinator.records import CoordinatorRecord
 from protocol.control_records import read_txn_marker
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
+    consumer_group_describe,
+    consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     heartbeat,
@@ -64,6 +67,14 @@ from protocol.messages import (
     offset_fetch,
     sync_group,
     txn_offset_commit,
+)
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
 )
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -171,7 +182,8 @@ class CoordinatorRuntime:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.coordinator = GroupCoordinator(
-            CoordinatorConfig.from_settings(broker.config.__getitem__)
+            CoordinatorConfig.from_settings(broker.config.__getitem__),
+            consumer_group_config(broker.config),
         )
         self.loaded = False
         self.replayed = trio.Event()
@@ -385,6 +397,46 @@ class CoordinatorRuntime:
         self._wake.set()
         await self.complete(outcome)
 
+    async def consumer_group_heartbeat(
+        self, ctx: Caller, request: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse:
+        wall_ms = self.broker.wall_ms()
+        topics = self.topics_metadata()
+
+        def heartbeat(
+            c: CoordinatorContext, r: ConsumerGroupHeartbeatRequest, token: int, now: int
+        ) -> Outcome:
+            return self.coordinator.consumer_group_heartbeat(c, r, token, now, wall_ms, topics)
+
+        try:
+            return await self._call(
+                ctx, request, consumer_group_heartbeat.error_response, heartbeat
+            )
+        except KafkaError as e:
+            if not self.loaded:
+                raise
+            # Kafka's answer carries the exception's message ("Group g is not a consumer
+            # group."), which librdkafka logs; the dispatch site would leave it out.
+            return ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.detail or None)
+
+    def consumer_group_describe(
+        self, ctx: Caller, request: ConsumerGroupDescribeRequest
+    ) -> ConsumerGroupDescribeResponse:
+        self._while_loading(ctx, request, consumer_group_describe.error_response)
+        return self.coordinator.consumer_group_describe(
+            self.context(ctx), request, self.topics_metadata()
+        )
+
+    def topics_metadata(self) -> dict[str, TopicImage]:
+        """Every topic as the consumer groups see it: name, id, partition count. Passed to
+        each heartbeat, which bumps a group's epoch when its topics changed (created,
+        deleted, new partitions), so every change reaches the groups at their next
+        heartbeat, as Kafka's metadata image does at its next publish."""
+        return {
+            name: TopicImage(t.topic_id, name, len(t.partitions))
+            for name, t in self.broker.topics.topics.items()
+        }
+
     async def offset_fetch(self, ctx: Caller, request: OffsetFetchRequest) -> OffsetFetchResponse:
         """From memory; with require_stable (v7+), once the groups' commits on their way are
         durable and applied (Kafka 4.x runs such a fetch as a write operation, behind the
@@ -482,7 +534,7 @@ class CoordinatorRuntime:
             self._deliver(outcome)
             return None
         durable = any(r.is_offset_commit for r in outcome.records)
-        by_partition: dict[int, list[CoordinatorRecord]] = {}
+        by_partition: dict[int, list[AnyRecord]] = {}
         for record in outcome.records:
             pid = self.coordinator.partition_for(record.group_id)
             by_partition.setdefault(pid, []).append(record)
@@ -588,7 +640,7 @@ class CoordinatorRuntime:
 
     def _append(
         self,
-        by_partition: dict[int, list[CoordinatorRecord]],
+        by_partition: dict[int, list[AnyRecord]],
         producer: tuple[int, int] | None = None,
     ) -> list[tuple[Log, int]]:
         """Append each partition's records as one batch (with `producer`, a transactional

@@ -7,6 +7,15 @@ rebalance, static members) or `OffsetManager` (coordinator/offsets.py: commit, f
 delete, expiry), describes and lists groups, runs the timers, settles writes through
 `Writes` (coordinator/writes.py) and loads __consumer_offsets by replay.
 
+The KIP-848 consumer groups (coordinator/consumer/) sit behind the same facade: one group
+id names one group of either type, and a request of one protocol to a group of the other is
+answered as Kafka's GroupMetadataManager answers it with group.consumer.migration.policy
+`disabled` (there is no online migration here). A consumer group's committed offsets are
+kept, as everyone's, by `OffsetManager`, on an Empty classic `Group` that only holds them
+and that ListGroups, DescribeGroups and the metrics do not show. The consumer coordinator
+applies its records as it builds them (they are its state, as Kafka's replay makes them);
+the broker appends them like any other.
+
 Every request handler takes the request dataclass, a `RequestContext` and the time, and
 returns an `Outcome`: the replies to send and the __consumer_offsets records to append
 before they go out. JoinGroup and SyncGroup may park: their own token gets no reply yet, and
@@ -50,18 +59,32 @@ Where kmock differs from Kafka, and why:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from enum import Enum
 
-from coordinator.classic.group import Group, Member, OffsetAndMetadata, touch
+from coordinator.classic.group import (
+    CONSUMER_PROTOCOL_TYPE,
+    Group,
+    Member,
+    OffsetAndMetadata,
+    touch,
+)
 from coordinator.classic.membership import ClassicMembership
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    ConsumerGroupState,
+    TopicImage,
+)
+from coordinator.consumer.records import ConsumerGroupRecord
 from coordinator.offsets import CommittedOffset, OffsetManager
 from coordinator.outcome import Outcome, OutcomeBuilder, Reply, RequestContext
-from coordinator.records import offset_from_value
+from coordinator.records import CoordinatorRecord, group_tombstone, offset_from_value
 from coordinator.writes import (
     AssignmentWrite,
     CommitWrite,
@@ -72,14 +95,23 @@ from coordinator.writes import (
     group_write_error,
 )
 from protocol.consumer_offsets import (
+    ConsumerGroupRecordKey,
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
     decode_record,
 )
-from protocol.errors import ErrorCode
-from protocol.messages import sync_group
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import join_group, sync_group
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from protocol.messages.delete_groups import (
     DeletableGroupResult,
     DeleteGroupsRequest,
@@ -99,7 +131,11 @@ from protocol.messages.offset_commit import (
     OffsetCommitRequest,
 )
 from protocol.messages.offset_delete import OffsetDeleteRequest
-from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+)
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
@@ -113,8 +149,9 @@ _E = ErrorCode
 # DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10) and ALTER_CONFIGS (11, group configs).
 GROUP_AUTHORIZED_OPERATIONS = sum(1 << b for b in (3, 6, 8, 10, 11))
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-# ListGroups v5 group_type: every group here uses the classic protocol.
+# ListGroups v5 group_type (Kafka's Group.GroupType).
 CLASSIC_GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 
 
 class _Timer(Enum):
@@ -140,13 +177,20 @@ def _partition_for(group_id: str, num_partitions: int) -> int:
 
 
 class GroupCoordinator:
-    def __init__(self, config: CoordinatorConfig) -> None:
+    def __init__(
+        self, config: CoordinatorConfig, consumer_config: ConsumerGroupConfig | None = None
+    ) -> None:
         self.config = config
         self._groups: dict[str, Group] = {}
         self._writes = Writes()
         self._clock = WallClock()
         self.membership = ClassicMembership(config, self._groups, self._writes, self._clock)
         self.offsets = OffsetManager(config, self._groups, self._writes, self._clock)
+        # The KIP-848 consumer groups. A group id names one group: a classic one in
+        # `_groups`, or a consumer one here, whose offsets (and only those) are kept on an
+        # Empty offsets-only Group in `_groups` that nothing else shows.
+        self.consumer = ConsumerGroupCoordinator(consumer_config)
+        self.offsets.consumer_subscriptions = self._consumer_subscriptions
         self._retention_check_ms: int | None = None  # scheduled by finish_load
         # Replayed records, folded by key, until finish_load builds the groups.
         self._loaded_groups: dict[str, GroupMetadataValue] = {}
@@ -164,17 +208,42 @@ class GroupCoordinator:
         return self._groups.get(group_id)
 
     def group_ids(self) -> list[str]:
-        return [g.group_id for g in self._groups.values() if g.state is not _S.DEAD]
+        classic = [
+            g.group_id
+            for g in self._groups.values()
+            if g.state is not _S.DEAD and g.group_id not in self.consumer.groups
+        ]
+        return classic + list(self.consumer.groups)
+
+    def group_type(self, group_id: str) -> str | None:
+        """ "classic", "consumer", or None for a group that does not exist."""
+        if group_id in self.consumer.groups:
+            return CONSUMER_GROUP_TYPE
+        group = self._groups.get(group_id)
+        return None if group is None or group.state is _S.DEAD else CLASSIC_GROUP_TYPE
+
+    def _consumer_subscriptions(self, group_id: str) -> frozenset[str] | None:
+        """The topics a consumer group's members subscribe to (their offsets do not
+        expire), or None when `group_id` is not a consumer group."""
+        group = self.consumer.groups.get(group_id)
+        if group is None:
+            return None
+        return frozenset(group.all_subscribed_topic_names(group.members.values()))
 
     def committed_offsets(self) -> list[CommittedOffset]:
         """Every live group's committed offsets (OffsetManager.committed_offsets)."""
         return self.offsets.committed_offsets()
 
-    def groups_by_state(self) -> dict[str, int]:
-        """Number of groups per state (every state present, for metrics)."""
-        counts = {str(state): 0 for state in GroupState}
+    def groups_by_state(self) -> dict[tuple[str, str], int]:
+        """Number of groups per (group type, state): every state of each type present, for
+        metrics. A consumer group's offsets-only Group is not counted."""
+        counts = {(CLASSIC_GROUP_TYPE, str(state)): 0 for state in GroupState}
+        counts.update({(CONSUMER_GROUP_TYPE, str(s)): 0 for s in ConsumerGroupState})
         for group in self._groups.values():
-            counts[str(group.state)] += 1
+            if group.group_id not in self.consumer.groups:
+                counts[(CLASSIC_GROUP_TYPE, str(group.state))] += 1
+        for consumer_group in self.consumer.groups.values():
+            counts[(CONSUMER_GROUP_TYPE, str(consumer_group.state))] += 1
         return counts
 
     # --- the verbs -------------------------------------------------------------------------
@@ -182,21 +251,46 @@ class GroupCoordinator:
     def join(
         self, ctx: RequestContext, request: JoinGroupRequest, token: int, now_ms: int
     ) -> Outcome:
-        return self.membership.join(ctx, request, token, now_ms)
+        """JoinGroup. To a consumer group (GroupMetadataManager.classicGroupJoin): an empty
+        one becomes a classic group (its records are tombstoned, its offsets stay); one
+        with members would take the classic member in (classicGroupJoinToConsumerGroup),
+        which kmock does not do: INCONSISTENT_GROUP_PROTOCOL."""
+        consumer_group = self.consumer.groups.get(request.group_id)
+        if consumer_group is None:
+            return self.membership.join(ctx, request, token, now_ms)
+        if consumer_group.members:
+            code = _E.INCONSISTENT_GROUP_PROTOCOL
+            response = join_group.error_response(request, code, ctx.api_version)
+            return Outcome(replies=(Reply(token, response),))
+        tombstones = self.consumer.delete_group(request.group_id).records
+        outcome = self.membership.join(ctx, request, token, now_ms)
+        return dataclasses.replace(outcome, records=(*tombstones, *outcome.records))
+
+    def _not_in_consumer_group(self, group_id: str, member_id: str) -> None:
+        """SyncGroup, Heartbeat and LeaveGroup to a consumer group: no classic member is
+        ever in one here (Kafka's classicGroup*ToConsumerGroup find none either)."""
+        if group_id in self.consumer.groups:
+            raise KafkaError(
+                _E.UNKNOWN_MEMBER_ID,
+                f"{group_id} is a consumer group: it has no classic member {member_id!r}",
+            )
 
     def sync(
         self, ctx: RequestContext, request: SyncGroupRequest, token: int, now_ms: int
     ) -> Outcome:
+        self._not_in_consumer_group(request.group_id, request.member_id)
         return self.membership.sync(ctx, request, token, now_ms)
 
     def heartbeat(
         self, ctx: RequestContext, request: HeartbeatRequest, token: int, now_ms: int
     ) -> Outcome:
+        self._not_in_consumer_group(request.group_id, request.member_id)
         return self.membership.heartbeat(ctx, request, token, now_ms)
 
     def leave(
         self, ctx: RequestContext, request: LeaveGroupRequest, token: int, now_ms: int
     ) -> Outcome:
+        self._not_in_consumer_group(request.group_id, request.member_id)
         if ctx.api_version >= 3 and request.group_id and request.group_id not in self._groups:
             # Kafka 4.x (GroupCoordinatorService.leaveGroup): an unknown group is answered
             # NONE at the top level and UNKNOWN_MEMBER_ID for every member (v0-2 carry the
@@ -215,6 +309,74 @@ class GroupCoordinator:
             return Outcome(replies=(Reply(token, response),))
         return self.membership.leave(ctx, request, token, now_ms)
 
+    # --- ConsumerGroupHeartbeat, ConsumerGroupDescribe ---------------------------------------
+
+    def consumer_group_heartbeat(
+        self,
+        ctx: RequestContext,
+        request: ConsumerGroupHeartbeatRequest,
+        token: int,
+        now_ms: int,
+        wall_ms: int,
+        topics_metadata: Mapping[str, TopicImage],
+    ) -> Outcome:
+        """ConsumerGroupHeartbeat (coordinator/consumer/coordinator.py).
+
+        A classic group of the same id (GroupMetadataManager.getOrMaybeCreateConsumerGroup):
+        an Empty one is replaced by the consumer group when a member joins (epoch 0): its
+        GroupMetadata is tombstoned, its offsets stay. One with members would be upgraded
+        online (group.consumer.migration.policy); kmock answers as Kafka does with the
+        policy `disabled`: GROUP_ID_NOT_FOUND.
+        """
+        group_id = request.group_id
+        classic = None if group_id in self.consumer.groups else self._groups.get(group_id)
+        if classic is not None:
+            if classic.state is _S.DEAD:
+                raise KafkaError(_E.COORDINATOR_NOT_AVAILABLE, f"group {group_id!r} is Dead")
+            if (
+                classic.state is not _S.EMPTY
+                or classic.pending_members
+                or (request.member_epoch != 0)
+            ):
+                raise KafkaError(
+                    _E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+                )
+        result = self.consumer.consumer_group_heartbeat(
+            request,
+            now_ms,
+            topics_metadata,
+            version=ctx.api_version,
+            client_id=ctx.client_id,
+            client_host=ctx.client_host,
+            wall_ms=wall_ms,
+        )
+        records: list[CoordinatorRecord | ConsumerGroupRecord] = list(result.records)
+        if classic is not None and classic.protocol_type is not None:
+            # The classic group's metadata goes; the Group stays, holding the offsets.
+            records.insert(0, group_tombstone(group_id))
+            classic.protocol_type = classic.protocol_name = classic.leader_id = None
+        return Outcome(replies=(Reply(token, result.response),), records=tuple(records))
+
+    def consumer_group_describe(
+        self,
+        ctx: RequestContext,
+        request: ConsumerGroupDescribeRequest,
+        topics_metadata: Mapping[str, TopicImage],
+    ) -> ConsumerGroupDescribeResponse:
+        """ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for a classic group or none."""
+        described = []
+        for d in self.consumer.describe(request.group_ids, topics_metadata):
+            if d.error_code == _E.NONE:
+                if request.include_authorized_operations:
+                    ops = GROUP_AUTHORIZED_OPERATIONS
+                    d = dataclasses.replace(d, authorized_operations=ops)  # type: ignore[type-var]
+            elif self.group_type(d.group_id) == CLASSIC_GROUP_TYPE:
+                d = dataclasses.replace(  # type: ignore[type-var]
+                    d, error_message=f"Group {d.group_id} is not a consumer group."
+                )
+            described.append(d)
+        return ConsumerGroupDescribeResponse(groups=described)
+
     def commit_offsets(
         self,
         ctx: RequestContext,
@@ -223,6 +385,19 @@ class GroupCoordinator:
         now_ms: int,
         wall_ms: int,
     ) -> Outcome:
+        """OffsetCommit. To a consumer group, checked against the member's epoch (Kafka's
+        ConsumerGroup.validateOffsetCommit: STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, v9+),
+        then written to its offsets-only Group as a commit without group management."""
+        if request.group_id in self.consumer.groups:
+            self.consumer.validate_offset_commit(
+                request.group_id,
+                request.member_id,
+                request.generation_id_or_member_epoch,
+                api_version=ctx.api_version,
+            )
+            request = dataclasses.replace(  # type: ignore[type-var]
+                request, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None
+            )
         return self.offsets.commit_offsets(ctx, request, token, now_ms, wall_ms)
 
     def txn_commit_offsets(
@@ -242,7 +417,31 @@ class GroupCoordinator:
     def fetch_offsets(
         self, ctx: RequestContext, request: OffsetFetchRequest, now_ms: int
     ) -> OffsetFetchResponse:
-        return self.offsets.fetch_offsets(ctx, request, now_ms)
+        """OffsetFetch. v9+ names the member: a consumer group's answer is checked against
+        its epoch (ConsumerGroup.validateOffsetFetch), per group."""
+        response = self.offsets.fetch_offsets(ctx, request, now_ms)
+        if ctx.api_version < 9:
+            return response
+        errors: dict[str, ErrorCode] = {}
+        for g in request.groups:
+            if g.group_id in self.consumer.groups and g.member_id is not None:
+                try:
+                    self.consumer.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch)
+                except KafkaError as e:
+                    errors[g.group_id] = e.code
+        if errors:
+            response = dataclasses.replace(  # type: ignore[type-var]
+                response,
+                groups=[
+                    OffsetFetchResponseGroup(
+                        group_id=g.group_id, topics=[], error_code=errors[g.group_id]
+                    )
+                    if g.group_id in errors
+                    else g
+                    for g in response.groups
+                ],
+            )
+        return response
 
     def has_pending_commits(self, group_ids: Sequence[str]) -> bool:
         """Whether a commit of one of these groups is on its way to the log."""
@@ -266,7 +465,9 @@ class GroupCoordinator:
             operations = GROUP_AUTHORIZED_OPERATIONS
         described = []
         for group_id in request.groups:
-            group = self._groups.get(group_id)
+            # A consumer group is "not a classic group" (GroupMetadataManager.describeGroups):
+            # v0-5 describe it as Dead, as a group that does not exist.
+            group = None if group_id in self.consumer.groups else self._groups.get(group_id)
             if group is None or group.state is _S.DEAD:
                 missing = ctx.api_version >= 6
                 described.append(
@@ -307,17 +508,15 @@ class GroupCoordinator:
         return DescribeGroupsResponse(groups=described)
 
     def list_groups(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
-        """Every group, filtered by state (v4+, case-insensitive) and by type (v5+: only
-        "classic" matches, as every group here is a classic group)."""
+        """Every group, filtered by state (v4+, case-insensitive) and by type (v5+:
+        "classic", "consumer"). Consumer groups have protocol type "consumer", as Kafka's."""
         states = (
             {s.strip().lower() for s in request.states_filter} if ctx.api_version >= 4 else set()
         )
         types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
-        if types and CLASSIC_GROUP_TYPE not in types:
-            return ListGroupsResponse(error_code=_E.NONE, groups=[])
-        return ListGroupsResponse(
-            error_code=_E.NONE,
-            groups=[
+        listed = []
+        if not types or CLASSIC_GROUP_TYPE in types:
+            listed += [
                 ListedGroup(
                     group_id=g.group_id,
                     protocol_type=g.protocol_type or "",
@@ -325,9 +524,22 @@ class GroupCoordinator:
                     group_type=CLASSIC_GROUP_TYPE,
                 )
                 for g in self._groups.values()
-                if g.state is not _S.DEAD and (not states or str(g.state).lower() in states)
-            ],
-        )
+                if g.state is not _S.DEAD
+                and g.group_id not in self.consumer.groups
+                and (not states or str(g.state).lower() in states)
+            ]
+        if not types or CONSUMER_GROUP_TYPE in types:
+            listed += [
+                ListedGroup(
+                    group_id=c.group_id,
+                    protocol_type=CONSUMER_PROTOCOL_TYPE,
+                    group_state=str(c.state),
+                    group_type=CONSUMER_GROUP_TYPE,
+                )
+                for c in self.consumer.groups.values()
+                if not states or str(c.state).lower() in states
+            ]
+        return ListGroupsResponse(error_code=_E.NONE, groups=listed)
 
     # --- DeleteGroups, OffsetDelete --------------------------------------------------------
 
@@ -352,7 +564,16 @@ class GroupCoordinator:
 
         for group_id in dict.fromkeys(request.groups_names):
             group = self._groups.get(group_id)
-            if group is None or group.state is _S.DEAD:
+            if group_id in self.consumer.groups:
+                try:
+                    out.records.extend(self.consumer.delete_group(group_id).records)
+                except KafkaError as e:
+                    code = e.code
+                else:
+                    code = _E.NONE
+                    if group is not None and group.state is not _S.DEAD:
+                        self.offsets.bury(group, [], now_ms, out, (token, failed))
+            elif group is None or group.state is _S.DEAD:
                 code = _E.GROUP_ID_NOT_FOUND
             elif group.state is _S.EMPTY:
                 self.offsets.bury(group, [], now_ms, out, (token, failed))
@@ -431,6 +652,13 @@ class GroupCoordinator:
         for reply in outcome.replies:
             if reply.token in special:
                 replies.append(Reply(reply.token, special[reply.token]))
+            elif isinstance(reply.response, ConsumerGroupHeartbeatResponse) and any(
+                isinstance(r, ConsumerGroupRecord) for r in outcome.records
+            ):
+                # The consumer group's state already has the records (Kafka would revert
+                # to its snapshot); the member retries and the next heartbeat writes again.
+                failed_hb = ConsumerGroupHeartbeatResponse(error_code=group_error)
+                replies.append(Reply(reply.token, failed_hb))
             elif reply.token in commits:
                 failed_commit = self.offsets.failed_commit(reply.response, code)
                 replies.append(Reply(reply.token, failed_commit))
@@ -454,7 +682,11 @@ class GroupCoordinator:
 
     def next_deadline_ms(self) -> int | None:
         """When `expire` next has work (monotonic ms), or None."""
-        return min((d[0] for d in self._deadlines()), default=None)
+        deadlines = [d[0] for d in self._deadlines()]
+        consumer = self.consumer.next_deadline_ms()
+        if consumer is not None:
+            deadlines.append(consumer)
+        return min(deadlines, default=None)
 
     def _deadlines(self) -> Iterator[tuple[int, _Timer, Group | None, str]]:
         if self._retention_check_ms is not None:
@@ -478,6 +710,7 @@ class GroupCoordinator:
         member ids never used, and the periodic offset retention check (tombstones)."""
         self._clock.seen(now_ms, wall_ms)
         out = OutcomeBuilder()
+        out.records.extend(self.consumer.expire(now_ms).records)  # consumer group sessions
         while True:
             due = min(
                 (d for d in self._deadlines() if d[0] <= now_ms), key=lambda d: d[0], default=None
@@ -489,6 +722,7 @@ class GroupCoordinator:
                 interval_ms = max(self.config.offsets_retention_check_interval_ms, 1)
                 self._retention_check_ms = now_ms + interval_ms
                 self.offsets.expire_offsets(now_ms, wall_ms, out)
+                self._delete_empty_consumer_groups(out)
                 continue
             assert group is not None
             if timer is _Timer.JOIN:
@@ -501,15 +735,30 @@ class GroupCoordinator:
             else:
                 self.membership.session_deadline(group, group.members[member_id], now_ms, out)
 
+    def _delete_empty_consumer_groups(self, out: OutcomeBuilder) -> None:
+        """Consumer groups without members or offsets go, as Kafka's cleanupGroupMetadata
+        deletes them at the retention check (GroupMetadataManager.maybeDeleteGroup)."""
+        for group_id, group in list(self.consumer.groups.items()):
+            offsets = self._groups.get(group_id)
+            if group.members or (
+                offsets is not None and offsets.state is not _S.DEAD and offsets.has_offsets()
+            ):
+                continue
+            out.records.extend(self.consumer.delete_group(group_id).records)
+            out.dead_groups.append(group_id)
+
     # --- load ------------------------------------------------------------------------------
 
     def replay(self, key_bytes: bytes, value_bytes: bytes | None) -> None:
         """Fold one __consumer_offsets record, in log order, into the state being loaded.
 
-        A tombstone deletes. Record types other than offsets and classic groups (KIP-848
-        groups) are skipped, as Kafka skips types it does not know.
+        A tombstone deletes. Consumer group records go to the consumer groups; record
+        types kmock does not know are skipped, as Kafka skips them.
         """
         key, value = decode_record(key_bytes, value_bytes)
+        if isinstance(key, ConsumerGroupRecordKey):
+            self.consumer.replay(ConsumerGroupRecord(key, value))  # type: ignore[arg-type]
+            return
         if isinstance(key, OffsetCommitKey):
             partition = (key.group, key.topic, key.partition)
             if value is None:
@@ -563,6 +812,7 @@ class GroupCoordinator:
                 self.membership.prepare_rebalance(group, now_ms, out)
                 assert not out.records  # nothing written,
                 assert not out.replies  # nothing parked
+        self.consumer.finish_load(now_ms)
         self._retention_check_ms = now_ms
 
 

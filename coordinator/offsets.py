@@ -105,6 +105,9 @@ class OffsetManager:
         self.clock = clock
         # TxnOffsetCommits durable but waiting for their transaction's marker.
         self.pending_txn: PendingTxnOffsets[OffsetAndMetadata] = PendingTxnOffsets()
+        # group id -> the topics its consumer group subscribes to, or None when it is not a
+        # consumer group (set by the facade, which knows the consumer groups).
+        self.consumer_subscriptions: Callable[[str], frozenset[str] | None] = _no_subscriptions
 
     # --- OffsetCommit ----------------------------------------------------------------------
 
@@ -449,8 +452,9 @@ class OffsetManager:
     def delete_offsets(
         self, ctx: RequestContext, request: OffsetDeleteRequest, token: int, now_ms: int
     ) -> Outcome:
-        """Delete committed offsets of an Empty group, or of topics a "consumer" group does
-        not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC for those it does)."""
+        """Delete committed offsets of an Empty group, or of topics a "consumer" group (of
+        either protocol) does not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC for those it
+        does)."""
         group_id = request.group_id
         if not group_id:
             raise KafkaError(_E.INVALID_GROUP_ID, "the group id is empty")
@@ -462,8 +466,14 @@ class OffsetManager:
         out = OutcomeBuilder()
         topics = []
         eligible: dict[TopicPartition, None] = {}
+        consumer_topics = self.consumer_subscriptions(group_id)  # a KIP-848 group's
         for topic in request.topics:
-            subscribed = group.state is not _S.EMPTY and group.is_subscribed_to_topic(topic.name)
+            if consumer_topics is not None:
+                subscribed = topic.name in consumer_topics
+            else:
+                subscribed = group.state is not _S.EMPTY and group.is_subscribed_to_topic(
+                    topic.name
+                )
             code = _E.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else _E.NONE
             if not subscribed:
                 eligible.update(
@@ -590,7 +600,12 @@ class OffsetManager:
         """
         base_ms: int | None = None
         skip: frozenset[str] = frozenset()
-        if group.protocol_type is not None:
+        subscribed = self.consumer_subscriptions(group.group_id)
+        if subscribed is not None:
+            # A consumer group's offsets (ConsumerGroup.offsetExpirationCondition): those of
+            # topics it subscribes to are kept, the others count from their commit time.
+            skip = subscribed
+        elif group.protocol_type is not None:
             if group.state is _S.EMPTY:
                 base_ms = group.state_wall_ms(self.clock.offset_ms)
             elif (
@@ -616,6 +631,10 @@ class OffsetManager:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+
+def _no_subscriptions(group_id: str) -> frozenset[str] | None:
+    return None
 
 
 def _wanted(

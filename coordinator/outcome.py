@@ -1,7 +1,6 @@
 """What every coordinator returns: the replies to send and the records to append first.
 
-Shared by every coordinator kmock has or will have (the group coordinator today; a
-transaction coordinator and KIP-848 group types would return the same), as Kafka's
+Shared by both group types (classic, and KIP-848 consumer groups), as Kafka's
 `CoordinatorResult(records, response)` is shared by its coordinator shards.
 
 The broker issues an opaque token per request. A call returns an `Outcome`: `replies` for
@@ -13,9 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordinator.consumer.records import ConsumerGroupRecord
 from coordinator.records import CoordinatorRecord
 
-__all__ = ["GenerationStarted", "Outcome", "OutcomeBuilder", "Reply", "RequestContext"]
+__all__ = ["AnyRecord", "GenerationStarted", "Outcome", "OutcomeBuilder", "Reply", "RequestContext"]
+
+# A record of either group type; both have the interface the broker appends through.
+AnyRecord = CoordinatorRecord | ConsumerGroupRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +49,7 @@ class GenerationStarted:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     replies: tuple[Reply, ...] = ()
-    records: tuple[CoordinatorRecord, ...] = ()  # to append to __consumer_offsets first
+    records: tuple[AnyRecord, ...] = ()  # to append to __consumer_offsets first
     # What the broker reports (logs, metrics) without reading the coordinator's state:
     # groups that started a new generation, and groups that died (deleted, or their last
     # offset expired), in the order it happened.
@@ -61,7 +64,7 @@ class OutcomeBuilder:
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
-        self.records: list[CoordinatorRecord] = []
+        self.records: list[AnyRecord] = []
         self.generations: list[GenerationStarted] = []
         self.dead_groups: list[str] = []
 

@@ -120,7 +120,7 @@ class Writes:
         if records:
             self.emit(out, records[-1], effect)
 
-    def take(self, record: CoordinatorRecord) -> Effect | None:
+    def take(self, record: object) -> Effect | None:
         """The record's effect, now that its append has answered (None if it has none)."""
         entry = self._effects.get(id(record))
         if entry is None or entry[0] is not record:

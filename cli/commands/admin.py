@@ -18,6 +18,8 @@ from cli.output import Failed, Output
 from client import LATEST, ConnectionFailed, KafkaClient
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.describe_groups import DescribedGroup
 from protocol.primitives import DecodeError
 
 __all__ = [
@@ -63,6 +65,40 @@ def _decode_consumer(
             a = decode_assignment(member.member_assignment)
             assignment = {tp.topic: sorted(tp.partitions) for tp in a.assigned_partitions}
     return topics, assignment
+
+
+def _described_consumer_group(
+    client: KafkaClient, group: Any
+) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    members = []
+    owners: dict[tuple[str, int], Any] = {}
+    for m in group.members:
+        assignment: dict[str, list[int]] = {}
+        for t in m.assignment.topic_partitions:
+            assignment[t.topic_name] = sorted(t.partitions)
+            for p in t.partitions:
+                owners[(t.topic_name, p)] = m
+        members.append(
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "subscription": list(m.subscribed_topic_names),
+                "assignment": assignment,
+            }
+        )
+    described = DescribedGroup(
+        error_code=group.error_code,
+        group_id=group.group_id,
+        group_state=group.group_state,
+        protocol_type="consumer",
+        protocol_data=group.assignor_name,
+        members=[],
+        authorized_operations=group.authorized_operations,
+    )
+    return described, members, offset_rows(client, group.group_id, owners)
 
 
 def offset_rows(
@@ -128,8 +164,21 @@ def _missing_group(group_id: str) -> KafkaError:
 def describe_group(
     client: KafkaClient, group_id: str
 ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
-    """(DescribedGroup, members, offset rows) of a group that exists."""
+    """(DescribedGroup, members, offset rows) of a group that exists.
+
+    DescribeGroups describes classic groups only (a consumer group is "Dead" to it, as in
+    Kafka); a consumer group (KIP-848) is described by ConsumerGroupDescribe instead, and
+    comes back as a DescribedGroup of protocol type "consumer" whose protocol is the
+    server-side assignor.
+    """
     group = client.describe_group(group_id)
+    if group.group_state == "Dead" and ConsumerGroupDescribeRequest.API_KEY in client.api_versions:
+        response = client.send(
+            ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False)
+        )
+        consumer_group = response.groups[0]
+        if consumer_group.error_code == ErrorCode.NONE:
+            return _described_consumer_group(client, consumer_group)
     members = []
     owners: dict[tuple[str, int], Any] = {}
     for m in group.members:

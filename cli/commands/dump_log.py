@@ -14,6 +14,7 @@ import dataclasses
 import json
 import mmap
 import os
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -81,19 +82,31 @@ def _batch_fields(header: Any, pos: int, crc_ok: bool) -> dict[str, Any]:
 
 
 def _struct_fields(obj: Any) -> dict[str, Any]:
-    """A coordinator record's fields, with consumer-protocol bytes decoded."""
+    """A coordinator record's fields, with consumer-protocol bytes decoded, and the nested
+    structs of consumer group records (topics, assignments) as plain fields."""
     out: dict[str, Any] = {"type": type(obj).__name__}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if isinstance(value, list) and value and isinstance(value[0], MemberMetadata):
             value = [_member_fields(m, getattr(obj, "protocol_type", None)) for m in value]
-        elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
-            value = [_struct_fields(x) for x in value]
+        else:
+            value = _plain(value)
         out[f.name] = value
     if isinstance(obj, transaction_log.TransactionLogValue):
         with contextlib.suppress(ValueError):
             out["state"] = str(TransactionState.from_id(obj.transaction_status))
     return out
+
+
+def _plain(value: Any) -> Any:
+    """Nested structs as dicts of their fields, topic ids as their UUID text."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
 
 
 def _member_fields(m: Any, protocol_type: str | None) -> dict[str, Any]:

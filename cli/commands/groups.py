@@ -18,6 +18,7 @@ def cmd_groups_list(args: argparse.Namespace, out: Output) -> int:
             [
                 {
                     "group_id": g.group_id,
+                    "type": g.group_type or None,
                     "protocol_type": g.protocol_type,
                     "state": g.group_state or None,
                 }
@@ -26,8 +27,11 @@ def cmd_groups_list(args: argparse.Namespace, out: Output) -> int:
         )
     else:
         out.table(
-            ["GROUP", "PROTOCOL-TYPE", "STATE"],
-            [[g.group_id, g.protocol_type, g.group_state or None] for g in groups],
+            ["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"],
+            [
+                [g.group_id, g.group_type or None, g.protocol_type, g.group_state or None]
+                for g in groups
+            ],
         )
     return EXIT_OK
 
@@ -35,10 +39,13 @@ def cmd_groups_list(args: argparse.Namespace, out: Output) -> int:
 def cmd_groups_describe(args: argparse.Namespace, out: Output) -> int:
     with connect(args) as client:
         group, members, rows = describe_group(client, args.group)
+        listed = {g.group_id: g.group_type for g in client.list_groups()}
+    group_type = listed.get(args.group) or None
     if args.output == "json":
         out.json(
             {
                 "group_id": group.group_id,
+                "type": group_type,
                 "state": group.group_state,
                 "protocol_type": group.protocol_type,
                 "protocol": group.protocol_data,
@@ -48,7 +55,7 @@ def cmd_groups_describe(args: argparse.Namespace, out: Output) -> int:
         )
         return EXIT_OK
     out.line(
-        f"Group: {group.group_id}  State: {group.group_state}  "
+        f"Group: {group.group_id}  Type: {group_type or '-'}  State: {group.group_state}  "
         f"ProtocolType: {group.protocol_type or '-'}  Protocol: {group.protocol_data or '-'}"
         f"  Members: {len(members)}"
     )

@@ -26,6 +26,7 @@ from broker.config import (
     ALIASES,
     SETTINGS,
     ConfigError,
+    consumer_group_config,
     env_to_name,
     load_config,
     parse_properties,
@@ -91,6 +92,7 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
     # setting is a usage error (exit 2) with one line naming it.
     listener_setup(config)
     startup_topics(config)
+    consumer_group_config(config)
     return config
 
 

@@ -157,7 +157,9 @@ def _prometheus_client_metrics() -> tuple[CollectorRegistry, dict]:
             ["group"],
             registry=r,
         ),
-        "groups": Gauge("kmock_groups", "Consumer groups by state.", ["state"], registry=r),
+        "groups": Gauge(
+            "kmock_groups", "Consumer groups by state and type.", ["state", "type"], registry=r
+        ),
         "consumer_lag": Gauge(
             "kmock_consumer_lag",
             "Log end offset minus committed offset.",
@@ -206,9 +208,9 @@ def test_metrics_text_is_what_prometheus_client_metrics_would_write():
         getattr(ours, name).labels("b").inc()
         theirs[name].labels("a").inc(2)
         theirs[name].labels("b").inc()
-    for state, n in (("Stable", 1), ("Empty", 0)):
-        ours.groups.labels(state).set(n)
-        theirs["groups"].labels(state).set(n)
+    for state, group_type, n in (("Stable", "classic", 1), ("Empty", "consumer", 0)):
+        ours.groups.labels(state, group_type).set(n)
+        theirs["groups"].labels(state, group_type).set(n)
     ours.consumer_lag.labels("g", "t", "0").set(1)
     theirs["consumer_lag"].labels("g", "t", "0").set(1)
     ours.consumer_lag.clear()
@@ -295,10 +297,10 @@ async def test_metrics_after_kafka_python_traffic(nursery, tmp_path):
         frozenset({("group", "meter"), ("topic", "metered"), ("partition", "0")}),
     )
     assert stable[lag] == 3
-    assert stable[("kmock_groups", frozenset({("state", "Stable")}))] == 1
-    assert stable[("kmock_groups", frozenset({("state", "Empty")}))] == 0
-    assert empty[("kmock_groups", frozenset({("state", "Empty")}))] == 1
-    assert empty[("kmock_groups", frozenset({("state", "Stable")}))] == 0
+    assert stable[("kmock_groups", frozenset({("state", "Stable"), ("type", "classic")}))] == 1
+    assert stable[("kmock_groups", frozenset({("state", "Empty"), ("type", "classic")}))] == 0
+    assert empty[("kmock_groups", frozenset({("state", "Empty"), ("type", "classic")}))] == 1
+    assert empty[("kmock_groups", frozenset({("state", "Stable"), ("type", "classic")}))] == 0
     assert empty[lag] == 3
     produced = ("kmock_requests_total", frozenset({("api", "Produce"), ("error", "NONE")}))
     assert empty[produced] >= 1

@@ -158,3 +158,49 @@ async def test_dump_log_decodes_transaction_state_and_shows_markers(broker):
         assert code == 0
         assert f'key: TransactionLogKey transactional_id="{TID}"' in out
         assert 'state="CompleteCommit"' in out
+
+
+async def test_dump_log_decodes_consumer_group_records(broker):
+    """The KIP-848 records (ConsumerGroup*Key/Value) print with their fields: topic ids as
+    UUIDs, partitions as lists, member state and epochs."""
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+    from tests.wire import WireClient
+
+    with trio.fail_after(SCENARIO_S):
+        await cli_json("topics", "create", "work", "--partitions", "2", *bs(broker))
+        client = await WireClient.connect(broker)
+        joined = await client.call(
+            ConsumerGroupHeartbeatRequest(
+                group_id="crew",
+                member_id="c1",
+                member_epoch=0,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=["work"],
+                topic_partitions=[],
+            ),
+            1,
+        )
+        assert joined.error_code == 0
+        topic_id = str(broker.topics.get("work").topic_id)
+        partition = (
+            broker.data_dir
+            / f"__consumer_offsets-{broker.coordinator.coordinator.partition_for('crew')}"
+        )
+        dumped = await cli_json("dump-log", str(partition))
+        records = {
+            r["key"]["type"]: r for f in dumped["files"] for b in f["batches"] for r in b["records"]
+        }
+        assert records["ConsumerGroupMetadataKey"]["value"]["epoch"] == 1
+        member = records["ConsumerGroupMemberMetadataKey"]
+        assert member["key"]["member_id"] == "c1"
+        assert member["value"]["subscribed_topic_names"] == ["work"]
+        current = records["ConsumerGroupCurrentMemberAssignmentKey"]["value"]
+        assert current["member_epoch"] == 1
+        assert current["assigned_partitions"] == [{"topic_id": topic_id, "partitions": [0, 1]}]
+        metadata = records["ConsumerGroupPartitionMetadataKey"]["value"]["topics"]
+        assert [(t["topic_name"], t["num_partitions"]) for t in metadata] == [("work", 2)]
+
+        code, out, _ = await cli("dump-log", str(partition))
+        assert code == 0
+        assert 'key: ConsumerGroupCurrentMemberAssignmentKey group_id="crew" member_id="c1"' in out
+        assert f'assigned_partitions=[{{topic_id="{topic_id}" partitions=[0, 1]}}]' in out

@@ -61,11 +61,16 @@ async def test_groups_and_offsets_with_a_live_consumer(broker):
 
             groups = await cli_json("groups", "list", *bs(broker))
             assert groups == [
-                {"group_id": "readers", "protocol_type": "consumer", "state": "Stable"}
+                {
+                    "group_id": "readers",
+                    "type": "classic",
+                    "protocol_type": "consumer",
+                    "state": "Stable",
+                }
             ]
 
             described = await cli_json("groups", "describe", "readers", *bs(broker))
-            assert described["state"] == "Stable"
+            assert (described["state"], described["type"]) == ("Stable", "classic")
             [m] = described["members"]
             assert m["client_id"] == "lag-test"
             assert m["host"].lstrip("/") == "127.0.0.1"
@@ -202,3 +207,76 @@ async def test_describe_unknown_group_fails(broker):
         code, out, err = await cli("groups", "describe", "nobody", *bs(broker))
     assert (code, out) == (1, "")
     assert "does not exist" in err
+
+
+async def test_groups_show_a_consumer_protocol_group(broker):
+    """A KIP-848 group (joined with ConsumerGroupHeartbeat, committed with its member
+    epoch) is listed with type consumer and described through ConsumerGroupDescribe."""
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+    from protocol.messages.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+    from tests.wire import WireClient
+
+    with trio.fail_after(SCENARIO_S):
+        await cli_json("topics", "create", "jobs", "--partitions", "2", *bs(broker))
+        await cli_json("produce", "jobs", *bs(broker), stdin="".join(f"j{i}\n" for i in range(4)))
+        client = await WireClient.connect(broker)
+        joined = await client.call(
+            ConsumerGroupHeartbeatRequest(
+                group_id="workers",
+                member_id="w1",
+                member_epoch=0,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=["jobs"],
+                topic_partitions=[],
+            ),
+            1,
+        )
+        assert joined.error_code == 0
+        committed = await client.call(
+            OffsetCommitRequest(
+                group_id="workers",
+                generation_id_or_member_epoch=joined.member_epoch,
+                member_id="w1",
+                topics=[
+                    OffsetCommitRequestTopic(
+                        name="jobs",
+                        partitions=[
+                            OffsetCommitRequestPartition(partition_index=0, committed_offset=1)
+                        ],
+                    )
+                ],
+            ),
+            9,
+        )
+        assert committed.topics[0].partitions[0].error_code == 0
+
+        groups = await cli_json("groups", "list", *bs(broker))
+        assert groups == [
+            {
+                "group_id": "workers",
+                "type": "consumer",
+                "protocol_type": "consumer",
+                "state": "Stable",
+            }
+        ]
+        described = await cli_json("groups", "describe", "workers", *bs(broker))
+        assert (described["type"], described["state"], described["protocol"]) == (
+            "consumer",
+            "Stable",
+            "uniform",
+        )
+        [m] = described["members"]
+        assert (m["member_id"], m["member_epoch"], m["subscription"]) == ("w1", 1, ["jobs"])
+        assert m["assignment"] == {"jobs": [0, 1]}
+        rows = [
+            (r["partition"], r["committed_offset"], r["member_id"]) for r in described["offsets"]
+        ]
+        assert rows == [(0, 1, "w1"), (1, None, "w1")]
+        code, out, _ = await cli("groups", "describe", "workers", *bs(broker))
+        assert code == 0
+        assert "Type: consumer" in out
+        assert "jobs:0,1" in out

@@ -146,6 +146,16 @@ def test_unknown_environment_variables_are_ignored_with_a_warning(caplog):
             "No security protocol defined for listener PLAINTEXT_HOST",
         ),
         (["/no/such/server.properties"], {}, "cannot read /no/such/server.properties"),
+        (
+            ["--override", "group.consumer.assignors=sticky"],
+            {},
+            "group.consumer.assignors: ",
+        ),
+        (
+            [],
+            {"KAFKA_GROUP_CONSUMER_MIGRATION_POLICY": "upgrade"},
+            "group.consumer.migration.policy: 'upgrade' is not supported",
+        ),
     ],
 )
 def test_bad_settings_are_config_errors(argv, env, message):

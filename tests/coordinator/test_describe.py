@@ -143,11 +143,16 @@ def test_groups_by_state_counts_every_state() -> None:
     new_member_id(c, 0, group_id="b")
     join(c, 0, version=3, group_id="c")
     assert c.groups_by_state() == {
-        "Empty": 1,
-        "PreparingRebalance": 1,
-        "CompletingRebalance": 0,
-        "Stable": 1,
-        "Dead": 0,
+        ("classic", "Empty"): 1,
+        ("classic", "PreparingRebalance"): 1,
+        ("classic", "CompletingRebalance"): 0,
+        ("classic", "Stable"): 1,
+        ("classic", "Dead"): 0,
+        ("consumer", "Empty"): 0,
+        ("consumer", "Assigning"): 0,
+        ("consumer", "Reconciling"): 0,
+        ("consumer", "Stable"): 0,
+        ("consumer", "Dead"): 0,
     }
     assert c.group_ids() == ["a", "b", "c"]
 
