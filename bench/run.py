@@ -135,7 +135,7 @@ P = {  # parameters: (full, quick)
     # §9, side by side with Tansu and the floors
     "sbs_reps": (3, 1),
     "sbs_trips": (500, 200),
-    "sbs_group_reps": (3, 2),
+    "sbs_group_reps": (2, 1),
     "sbs_conns": ([1, 32, 1000], [1, 32, 1000]),
     "sbs_warmup_s": (1.0, 0.3),
     "sbs_duration_s": (5.0, 1.5),
