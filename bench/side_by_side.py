@@ -54,9 +54,21 @@ LABEL = {
 }
 
 
-def _create_topics(bootstrap: str) -> None:
-    """Create the section's topics with CreateTopics (Tansu does not create them on Metadata)."""
+def _create_topics(who: str, target: Any) -> None:
+    """Create the section's topics: with CreateTopics (Tansu does not create them on
+    Metadata), on the mock by asking Metadata for them (it answers CreateTopics only with a
+    controller, and names none: librdkafka's admin client then times out)."""
     from confluent_kafka.admin import AdminClient, NewTopic
+
+    from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+
+    if who == "mock":
+        with kwire.connect(target.addr) as s:
+            names = [MetadataRequestTopic(name=name) for name in TOPICS]
+            kwire.call(s, MetadataRequest(topics=names, allow_auto_topic_creation=True), 4)
+        time.sleep(0.2)
+        return
+    bootstrap = target.bootstrap
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics(
@@ -220,7 +232,7 @@ def _produce_10k(who: str, size: int, count: int, timeout: float) -> dict[str, A
     """A fresh server, the 10 KiB produce of §2 (bench/ck_client.py, produce only), and the
     server's VmHWM (peak RSS) before and after it."""
     with SERVERS[who]() as target:
-        _create_topics(target.bootstrap)
+        _create_topics(who, target)
         before = proc_status(target.pid)
         cmd = [PY, str(BENCH / "ck_client.py"), target.bootstrap, "bench-10k", str(size)]
         out = run_json([*cmd, str(count), "produce-only"], timeout)
@@ -250,7 +262,7 @@ def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
             log(f"side by side: {who} (rep {r + 1}/{reps})")
             with SERVERS[who]() as target:
                 if who in BROKERS:
-                    _create_topics(target.bootstrap)
+                    _create_topics(who, target)
                     for row, fn, arg in (
                         ("produce_ck", _sync_produce_ck, n_trips),
                         ("produce_kp", _sync_produce_kp, n_trips),
