@@ -45,7 +45,10 @@ SERVERS: dict[str, Callable[[], Any]] = {
     "tansu": TansuProcess,
     "floor": lambda: FloorProcess(script="request_floor.py"),
 }
-BROKERS = ["kmock", "mock", "tansu"]  # the targets that are brokers (clients can use them)
+BROKERS = ["kmock", "mock", "tansu"]
+# kafka-python never gets the librdkafka mock's metadata ("Failed to update metadata after
+# 60.0 secs", with or without api_version pinned): that row has no mock column.
+SKIP = {("produce_kp", "mock")}  # the targets that are brokers (clients can use them)
 LABEL = {
     "kmock": "kmock",
     "mock": "librdkafka mock",
@@ -268,6 +271,8 @@ def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
                         ("produce_kp", _sync_produce_kp, n_trips),
                         ("first_record", _first_record, p("sbs_group_reps")),
                     ):
+                        if (row, who) in SKIP:
+                            continue
                         try:
                             lat.setdefault((row, who), []).append(fn(target.bootstrap, arg))
                         except Exception as e:
