@@ -32,6 +32,14 @@ TMP = BENCH / "tmp"  # scratch (gitignored; `make clean` removes it)
 PY = sys.executable
 
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+
+# Every process started from here runs this tree's code: the venv's `kmock` script imports
+# whatever checkout the venv was installed from (an editable install), which need not be
+# the one whose git revision RESULTS.md names.
+if str(ROOT) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        x for x in (str(ROOT), os.environ.get("PYTHONPATH", "")) if x
+    )
 PYCACHE = TMP / "pycache"
 
 
