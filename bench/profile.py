@@ -107,6 +107,49 @@ def report(path: Path, top: int) -> None:
     print("\n--- inclusive time ---")
     for f, c in incl.most_common(top):
         print(f"{100 * c / total:5.1f}%  {f}")
+    stages(path)
+
+
+# The request path's stages, for "where the time goes" (bench/README.md): a sample is
+# charged to the first of these, in this order, whose function is on its stack (so a
+# metric update inside the handler counts as metrics, a storage append inside the
+# coordinator runtime as storage).
+STAGES = [
+    ("metrics", ("broker/metrics.py",)),
+    ("storage append (log, segment)", ("storage/",)),
+    ("record batch build/validate", ("protocol/records.py",)),
+    ("request header parse", ("parse_request_header",)),
+    ("request body decode", ("decode (protocol/schema.py",)),
+    ("response encode + frame", ("_respond (broker/connection.py",)),
+    ("socket write", ("_Connection.send", "_unsent", "_Connection.write")),
+    ("coordinator (pure)", ("coordinator/",)),
+    ("coordinator runtime (broker/runtime.py)", ("broker/runtime.py",)),
+    ("handler", ("broker/handlers/", "broker/topics.py")),
+    ("waiting to read (trio wait_readable)", ("_wait_readable",)),
+    ("framing + read loop (os.read, FrameBuffer, dispatch)", ("broker/connection.py",)),
+    ("trio scheduler, outside any connection task", ("trio/",)),
+]
+
+
+def stages(path: Path) -> None:
+    """Share of the samples per stage of the request path (STAGES)."""
+    counts: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack:
+            continue
+        total += int(n)
+        frames = [_short(f) for f in stack.split(";")]
+        for name, needles in STAGES:
+            if any(needle in f for f in frames for needle in needles):
+                counts[name] += int(n)
+                break
+        else:
+            counts["other"] += int(n)
+    print("\n--- stages of the request path ---")
+    for name, c in counts.most_common():
+        print(f"{100 * c / total:5.1f}%  {name}")
 
 
 def _short(frame: str) -> str:
