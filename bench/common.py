@@ -503,7 +503,10 @@ def git_revision() -> str:
         rev = git("rev-parse", "--short", "HEAD")
         if rev.returncode != 0:
             return "no commit yet"
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        # RESULTS.md itself, rewritten by an earlier run, is not a change to what is measured
+        dirty = git(
+            "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/RESULTS.md"
+        )
         return rev.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "?"
