@@ -1221,7 +1221,11 @@ def main() -> int:
                 f"{platform.system()} {platform.release()}",
             ],
             ["load average before / after (1, 5, 15 min)", f"{load_before} / {load_after}"],
-            ["kmock", f"`{kmock_cmd} serve` ({v.pop('kmock')}), git {common.git_revision()}"],
+            [
+                "kmock",
+                f"`{kmock_cmd} serve` ({v.pop('kmock')}), this tree's code (PYTHONPATH), "
+                f"git {common.git_revision()}",
+            ],
             ["versions", ", ".join(f"{k} {val}" for k, val in v.items())],
         ],
     )
