@@ -32,6 +32,14 @@ TMP = BENCH / "tmp"  # scratch (gitignored; `make clean` removes it)
 PY = sys.executable
 
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+
+# Every process started from here runs this tree's code: the venv's `kmock` script imports
+# whatever checkout the venv was installed from (an editable install), which need not be
+# the one whose git revision RESULTS.md names.
+if str(ROOT) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        x for x in (str(ROOT), os.environ.get("PYTHONPATH", "")) if x
+    )
 PYCACHE = TMP / "pycache"
 
 
@@ -495,7 +503,10 @@ def git_revision() -> str:
         rev = git("rev-parse", "--short", "HEAD")
         if rev.returncode != 0:
             return "no commit yet"
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        # RESULTS.md itself, rewritten by an earlier run, is not a change to what is measured
+        dirty = git(
+            "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/RESULTS.md"
+        )
         return rev.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "?"

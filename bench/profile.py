@@ -6,7 +6,10 @@ By default only samples that hold the GIL are kept (py-spy --gil): on this loade
 a wall-clock profile charges send() with the time the woken client runs. `--wall` keeps all.
 
 SCENARIO: startup | replay | commits | metadata | join | produce100 | produce10k |
-          consume100 | consume10k
+          consume100 | consume10k | syncproduce
+syncproduce: one confluent-kafka producer (acks=all, linger.ms=0) producing one record and
+flush()ing, in a loop (bench/run.py §9's sync produce round trip); `commits --conns 1` is §9's
+sync OffsetCommit round trip.
 py-spy must be installed in the same venv (`pip install py-spy`). Prints the functions with
 the most samples, by self time and by inclusive time (a function counted once per stack),
 and keeps the raw collapsed stacks in bench/tmp/profile-<scenario>.txt for flame graphs.
@@ -73,6 +76,7 @@ class Spy:
 def report(path: Path, top: int) -> None:
     self_c: collections.Counter[str] = collections.Counter()
     incl: collections.Counter[str] = collections.Counter()
+    files: collections.Counter[str] = collections.Counter()
     total = 0
     for line in path.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
@@ -88,15 +92,64 @@ def report(path: Path, top: int) -> None:
             continue
         total += count
         self_c[_short(frames[-1])] += count
-        for f in {_short(x) for x in frames}:
+        shorts = {_short(x) for x in frames}
+        for f in shorts:
             incl[f] += count
+        for f in {x.partition(" (")[2].rpartition(":")[0] for x in shorts}:
+            files[f] += count
     print(f"{total} samples")
+    print("\n--- inclusive time by file (a file counted once per stack) ---")
+    for f, c in files.most_common(top):
+        print(f"{100 * c / total:5.1f}%  {f}")
     print("\n--- self time ---")
     for f, c in self_c.most_common(top):
         print(f"{100 * c / total:5.1f}%  {f}")
     print("\n--- inclusive time ---")
     for f, c in incl.most_common(top):
         print(f"{100 * c / total:5.1f}%  {f}")
+    stages(path)
+
+
+# The request path's stages, for "where the time goes" (bench/README.md): a sample is
+# charged to the first of these, in this order, whose function is on its stack (so a
+# metric update inside the handler counts as metrics, a storage append inside the
+# coordinator runtime as storage).
+STAGES = [
+    ("metrics", ("broker/metrics.py",)),
+    ("storage append (log, segment)", ("storage/",)),
+    ("record batch build/validate", ("protocol/records.py",)),
+    ("request header parse", ("parse_request_header",)),
+    ("request body decode", ("decode (protocol/schema.py",)),
+    ("response encode + frame", ("_respond (broker/connection.py",)),
+    ("socket write", ("_Connection.send", "_unsent", "_Connection.write")),
+    ("coordinator (pure)", ("coordinator/",)),
+    ("coordinator runtime (broker/runtime.py)", ("broker/runtime.py",)),
+    ("handler", ("broker/handlers/", "broker/topics.py")),
+    ("waiting to read (trio wait_readable)", ("_wait_readable",)),
+    ("framing + read loop (os.read, FrameBuffer, dispatch)", ("broker/connection.py",)),
+    ("trio scheduler, outside any connection task", ("trio/",)),
+]
+
+
+def stages(path: Path) -> None:
+    """Share of the samples per stage of the request path (STAGES)."""
+    counts: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack:
+            continue
+        total += int(n)
+        frames = [_short(f) for f in stack.split(";")]
+        for name, needles in STAGES:
+            if any(needle in f for f in frames for needle in needles):
+                counts[name] += int(n)
+                break
+        else:
+            counts["other"] += int(n)
+    print("\n--- stages of the request path ---")
+    for name, c in counts.most_common():
+        print(f"{100 * c / total:5.1f}%  {name}")
 
 
 def _short(frame: str) -> str:
@@ -206,6 +259,23 @@ def main() -> None:
             def load() -> None:
                 r = subprocess.run(client, capture_output=True, text=True)
                 print(r.stdout.strip()[-500:])
+        elif sc == "syncproduce":
+            from confluent_kafka import Producer
+
+            producer = Producer({"bootstrap.servers": k.bootstrap, "acks": "all", "linger.ms": 0})
+            producer.produce("prof-sync", b"warm-up")
+            producer.flush(30)
+
+            def load() -> str:
+                t0 = time.perf_counter()
+                end, n = t0 + a.seconds + 2, 0
+                while time.perf_counter() < end:
+                    producer.produce("prof-sync", b"record-%d" % n)
+                    if producer.flush(30) != 0:
+                        raise RuntimeError(f"record {n} was not delivered")
+                    n += 1
+                took = time.perf_counter() - t0
+                return f"{n} sync produce round trips, {took / n * 1e6:.0f} us each"
         else:
             raise SystemExit(f"unknown scenario {sc}")
         result: list[object] = []
@@ -215,6 +285,8 @@ def main() -> None:
         spy = Spy(k.pid, out, None, a.native, gil=not a.wall)
         t.join()
         spy.stop()
+        if result and isinstance(result[0], str):
+            print(result[0])
         if result and hasattr(result[0], "rate"):
             r: Any = result[0]
             lat = sorted(r.latencies_s)

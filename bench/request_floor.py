@@ -2,11 +2,12 @@
 
 `python bench/request_floor.py PORT` listens on 127.0.0.1:PORT. ApiVersions gets kmock's own
 ApiVersions answer; OffsetCommit gets one fixed answer (no error for the one partition
-bench/run.py §3 commits), encoded once per version, with the request's correlation id patched
-in; any other API closes the connection. Nothing is decoded beyond the request header and
-nothing is written to disk. The connection I/O is kmock's (broker/connection.py):
-non-blocking os.read/os.writev on the socket's descriptor, waiting in trio only when a call
-would block.
+bench/run.py §3 commits); Metadata gets one fixed answer (this broker and the 4-partition
+topic `bench-meta` of §6 and §9). Each is encoded once per version, with the request's
+correlation id patched in; any other API closes the connection. Nothing is decoded beyond
+the request header and nothing is written to disk. The connection I/O is kmock's
+(broker/connection.py): non-blocking os.read/os.writev on the socket's descriptor, waiting
+in trio only when a call would block.
 
 Used as the side-by-side reference for §3: the most requests per second any broker written
 in Python on trio, one task per connection, can answer on this machine with this generator;
@@ -19,6 +20,7 @@ import contextlib
 import os
 import struct
 import sys
+import uuid
 
 import trio
 
@@ -27,6 +29,13 @@ from broker.connection import RECEIVE_BYTES, _respond
 from broker.routes import route_for, supported_versions
 from protocol.frames import FrameBuffer, peek_request_key
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -35,7 +44,9 @@ from protocol.messages.offset_commit import (
 )
 
 # What each API is answered with: ApiVersions with kmock's own list, OffsetCommit with no
-# error for the one partition §3 commits. Encoded once per version, on first use.
+# error for the one partition §3 commits, Metadata with one broker and the 4-partition topic
+# `bench-meta` (the shape kmock and the mock answer in §6 and §9). Encoded once per version,
+# on first use.
 _ANSWERS = {
     ApiVersionsRequest.API_KEY: ApiVersionsResponse(api_keys=supported_versions()),
     OffsetCommitRequest.API_KEY: OffsetCommitResponse(
@@ -45,6 +56,31 @@ _ANSWERS = {
                 partitions=[OffsetCommitResponsePartition(partition_index=0, error_code=0)],
             )
         ]
+    ),
+    MetadataRequest.API_KEY: MetadataResponse(
+        brokers=[MetadataResponseBroker(node_id=1, host="127.0.0.1", port=9092)],
+        cluster_id="request-floor",
+        controller_id=1,
+        topics=[
+            MetadataResponseTopic(
+                error_code=0,
+                name="bench-meta",
+                topic_id=uuid.UUID(int=1),
+                is_internal=False,
+                partitions=[
+                    MetadataResponsePartition(
+                        error_code=0,
+                        partition_index=i,
+                        leader_id=1,
+                        leader_epoch=0,
+                        replica_nodes=[1],
+                        isr_nodes=[1],
+                        offline_replicas=[],
+                    )
+                    for i in range(4)
+                ],
+            )
+        ],
     ),
 }
 _ENCODED: dict[tuple[int, int], bytearray] = {}

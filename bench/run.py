@@ -4,7 +4,8 @@ Every measurement runs kmock as a separate `kmock serve` process and, where one 
 its reference side by side in the same run, repetitions interleaved, medians reported
 (this machine is shared and noisy). Targets are reported with a met / not met column,
 never asserted. BENCH_QUICK=1: smaller counts and fewer repetitions (a smoke run).
-BENCH_ONLY=1,3: run only those sections (development; RESULTS.md then says so).
+BENCH_ONLY=1,3: run only those sections (development; RESULTS.md then says so); with
+BENCH_APPEND=1 as well, their report is added at the end of RESULTS.md instead of replacing it.
 See bench/README.md for what each number means.
 """
 
@@ -142,6 +143,14 @@ P = {  # parameters: (full, quick)
     "pipeline_timeout_s": (420, 240),
     "sync_trips": (500, 100),
     "sync_reps": (3, 1),
+    # §9, side by side with Tansu and the floors
+    "sbs_reps": (3, 1),
+    "sbs_trips": (500, 200),
+    "sbs_group_reps": (2, 1),
+    "sbs_conns": ([1, 32, 1000], [1, 32, 1000]),
+    "sbs_warmup_s": (1.0, 0.3),
+    "sbs_duration_s": (5.0, 1.5),
+    "sbs_rss_produce": ((10240, 30_000), (10240, 10_000)),
     "controls_conns": (16, 16),
     "controls_duration_s": (3.0, 1.5),
     "controls_warmup_s": (0.5, 0.3),
@@ -1103,6 +1112,15 @@ interleaved, medians; target: the default no slower than strict.
 {table(SYNC_TRIP_HEADER, rows)}""")
 
 
+# --- 9. side by side with Tansu and the floors --------------------------------------------
+
+
+def bench_side_by_side(rep: Report) -> None:
+    import side_by_side
+
+    side_by_side.report(side_by_side.run(p, log), rep, table)
+
+
 # --- 8. test controls, unused ------------------------------------------------------------
 
 # kmock servers of §8: without the admin endpoint (no journal: kmock serve's default), with
@@ -1205,6 +1223,7 @@ SECTIONS = [
     ("6", "Metadata x1000", bench_metadata),
     ("7", "pipeline", bench_pipeline),
     ("8", "sync round trip", bench_sync_round_trip),
+    ("9", "side by side", bench_side_by_side),
     ("10", "controls, unused", bench_controls),
 ]
 
@@ -1220,13 +1239,25 @@ def invocation() -> str:
     )
     env = " ".join(
         f"{k}={shlex.quote(os.environ[k])}"
-        for k in ("BENCH_QUICK", "BENCH_ONLY")
+        for k in ("BENCH_QUICK", "BENCH_ONLY", "BENCH_APPEND")
         if os.environ.get(k)
     )
     env = env + " " if env else ""
     if os.environ.get("MAKELEVEL"):
         return f"`{env}make bench` (which ran `{script}`)"
     return f"`{env}{script}`"
+
+
+def _appended(old: str, only: set[str], text: str) -> str:
+    """RESULTS.md with a partial run's report (BENCH_ONLY + BENCH_APPEND=1) added at its end,
+    under a marker naming its sections; an earlier block of the same sections is replaced.
+    The full run's report above it stays as it was."""
+    marker = f"<!-- appended by a BENCH_ONLY={','.join(sorted(only))} run -->"
+    old = old.split("\n" + marker, 1)[0].rstrip()
+    body = text.replace(
+        "# kmock benchmark results", "# Partial run: sections " + ", ".join(sorted(only)), 1
+    )
+    return f"{old}\n\n{marker}\n\n{body}"
 
 
 def main() -> int:
@@ -1275,6 +1306,10 @@ def main() -> int:
     for d in TMP.glob("nocache-*"):
         shutil.rmtree(d, ignore_errors=True)
     v = common.versions()
+    if not only or "9" in only:
+        from peers import tansu_version
+
+        v["tansu"] = tansu_version().replace("tansu ", "")
     machine = table(
         ["", ""],
         [
@@ -1293,7 +1328,11 @@ def main() -> int:
                 f"{platform.system()} {platform.release()}",
             ],
             ["load average before / after (1, 5, 15 min)", f"{load_before} / {load_after}"],
-            ["kmock", f"`{kmock_cmd} serve` ({v.pop('kmock')}), git {common.git_revision()}"],
+            [
+                "kmock",
+                f"`{kmock_cmd} serve` ({v.pop('kmock')}), this tree's code (PYTHONPATH), "
+                f"git {common.git_revision()}",
+            ],
             ["versions", ", ".join(f"{k} {val}" for k, val in v.items())],
         ],
     )
@@ -1311,6 +1350,8 @@ ratio = kmock / reference. Targets are reported, not asserted.
 {table(SUMMARY_HEADER, [list(r) for r in rep.summary])}
 {notes + chr(10) if notes else ""}
 {chr(10).join(rep.sections)}"""
+    if only and os.environ.get("BENCH_APPEND"):
+        text = _appended(RESULTS.read_text() if RESULTS.exists() else "", only, text)
     RESULTS.write_text(text)
     log(f"wrote {RESULTS} ({total:.0f} s)")
     return 0
