@@ -1,0 +1,262 @@
+"""PROTOBUF schemas: parsing and a documented subset of Confluent's compatibility rules.
+
+A schema is either what Confluent's serializers send, the base64 of a serialized
+FileDescriptorProto (read with the protobuf package's descriptor_pb2), or `.proto` text,
+read by the small parser below. The parser covers `syntax`, `package`, `import`, messages
+(nested), enums, fields with `optional`/`required`/`repeated` labels, `map<K, V>` fields,
+`oneof` blocks, and skips `option`, `reserved`, `extensions` and `service` blocks. Confluent
+parses the full grammar with Square's wire library; a `.proto` outside this subset is
+refused as invalid (42201) rather than guessed at.
+
+The model is, per message full name, its fields by number: (name, type, label).
+`check(reader, writer)` applies these rules of Confluent's ProtobufSchema diff:
+  * MESSAGE_REMOVED: a writer message the reader lacks;
+  * FIELD_KIND_CHANGED / FIELD_SCALAR_KIND_CHANGED: a field number whose type changed,
+    outside the wire-compatible groups {int32, uint32, int64, uint64, bool},
+    {sint32, sint64}, {string, bytes}, {fixed32, sfixed32}, {fixed64, sfixed64};
+  * FIELD_NAMED_TYPE_CHANGED: a message or enum field that now names another type;
+  * REQUIRED_FIELD_ADDED / REQUIRED_FIELD_REMOVED (proto2), and singular <-> repeated;
+Fields added, removed or renamed are compatible, as in Confluent.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from google.protobuf import descriptor_pb2
+from google.protobuf.message import DecodeError
+
+__all__ = ["ProtobufSchema", "canonical", "check", "parse"]
+
+Field = tuple[str, str, str]  # (name, type, label)
+
+COMPATIBLE_GROUPS = (
+    frozenset({"int32", "uint32", "int64", "uint64", "bool"}),
+    frozenset({"sint32", "sint64"}),
+    frozenset({"string", "bytes"}),
+    frozenset({"fixed32", "sfixed32"}),
+    frozenset({"fixed64", "sfixed64"}),
+)
+SCALARS = frozenset(
+    {
+        "double",
+        "float",
+        "int32",
+        "int64",
+        "uint32",
+        "uint64",
+        "sint32",
+        "sint64",
+        "fixed32",
+        "fixed64",
+        "sfixed32",
+        "sfixed64",
+        "bool",
+        "string",
+        "bytes",
+    }
+)
+_TYPE_NAMES = {
+    v: k.removeprefix("TYPE_").lower() for k, v in descriptor_pb2.FieldDescriptorProto.Type.items()
+}
+_LABELS = {
+    descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL: "optional",
+    descriptor_pb2.FieldDescriptorProto.LABEL_REQUIRED: "required",
+    descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED: "repeated",
+}
+_BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[A-Za-z_][\w.]*|-?\d[\w.]*|\.[\w.]+|\S'
+)
+
+
+class ProtobufSchema:
+    def __init__(self, text: str, messages: dict[str, dict[int, Field]], imports: list[str]):
+        self.text = text
+        self.messages = messages
+        self.imports = imports
+
+
+def parse(text: str, references: list[str]) -> ProtobufSchema:
+    """Raises:
+    ValueError: neither a FileDescriptorProto in base64 nor `.proto` text of the subset.
+    """
+    stripped = text.strip()
+    if stripped and _BASE64.match(stripped) and not stripped.startswith("syntax"):
+        try:
+            fdp = descriptor_pb2.FileDescriptorProto.FromString(
+                base64.b64decode(stripped, validate=False)
+            )
+        except (binascii.Error, DecodeError) as e:
+            raise ValueError(f"Invalid schema {text!r}: {e}") from e
+        messages: dict[str, dict[int, Field]] = {}
+        prefix = f".{fdp.package}" if fdp.package else ""
+        for m in fdp.message_type:
+            _from_descriptor(m, prefix, messages)
+        if not messages and not fdp.enum_type and not fdp.name:
+            raise ValueError(f"Invalid schema {text!r}: an empty file descriptor")
+        return ProtobufSchema(stripped, messages, list(fdp.dependency))
+    try:
+        return _parse_text(stripped)
+    except IndexError as e:
+        raise ValueError(f"Invalid schema {text!r}: ends in the middle of a statement") from e
+
+
+def canonical(schema: ProtobufSchema) -> str:
+    return schema.text
+
+
+def _from_descriptor(
+    m: descriptor_pb2.DescriptorProto, prefix: str, out: dict[str, dict[int, Field]]
+) -> None:
+    name = f"{prefix}.{m.name}"
+    out[name] = {
+        f.number: (
+            f.name,
+            f.type_name.rpartition(".")[2] if f.type_name else _TYPE_NAMES[f.type],
+            _LABELS[f.label] if not f.proto3_optional else "optional",
+        )
+        for f in m.field
+    }
+    for nested in m.nested_type:
+        if not nested.options.map_entry:
+            _from_descriptor(nested, name, out)
+
+
+def _parse_text(text: str) -> ProtobufSchema:
+    # comments out, then a token stream
+    source = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+    tokens = _TOKEN.findall(source)
+    messages: dict[str, dict[int, Field]] = {}
+    imports: list[str] = []
+    pos = 0
+    package = ""
+
+    def fail(why: str) -> ValueError:
+        return ValueError(f"Invalid schema {text!r}: {why} (token {pos})")
+
+    def skip_statement(p: int) -> int:
+        depth = 0
+        while p < len(tokens):
+            t = tokens[p]
+            p += 1
+            if t == "{":
+                depth += 1
+            elif t == "}":
+                depth -= 1
+                if depth == 0:
+                    return p
+            elif t == ";" and depth == 0:
+                return p
+        raise fail("unterminated statement")
+
+    def message(p: int, prefix: str) -> int:
+        if p + 1 >= len(tokens) or tokens[p + 1] != "{":
+            raise fail("a message needs a name and a body")
+        name = f"{prefix}.{tokens[p]}"
+        fields: dict[int, Field] = {}
+        messages[name] = fields
+        p += 2
+        in_oneof = 0
+        while p < len(tokens):
+            t = tokens[p]
+            if t == "}":
+                if in_oneof:
+                    in_oneof -= 1
+                    p += 1
+                    continue
+                return p + 1
+            if t in ("message",):
+                p = message(p + 1, name)
+            elif t in ("enum", "option", "reserved", "extensions", "extend", "service"):
+                p = skip_statement(p)
+            elif t == "oneof":
+                if p + 2 >= len(tokens) or tokens[p + 2] != "{":
+                    raise fail("a oneof needs a name and a body")
+                in_oneof += 1
+                p += 3
+            elif t == ";":
+                p += 1
+            else:
+                label = "optional"
+                if t in ("optional", "required", "repeated"):
+                    label, p = t, p + 1
+                if tokens[p] == "map":
+                    # map < K , V > name = N ;
+                    if tokens[p + 1 : p + 2] != ["<"] or tokens[p + 3 : p + 4] != [","]:
+                        raise fail("malformed map field")
+                    ftype = f"map<{tokens[p + 2]},{tokens[p + 4]}>"
+                    p += 6
+                    label = "repeated"
+                else:
+                    ftype = tokens[p].rpartition(".")[2]
+                    p += 1
+                if p + 2 >= len(tokens) or tokens[p + 1] != "=":
+                    raise fail(f"expected 'name = number' after {ftype}")
+                fname, number = tokens[p], tokens[p + 2]
+                if not number.isdigit() or not re.match(r"^[A-Za-z_]\w*$", fname):
+                    raise fail(f"bad field {fname} = {number}")
+                fields[int(number)] = (fname, ftype, label)
+                p = skip_statement(p + 3 - 1) if tokens[p + 3] != ";" else p + 4
+        raise fail(f"message {name} is not closed")
+
+    while pos < len(tokens):
+        t = tokens[pos]
+        if t == "syntax" or t == "edition" or t == "option":
+            pos = skip_statement(pos)
+        elif t == "package":
+            package = tokens[pos + 1] if pos + 1 < len(tokens) else ""
+            pos = skip_statement(pos)
+        elif t == "import":
+            names = [x for x in tokens[pos + 1 : pos + 3] if x[:1] in "\"'"]
+            imports.extend(n[1:-1] for n in names)
+            pos = skip_statement(pos)
+        elif t == "message":
+            pos = message(pos + 1, f".{package}" if package else "")
+        elif t in ("enum", "service", "extend"):
+            pos = skip_statement(pos)
+        elif t == ";":
+            pos += 1
+        else:
+            raise fail(f"unexpected {t!r}")
+    if not messages and "enum" not in tokens:
+        raise ValueError(f"Invalid schema {text!r}: no message or enum")
+    return ProtobufSchema(text, messages, imports)
+
+
+def _message(error_type: str, where: str) -> str:
+    return f"{{errorType:'{error_type}', description:'at {where}'}}"
+
+
+def check(reader: ProtobufSchema, writer: ProtobufSchema) -> list[str]:
+    out: list[str] = []
+    for name, wfields in writer.messages.items():
+        rfields = reader.messages.get(name)
+        if rfields is None:
+            out.append(_message("MESSAGE_REMOVED", name))
+            continue
+        for number, (_, rtype, rlabel) in rfields.items():
+            if number not in wfields:
+                if rlabel == "required":
+                    out.append(_message("REQUIRED_FIELD_ADDED", f"{name}#{number}"))
+                continue
+            _, wtype, wlabel = wfields[number]
+            where = f"{name}#{number}"
+            if rtype != wtype:
+                if rtype in SCALARS and wtype in SCALARS:
+                    if not any(rtype in g and wtype in g for g in COMPATIBLE_GROUPS):
+                        out.append(_message("FIELD_SCALAR_KIND_CHANGED", where))
+                elif rtype in SCALARS or wtype in SCALARS:
+                    out.append(_message("FIELD_KIND_CHANGED", where))
+                else:
+                    out.append(_message("FIELD_NAMED_TYPE_CHANGED", where))
+            if (rlabel == "repeated") != (wlabel == "repeated"):
+                out.append(_message("FIELD_KIND_CHANGED", where))
+            elif (rlabel == "required") != (wlabel == "required"):
+                out.append(_message("REQUIRED_FIELD_CHANGED", where))
+        for number, (_, _, wlabel) in wfields.items():
+            if number not in rfields and wlabel == "required":
+                out.append(_message("REQUIRED_FIELD_REMOVED", f"{name}#{number}"))
+    return out
