@@ -30,7 +30,11 @@ def _setting_help(s: Setting) -> str:
 
 _METAVARS = {"int": "N", "long": "N", "boolean": "true|false", "list": "LIST"}
 # Shorter flags for kmock's own settings, beside the ones named after them.
-_SHORT_FLAGS = {"kmock.create.topics": "--create-topics", "kmock.durability": "--durability"}
+_SHORT_FLAGS = {
+    "kmock.create.topics": "--create-topics",
+    "kmock.durability": "--durability",
+    "kmock.schema.registry.port": "--schema-registry-port",
+}
 
 
 def register(sub: Any) -> None:
