@@ -45,7 +45,7 @@ import trio
 from protocol.errors import KafkaError
 from protocol.records import build_batch, decode_records, iter_batches, validate_batch
 from schemas import Registry, RegistryError, Write, decode_record
-from schemas.registry import parse_version
+from schemas.registry import SchemaVersion, parse_version
 
 log = logging.getLogger("broker.schema_registry_http")
 
@@ -332,7 +332,7 @@ async def _types(svc: SchemaRegistry, *, query: Any, body: Any) -> Any:
     return svc.registry.schema_types()
 
 
-def _by_id_body(sv: Any) -> dict[str, Any]:
+def _by_id_body(sv: SchemaVersion) -> dict[str, Any]:
     out = sv.body()
     for k in ("subject", "version", "id"):
         out.pop(k)

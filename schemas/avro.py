@@ -68,7 +68,10 @@ def parse(text: str, references: list[str]) -> AvroSchema:
     except (TypeError, KeyError, AttributeError) as e:
         # fastavro reports some malformed shapes (a field that is not an object) this way
         raise ValueError(f"malformed Avro schema: {e!r}") from e
-    _collect(obj, "", names)
+    try:
+        _collect(obj, "", names)
+    except (TypeError, AttributeError) as e:
+        raise ValueError(f"malformed Avro schema: {e!r}") from e
     return AvroSchema(obj, names)
 
 
@@ -86,6 +89,9 @@ def _collect(node: Any, ns: str, names: dict[str, Any]) -> None:
             _collect(branch, ns, names)
     elif isinstance(node, dict):
         t = node.get("type")
+        if t in ("record", "error") and not isinstance(node.get("fields"), list):
+            # Avro's Schema.parse: "Record has no fields"; fastavro lets it pass
+            raise ValueError(f"record {node.get('name')!r} has no fields")
         if t in NAMED and isinstance(node.get("name"), str):
             full = _fullname(node["name"], node.get("namespace", ns))
             names[full] = (node, full.rpartition(".")[0])
