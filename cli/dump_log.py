@@ -1,7 +1,8 @@
 """`kmock dump-log PATH`: decode log segments offline, without a broker.
 
 Like Kafka's kafka-dump-log: batches and records of a segment file, or of every segment in a
-partition directory; records of `__consumer_offsets` are decoded field by field.
+partition directory; records of `__consumer_offsets` are decoded field by field, those of the
+schema registry's `_schemas` shown as their JSON keys and values.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def register(sub: Any) -> None:
         help="decode log segments offline",
         description="Decode the batches and records of a segment file (<base offset>.log) "
         "or of every segment in a partition directory, without a broker. Records "
-        "of __consumer_offsets are decoded field by field.",
+        "of __consumer_offsets are decoded field by field; those of _schemas (the schema "
+        "registry's) are shown as their JSON keys and values.",
     )
     p.add_argument("path", type=Path)
     p.add_argument("--batches-only", action="store_true", help="do not print records")

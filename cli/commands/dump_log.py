@@ -81,7 +81,11 @@ def _member_fields(m: Any, protocol_type: str | None) -> dict[str, Any]:
     return fields
 
 
-def _record_fields(record: Any, offsets_topic: bool) -> dict[str, Any]:
+# The schema registry's topic (broker.schema_registry_http): keys and values are JSON.
+SCHEMAS_TOPIC = "_schemas"
+
+
+def _record_fields(record: Any, offsets_topic: bool | str) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "offset": record.offset,
         "timestamp": record.timestamp,
@@ -89,7 +93,14 @@ def _record_fields(record: Any, offsets_topic: bool) -> dict[str, Any]:
         "value_size": -1 if record.value is None else len(record.value),
         "headers": [[k, as_text(v)] for k, v in record.headers],
     }
-    if offsets_topic and record.key is not None:
+    if offsets_topic == SCHEMAS_TOPIC:
+        try:
+            fields["key"] = None if record.key is None else json.loads(record.key)
+            fields["value"] = None if record.value is None else json.loads(record.value)
+            return fields
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            fields["decode_error"] = f"not a {SCHEMAS_TOPIC} record: {e}"
+    elif offsets_topic and record.key is not None:
         try:
             key, value = decode_record(record.key, record.value)
         except DecodeError as e:
@@ -134,6 +145,10 @@ def _print_record_text(out: Output, r: dict[str, Any]) -> None:
         out.line(f"{head} decode error: {r['decode_error']}")
         return
     key, value = r["key"], r["value"]
+    if isinstance(key, dict) and "keytype" in key:  # _schemas: Confluent's JSON, as is
+        payload = "<tombstone>" if value is None else json.dumps(value, separators=(",", ":"))
+        out.line(f"{head} key: {json.dumps(key, separators=(',', ':'))} payload: {payload}")
+        return
     if isinstance(key, dict):
         out.line(f"{head} key: {key['type']} {_format_fields(key)}")
         if value is None:
@@ -151,7 +166,9 @@ def _print_record_text(out: Output, r: dict[str, Any]) -> None:
 def cmd_dump_log(args: argparse.Namespace, out: Output) -> int:
     files = _segments(args.path)
     directory = args.path if args.path.is_dir() else args.path.parent
-    offsets_topic = args.offsets_decoder or is_offsets_partition_dir(directory.name)
+    offsets_topic: bool | str = args.offsets_decoder or is_offsets_partition_dir(directory.name)
+    if not offsets_topic and directory.name.rpartition("-")[0] == SCHEMAS_TOPIC:
+        offsets_topic = SCHEMAS_TOPIC
     as_json = args.output == "json"
     documents = []
     with out.progress("decoding", sum(f.stat().st_size for f in files)) as advance:
@@ -179,7 +196,7 @@ def _dump_segment(
     out: Output,
     path: Path,
     args: argparse.Namespace,
-    offsets_topic: bool,
+    offsets_topic: bool | str,
     advance: Callable[[float], None],
 ) -> dict[str, Any]:
     """Decode one segment; prints it as text, or returns it as a JSON document."""
