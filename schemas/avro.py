@@ -76,7 +76,21 @@ def parse(text: str, references: list[str]) -> AvroSchema:
 
 
 def canonical(schema: AvroSchema) -> str:
-    return json.dumps(schema.obj, separators=(",", ":"))
+    return json.dumps(_collapse(schema.obj), separators=(",", ":"))
+
+
+def _collapse(node: Any) -> Any:
+    """{"type": "string"} as "string", everywhere: the same schema, as Avro prints it."""
+    if isinstance(node, list):
+        return [_collapse(n) for n in node]
+    if isinstance(node, dict):
+        if set(node) == {"type"} and node["type"] in PRIMITIVES:
+            return node["type"]
+        return {
+            k: _collapse(v) if k in ("type", "items", "values", "fields") else v
+            for k, v in node.items()
+        }
+    return node
 
 
 def _fullname(name: str, namespace: str) -> str:

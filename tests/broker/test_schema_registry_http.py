@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from broker.server import serve
+from protocol.records import build_batch
 from tests.cli.harness import cli
 from tests.conftest import broker_config
 
@@ -160,6 +161,15 @@ async def test_writes_are_records_in_schemas_and_a_restart_replays_them(tmp_path
                 ["JSON", "PROTOBUF", "AVRO"],
             )
             assert await http(address, "GET", "/schemas/ids/1/schema") == (200, json.loads(AVRO))
+            # what another producer might leave in _schemas: replay skips it, with a warning
+            foreign = [
+                (b"not json", b"x", (), 0),
+                (b'{"keytype":"SCHEMA","subject":"x","version":1,"magic":1}', b'{"id":5}', (), 0),
+                (b'{"keytype":"SOMETHING_NEWER","magic":0}', b"{}", (), 0),
+            ]
+            plog_end = plog.log_end_offset
+            b.topics.get("_schemas").partitions[0].append(build_batch(foreign), wall_ms=0)
+            assert plog.log_end_offset == plog_end + 3
             nursery.cancel_scope.cancel()
     async with trio.open_nursery() as nursery:
         b = await start(nursery, data_dir)
@@ -181,6 +191,10 @@ async def test_writes_are_records_in_schemas_and_a_restart_replays_them(tmp_path
     code, out, err = await cli("dump-log", str(data_dir / "_schemas-0"), "--output", "json")
     assert code == 0, err
     records = [r for batch in json.loads(out)["files"][0]["batches"] for r in batch["records"]]
+    assert [r["decode_error"] for r in records if "decode_error" in r] == [
+        "not a _schemas record: Expecting value: line 1 column 1 (char 0)"
+    ]
+    records = [r for r in records if "decode_error" not in r]
     assert records[0]["key"] == {"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}
     assert records[0]["value"]["id"] == 1
     assert {"keytype": "CONFIG", "subject": "s", "magic": 0} in [r["key"] for r in records]

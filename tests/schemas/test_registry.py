@@ -62,6 +62,17 @@ def test_ids_are_global_and_versions_per_subject() -> None:
     assert reg.register("a", {"schema": V1["schema"].replace(",", ", ")}) == Write({"id": 1})
 
 
+def test_avro_identity_ignores_whitespace_and_the_long_form_of_primitives() -> None:
+    reg = Registry()
+    assert applied(reg, reg.register("a", {"schema": '{"type": "string"}'})) == {"id": 1}
+    assert applied(reg, reg.register("b", {"schema": ' "string" '})) == {"id": 1}
+    assert reg.get_version("a", "1").schema == '"string"'  # as Avro prints it
+    long_form = avro_record(("a", "int", None))["schema"].replace('"int"', '{"type": "int"}')
+    assert applied(reg, reg.register("c", V1)) == applied(
+        reg, reg.register("d", {"schema": long_form})
+    )
+
+
 def test_backward_refuses_a_field_without_default_with_409() -> None:
     reg = Registry()
     applied(reg, reg.register("s", V1))
