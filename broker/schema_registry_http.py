@@ -12,7 +12,7 @@ Registry's REST API over the pure core in `schemas/`, stored in the `_schemas` t
     GET    /subjects/{s}/versions/{v}[/schema|/referencedby]
     DELETE /subjects/{s}[?permanent=true]           DELETE /subjects/{s}/versions/{v}[?permanent=]
     POST   /compatibility/subjects/{s}/versions[/{v}][?verbose=true]
-    GET|PUT /config[/{s}]   DELETE /config/{s}     GET|PUT /mode[/{s}]   DELETE /mode/{s}
+    GET|PUT|DELETE /config[/{s}]     GET|PUT /mode[/{s}]   DELETE /mode/{s}
     GET    /contexts                                ["."]
 
 Errors are Confluent's bodies, {"error_code": 40401, "message": "..."}, with its HTTP
@@ -159,12 +159,16 @@ class SchemaRegistry:
                 )
                 try:
                     partition.append(batch, wall_ms=wall_ms)
+                except (KafkaError, OSError) as e:
+                    raise RegistryError.store_error(str(e)) from e  # nothing was written
+                # In the log now, so in the state too: a replay would apply it all the same.
+                self.registry.apply(write)
+                try:
                     await self.broker.durability.wait_durable(
                         partition.log, partition.log.log_end_offset
                     )
-                except (KafkaError, OSError) as e:
+                except KafkaError as e:
                     raise RegistryError.store_error(str(e)) from e
-                self.registry.apply(write)
             return write.body
 
 
@@ -496,6 +500,7 @@ ROUTES: list[tuple[tuple[str, ...], tuple[str, ...], Callable[..., Any]]] = [
     (("POST",), ("compatibility", "subjects", "*", "versions", "*"), _compat),
     (("GET",), ("config",), _get_config),
     (("PUT",), ("config",), _put_config),
+    (("DELETE",), ("config",), _delete_config),
     (("GET",), ("config", "*"), _get_config),
     (("PUT",), ("config", "*"), _put_config),
     (("DELETE",), ("config", "*"), _delete_config),

@@ -107,6 +107,11 @@ class Registry:
     # using them is gone (Confluent answers /schemas/ids/{id} from its id cache the same way)
     _ids: dict[tuple[str, str, str], int] = field(default_factory=dict)
     _by_id: dict[int, SchemaVersion] = field(default_factory=dict)
+    # (type, text, references) -> identity of the stored versions: a schema is parsed when
+    # it is registered (or first replayed), not again when it is applied or compared
+    _identities: dict[tuple[str, str, tuple[tuple[str, str, int], ...]], str] = field(
+        default_factory=dict
+    )
 
     # --- replay ---------------------------------------------------------------------------
 
@@ -162,8 +167,13 @@ class Registry:
                     versions[n] = _deleted(sv)
 
     def _identity_of(self, sv: SchemaVersion) -> str:
+        cached = self._identities.get((sv.schema_type, sv.schema, sv.references))
+        if cached is not None:
+            return cached
         try:
-            return self._parse(sv.schema_type, sv.schema, sv.references, check_refs=False).identity
+            ident = self._parse(sv.schema_type, sv.schema, sv.references, check_refs=False).identity
+            self._identities[(sv.schema_type, sv.schema, sv.references)] = ident
+            return ident
         except RegistryError:
             return sv.schema  # replayed as written by another registry: compare as text
 
@@ -424,6 +434,7 @@ class Registry:
         sv = SchemaVersion(
             subject, version, schema_id, parsed.schema_type, parsed.text, parsed.references
         )
+        self._identities[(sv.schema_type, sv.schema, sv.references)] = parsed.identity
         return Write({"id": schema_id}, (sv.record(),))
 
     def _referenced(self, targets: list[SchemaVersion]) -> None:
@@ -500,7 +511,8 @@ class Registry:
         return Write({"compatibility": level}, (record,))
 
     def delete_config(self, subject: str | None) -> Write:
-        """DELETE /config[/{subject}]: the level that was set."""
+        """DELETE /config[/{subject}]: the level that was set (the global one falls back to
+        BACKWARD, the subject's to the global one)."""
         previous = self.get_config(subject, default_to_global=subject is None)
         return Write(previous, (SchemaRecord("CONFIG", subject, None, None),))
 

@@ -150,6 +150,12 @@ async def test_writes_are_records_in_schemas_and_a_restart_replays_them(tmp_path
             assert plog.flushed_offset >= plog.log_end_offset == 1  # fsynced before the answer
             await http(address, "POST", "/subjects/s/versions", {"schema": AVRO_V2})
             await http(address, "PUT", "/config/s", {"compatibility": "FULL"})
+            await http(address, "PUT", "/config", {"compatibility": "NONE"})
+            assert await http(address, "DELETE", "/config") == (200, {"compatibilityLevel": "NONE"})
+            assert await http(address, "GET", "/config") == (
+                200,
+                {"compatibilityLevel": "BACKWARD"},
+            )
             await http(address, "PUT", "/mode/s", {"mode": "READONLY"})
             assert (await http(address, "DELETE", "/subjects/s/versions/1"))[1]["error_code"] == (
                 42205
