@@ -137,5 +137,9 @@ class RegistryError(Exception):
         return cls(422, 42206, detail)
 
     @classmethod
+    def id_does_not_match(cls, detail: str) -> RegistryError:
+        return cls(422, 42207, detail)
+
+    @classmethod
     def store_error(cls, detail: str) -> RegistryError:
         return cls(500, 50001, f"Error in the backend data store - {detail}")

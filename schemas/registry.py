@@ -421,7 +421,7 @@ class Registry:
                 self._identity_of(other),
                 json.dumps(_references_json(other.references)),
             ):
-                raise RegistryError.operation_not_permitted(
+                raise RegistryError.id_does_not_match(
                     f"Overwrite new schema with id {want_id} is not permitted."
                 )
             schema_id = want_id

@@ -215,7 +215,7 @@ def test_modes() -> None:
     assert applied(reg, reg.register("s", body)) == {"id": 100}  # no compatibility check
     assert reg.get_version("s", "5").id == 100
     e = error(reg.register, "s", {**V3, "id": 100, "version": 6})
-    assert e.error_code == 42205  # id 100 is another schema
+    assert e.error_code == 42207  # id 100 is another schema
     applied(reg, reg.set_mode(None, {"mode": "READWRITE"}))
     assert error(reg.register, "s", {**V3, "id": 7}).error_code == 42205
     assert applied(reg, reg.register("s", V3)) == {"id": 101}
