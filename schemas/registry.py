@@ -103,8 +103,8 @@ class Registry:
     modes: dict[str | None, str] = field(default_factory=dict)
     max_id: int = 0
     replayed_records: int = 0
-    # (type, identity, references) -> id; ids keep their schema even when every version
-    # using them is gone (Confluent answers /schemas/ids/{id} from its id cache the same way)
+    # (type, identity, references) -> id, also after every version using the id is gone:
+    # registering the schema again brings its id back, and ids are never reused
     _ids: dict[tuple[str, str, str], int] = field(default_factory=dict)
     _by_id: dict[int, SchemaVersion] = field(default_factory=dict)
     # (type, text, references) -> identity of the stored versions: a schema is parsed when
@@ -149,7 +149,7 @@ class Registry:
             self.max_id = max(self.max_id, sv.id)
             key = (sv.schema_type, self._identity_of(sv), json.dumps(_references_json(refs)))
             self._ids.setdefault(key, sv.id)
-            self._by_id.setdefault(sv.id, sv)
+            self._by_id.setdefault(sv.id, sv)  # what an imported id already names
         elif record.keytype == "CONFIG":
             if v is None:
                 self.configs.pop(record.subject, None)
@@ -276,12 +276,14 @@ class Registry:
         return versions[n]
 
     def get_by_id(self, schema_id: int, subject: str | None = None) -> SchemaVersion:
-        sv = self._by_id.get(schema_id)
-        if sv is None or (
-            subject and not any(v.id == schema_id for v in self.subjects.get(subject, {}).values())
-        ):
-            raise RegistryError.schema_not_found(f"Schema {schema_id} not found")
-        return sv
+        """The schema of `schema_id` while a version (soft-deleted ones included) uses it, as
+        Confluent answers it; once every such version is deleted permanently, 40403."""
+        subjects = [subject] if subject else list(self.subjects)
+        for s in subjects:
+            for v in self.subjects.get(s, {}).values():
+                if v.id == schema_id:
+                    return v
+        raise RegistryError.schema_not_found(f"Schema {schema_id} not found")
 
     def subject_versions_of_id(
         self, schema_id: int, *, deleted: bool = False

@@ -193,7 +193,13 @@ def test_soft_then_hard_deletes() -> None:
     log.append(reg.delete_subject("s", permanent=True))
     assert applied(reg, log[-1]) == [1, 2, 3]
     assert reg.list_subjects(deleted=True) == []
-    assert reg.get_by_id(1).schema  # ids outlive their versions
+    assert error(reg.get_by_id, 1).error_code == 40403  # no version uses it any more
+    log.append(reg.register("again", V1))
+    assert applied(reg, log[-1]) == {"id": 1}  # the same schema gets its id back
+    log.append(reg.delete_subject("again"))
+    reg.apply(log[-1])
+    log.append(reg.delete_subject("again", permanent=True))
+    reg.apply(log[-1])
     again = replayed(reg, log)
     assert again.subjects == {}
     assert again.max_id == 2
