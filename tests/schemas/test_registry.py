@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemas import Registry, RegistryError, Write, decode_record
 
@@ -294,3 +296,85 @@ def test_record_format_is_confluents() -> None:
     cfg = reg.set_config(None, {"compatibility": "full"}).records[0]
     assert cfg.key_bytes() == b'{"keytype":"CONFIG","subject":null,"magic":0}'
     assert cfg.value_bytes() == b'{"compatibilityLevel":"FULL"}'
+
+
+JSON_OBJ = {"schema": '{"type": "object"}', "schemaType": "JSON"}
+OPERATIONS = st.sampled_from(
+    [
+        ("register", V1),
+        ("register", V2),
+        ("register", V3),
+        ("register", NO_DEFAULT),
+        ("register", JSON_OBJ),
+        ("delete_version", "1"),
+        ("delete_version", "latest"),
+        ("hard_delete_version", "1"),
+        ("delete_subject", None),
+        ("hard_delete_subject", None),
+        ("config", "NONE"),
+        ("config", "FULL_TRANSITIVE"),
+        ("mode", "READONLY"),
+        ("mode", "READWRITE"),
+    ]
+)
+
+
+def _operation(reg: Registry, subject: str, op: str, arg: Any) -> Write:
+    if op == "register":
+        return reg.register(subject, arg)
+    if op in ("delete_version", "hard_delete_version"):
+        return reg.delete_version(subject, arg, permanent=op.startswith("hard"))
+    if op in ("delete_subject", "hard_delete_subject"):
+        return reg.delete_subject(subject, permanent=op.startswith("hard"))
+    if op == "config":
+        return reg.set_config(subject, {"compatibility": arg})
+    return reg.set_mode(subject, {"mode": arg})
+
+
+def _check_effect(reg: Registry, subject: str, op: str, arg: Any, write: Write) -> None:
+    """What the state says after an operation that was accepted."""
+    if op == "register":
+        assert reg.lookup(subject, arg).id == write.body["id"]
+    elif op == "delete_version":
+        live = reg.list_versions(subject) if subject in reg.list_subjects() else []
+        assert write.body not in live
+        assert write.body in reg.list_versions(subject, deleted=True)
+    elif op == "hard_delete_version":
+        assert write.body not in reg.subjects.get(subject, {})
+    elif op == "delete_subject":
+        assert subject not in reg.list_subjects()
+        assert subject in reg.list_subjects(deleted=True)
+    elif op == "hard_delete_subject":
+        assert subject not in reg.list_subjects(deleted=True)
+    elif op == "config":
+        assert reg.get_config(subject) == {"compatibilityLevel": arg}
+    else:
+        assert reg.get_mode(subject) == {"mode": arg}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), OPERATIONS), max_size=25))
+def test_replaying_the_records_of_any_session_rebuilds_its_state(ops: list[Any]) -> None:
+    reg = Registry()
+    log: list[Write] = []
+    refused: set[int] = set()
+    for subject, (op, arg) in ops:
+        try:
+            write = _operation(reg, subject, op, arg)
+        except RegistryError as e:
+            refused.add(e.http_status)
+            continue
+        reg.apply(write)
+        log.append(write)
+        _check_effect(reg, subject, op, arg, write)
+    assert refused <= {404, 409, 422}
+    again = replayed(reg, log)
+    assert again.subjects == reg.subjects
+    assert again.configs == reg.configs
+    assert again.modes == reg.modes
+    assert again.max_id == reg.max_id
+    # ids stay global: one id per distinct schema text and type
+    seen: dict[int, tuple[str, str]] = {}
+    for versions in reg.subjects.values():
+        for v in versions.values():
+            assert seen.setdefault(v.id, (v.schema_type, v.schema)) == (v.schema_type, v.schema)
