@@ -246,3 +246,35 @@ async def test_kmock_schemas_cli(nursery: trio.Nursery, tmp_path: Any) -> None:
         code, out, err = await cli("schemas", "list", "--url", "http://127.0.0.1:1")
         assert code == 1
         assert "cannot reach the schema registry" in err
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\x00\x01\x02\r\n\r\n",
+        b"GET / HTTP/2\r\n\r\n",
+        b"GET /subjects HTTP/1.1\r\nno colon here\r\n\r\n",
+        b"POST /subjects/s/versions HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+        b"POST /subjects/s/versions HTTP/1.1\r\nContent-Length: 10\r\n\r\nshort",
+        b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n",
+        b"GET /subjects HTTP/1.1\r\n",  # the head never ends
+    ],
+)
+async def test_hostile_requests_get_an_answer_or_a_close_and_the_registry_serves_on(
+    nursery: trio.Nursery, tmp_path: Any, garbage: bytes
+) -> None:
+    b = await start(nursery, tmp_path / "data")
+    address = b.schema_registry_address
+    with trio.fail_after(SCENARIO_S):
+        stream = await trio.open_tcp_stream(*address)
+        async with stream:
+            await stream.send_all(garbage)
+            await stream.send_eof()
+            data = b""
+            while chunk := await stream.receive_some(65536):
+                data += chunk
+        assert data == b"" or data.split(b" ")[1] in (b"400", b"431"), data[:80]
+        assert await http(address, "POST", "/subjects/s/versions", {"schema": AVRO}) == (
+            200,
+            {"id": 1},
+        )
