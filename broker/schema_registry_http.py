@@ -184,7 +184,12 @@ async def serve_schema_registry(
     await service.load()
     host = broker.config["kmock.schema.registry.host"]
     port = broker.config["kmock.schema.registry.port"]
-    listeners = await trio.open_tcp_listeners(port, host=host or None)
+    try:
+        listeners = await trio.open_tcp_listeners(port, host=host or None)
+    except OSError as e:
+        raise OSError(
+            e.errno, f"kmock.schema.registry.port {host}:{port}: {e.strerror or e}"
+        ) from e
     sockname = listeners[0].socket.getsockname()
     broker.schema_registry_address = (sockname[0], sockname[1])
     log.info("schema registry on http://%s:%d", *broker.schema_registry_address)

@@ -115,3 +115,14 @@ def test_schema_registry_option_of_the_fixture(pytester):
     pytester.makepyfile(test_registry=SCHEMA_REGISTRY_SUITE)
     result = pytester.runpytest_inprocess(*plugin_args(), "-p", "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+def test_a_taken_schema_registry_port_names_the_setting(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        broker = KmockBroker(tmp_path, {"kmock.schema.registry.port": port})
+        with pytest.raises(OSError, match=f"kmock.schema.registry.port 127.0.0.1:{port}: "):
+            broker.start()
+    assert not broker.running
