@@ -352,7 +352,7 @@ def _check_effect(reg: Registry, subject: str, op: str, arg: Any, write: Write) 
         assert reg.get_mode(subject) == {"mode": arg}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["a", "b"]), OPERATIONS), max_size=25))
 def test_replaying_the_records_of_any_session_rebuilds_its_state(ops: list[Any]) -> None:
     reg = Registry()
