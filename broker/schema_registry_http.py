@@ -356,8 +356,14 @@ async def _types(svc: SchemaRegistry, *, query: Any, body: Any) -> Any:
     return svc.registry.schema_types()
 
 
-def _by_id_body(sv: SchemaVersion) -> dict[str, Any]:
+def _body(svc: SchemaRegistry, sv: SchemaVersion, query: dict[str, str]) -> dict[str, Any]:
     out = sv.body()
+    out["schema"] = svc.registry.schema_text(sv, query.get("format"))
+    return out
+
+
+def _by_id_body(svc: SchemaRegistry, sv: SchemaVersion, query: dict[str, str]) -> dict[str, Any]:
+    out = _body(svc, sv, query)
     for k in ("subject", "version", "id"):
         out.pop(k)
     return out
@@ -371,16 +377,19 @@ async def _schemas(svc: SchemaRegistry, *, query: Any, body: Any) -> Any:
         versions = reg.list_versions(subject, deleted=deleted)
         if _flag(query, "latestOnly"):
             versions = versions[-1:]
-        out += [reg.get_version(subject, str(v), deleted=deleted).body() for v in versions]
+        out += [
+            _body(svc, reg.get_version(subject, str(v), deleted=deleted), query) for v in versions
+        ]
     return out
 
 
 async def _schema_by_id(svc: SchemaRegistry, sid: str, *, query: Any, body: Any) -> Any:
-    return _by_id_body(svc.registry.get_by_id(_schema_id(sid), query.get("subject")))
+    return _by_id_body(svc, svc.registry.get_by_id(_schema_id(sid), query.get("subject")), query)
 
 
 async def _schema_text_by_id(svc: SchemaRegistry, sid: str, *, query: Any, body: Any) -> Any:
-    return svc.registry.get_by_id(_schema_id(sid), query.get("subject")).schema.encode()
+    sv = svc.registry.get_by_id(_schema_id(sid), query.get("subject"))
+    return svc.registry.schema_text(sv, query.get("format")).encode()
 
 
 async def _subjects_of_id(svc: SchemaRegistry, sid: str, *, query: Any, body: Any) -> Any:
@@ -419,13 +428,14 @@ async def _register(svc: SchemaRegistry, subject: str, *, query: Any, body: Any)
 
 
 async def _version(svc: SchemaRegistry, subject: str, v: str, *, query: Any, body: Any) -> Any:
-    return svc.registry.get_version(subject, v, deleted=_flag(query, "deleted")).body()
+    return _body(svc, svc.registry.get_version(subject, v, deleted=_flag(query, "deleted")), query)
 
 
 async def _version_schema(
     svc: SchemaRegistry, subject: str, v: str, *, query: Any, body: Any
 ) -> Any:
-    return svc.registry.get_version(subject, v, deleted=_flag(query, "deleted")).schema.encode()
+    sv = svc.registry.get_version(subject, v, deleted=_flag(query, "deleted"))
+    return svc.registry.schema_text(sv, query.get("format")).encode()
 
 
 async def _referenced_by(

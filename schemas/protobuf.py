@@ -28,7 +28,7 @@ import re
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
-__all__ = ["ProtobufSchema", "canonical", "check", "parse"]
+__all__ = ["ProtobufSchema", "canonical", "check", "parse", "to_proto_text"]
 
 Field = tuple[str, str, str]  # (name, type, label)
 
@@ -73,10 +73,17 @@ _TOKEN = re.compile(
 
 
 class ProtobufSchema:
-    def __init__(self, text: str, messages: dict[str, dict[int, Field]], imports: list[str]):
+    def __init__(
+        self,
+        text: str,
+        messages: dict[str, dict[int, Field]],
+        imports: list[str],
+        descriptor: descriptor_pb2.FileDescriptorProto | None = None,
+    ):
         self.text = text
         self.messages = messages
         self.imports = imports
+        self.descriptor = descriptor  # when given as a base64 FileDescriptorProto
 
 
 def parse(text: str, references: list[str]) -> ProtobufSchema:
@@ -97,7 +104,7 @@ def parse(text: str, references: list[str]) -> ProtobufSchema:
             _from_descriptor(m, prefix, messages)
         if not messages and not fdp.enum_type and not fdp.name:
             raise ValueError(f"Invalid schema {text!r}: an empty file descriptor")
-        return ProtobufSchema(stripped, messages, list(fdp.dependency))
+        return ProtobufSchema(stripped, messages, list(fdp.dependency), fdp)
     try:
         return _parse_text(stripped)
     except IndexError as e:
@@ -112,10 +119,19 @@ def _from_descriptor(
     m: descriptor_pb2.DescriptorProto, prefix: str, out: dict[str, dict[int, Field]]
 ) -> None:
     name = f"{prefix}.{m.name}"
+    entries = {n.name: n for n in m.nested_type if n.options.map_entry}
+
+    def type_of(f: descriptor_pb2.FieldDescriptorProto) -> str:
+        short = str(f.type_name).rpartition(".")[2]
+        if f.type_name and short in entries:  # a map field, as `.proto` text writes it
+            key, value = entries[short].field[0], entries[short].field[1]
+            return f"map<{type_of(key)},{type_of(value)}>"
+        return short if f.type_name else _TYPE_NAMES[f.type]
+
     out[name] = {
         f.number: (
             f.name,
-            f.type_name.rpartition(".")[2] if f.type_name else _TYPE_NAMES[f.type],
+            type_of(f),
             _LABELS[f.label] if not f.proto3_optional else "optional",
         )
         for f in m.field
@@ -260,3 +276,72 @@ def check(reader: ProtobufSchema, writer: ProtobufSchema) -> list[str]:
             if number not in rfields and wlabel == "required":
                 out.append(_message("REQUIRED_FIELD_REMOVED", f"{name}#{number}"))
     return out
+
+
+# --- FileDescriptorProto -> .proto text ----------------------------------------------------
+
+
+def to_proto_text(fdp: descriptor_pb2.FileDescriptorProto) -> str:
+    """The `.proto` text of a descriptor, as Confluent answers a schema registered in base64
+    when no `format=serialized` is asked for. Field options other than the label are left
+    out (Confluent prints them); names of message and enum types are fully qualified."""
+    syntax = fdp.syntax or "proto2"
+    out = [f'syntax = "{syntax}";']
+    if fdp.package:
+        out.append(f"package {fdp.package};")
+    out += [f'import "{dep}";' for dep in fdp.dependency]
+    for m in fdp.message_type:
+        _render_message(m, syntax, out, "")
+    for e in fdp.enum_type:
+        _render_enum(e, out, "")
+    return "\n".join(out) + "\n"
+
+
+def _render_enum(e: descriptor_pb2.EnumDescriptorProto, out: list[str], indent: str) -> None:
+    out.append(f"{indent}enum {e.name} {{")
+    out += [f"{indent}  {v.name} = {v.number};" for v in e.value]
+    out.append(f"{indent}}}")
+
+
+def _field_type(f: descriptor_pb2.FieldDescriptorProto) -> str:
+    return str(f.type_name) if f.type_name else _TYPE_NAMES[f.type]
+
+
+def _render_message(
+    m: descriptor_pb2.DescriptorProto, syntax: str, out: list[str], indent: str
+) -> None:
+    out.append(f"{indent}message {m.name} {{")
+    inner = indent + "  "
+    entries = {n.name: n for n in m.nested_type if n.options.map_entry}
+    oneofs_done: set[int] = set()
+    for f in m.field:
+        entry = entries.get(f.type_name.rpartition(".")[2]) if f.type_name else None
+        if entry is not None and f.label == descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED:
+            key, value = entry.field[0], entry.field[1]
+            out.append(
+                f"{inner}map<{_field_type(key)}, {_field_type(value)}> {f.name} = {f.number};"
+            )
+            continue
+        if f.HasField("oneof_index") and not f.proto3_optional:
+            if f.oneof_index in oneofs_done:
+                continue
+            oneofs_done.add(f.oneof_index)
+            out.append(f"{inner}oneof {m.oneof_decl[f.oneof_index].name} {{")
+            out += [
+                f"{inner}  {_field_type(g)} {g.name} = {g.number};"
+                for g in m.field
+                if g.HasField("oneof_index") and g.oneof_index == f.oneof_index
+            ]
+            out.append(f"{inner}}}")
+            continue
+        label = _LABELS[f.label]
+        if syntax == "proto3" and not f.proto3_optional and label == "optional":
+            label = ""
+        prefix = f"{label} " if label else ""
+        out.append(f"{inner}{prefix}{_field_type(f)} {f.name} = {f.number};")
+    for nested in m.nested_type:
+        if not nested.options.map_entry:
+            _render_message(nested, syntax, out, inner)
+    for e in m.enum_type:
+        _render_enum(e, out, inner)
+    out.append(f"{indent}}}")

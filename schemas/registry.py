@@ -320,6 +320,19 @@ class Registry:
             and self._identity_of(sv) == parsed.identity
         )
 
+    def schema_text(self, sv: SchemaVersion, fmt: str | None = None) -> str:
+        """The schema as answered: a PROTOBUF schema registered as a base64 descriptor is
+        answered as `.proto` text unless `fmt` is "serialized" (Confluent's `format`)."""
+        if sv.schema_type != "PROTOBUF" or fmt == "serialized":
+            return sv.schema
+        try:
+            parsed = protobuf.parse(sv.schema, [])
+        except ValueError:
+            return sv.schema
+        if parsed.descriptor is None:
+            return sv.schema
+        return protobuf.to_proto_text(parsed.descriptor)
+
     def compatibility(self, subject: str | None) -> str:
         if subject is not None and subject in self.configs:
             return self.configs[subject]

@@ -171,6 +171,17 @@ def test_protobuf_serde_roundtrip_evolution_and_409(registry: KmockBroker) -> No
     assert _roundtrip(registry, topic, serializer, deserializer, values) == values
 
     subject = f"{topic}-value"
+    # the serializer registered a base64 descriptor: answered as .proto text unless asked
+    # for format=serialized, as Confluent answers
+    url = f"{registry.schema_registry_url}/subjects/{subject}/versions/1"
+    status, as_text = _http("GET", url)
+    assert status == 200
+    assert as_text["schema"].startswith('syntax = "proto3";\npackage kmocktest;\n')
+    assert "  int64 id = 1;\n" in as_text["schema"]
+    status, serialized = _http("GET", url + "?format=serialized")
+    assert (
+        serialized["schema"] == client.get_version(subject, 1, fmt="serialized").schema.schema_str
+    )
     evolved = _order_class(extra_field="note")
     ProtobufSerializer(evolved, client, {"use.deprecated.format": False})(
         evolved(id=9, item="x", note="n"), SerializationContext(topic, MessageField.VALUE)

@@ -238,3 +238,69 @@ def test_protobuf_file_descriptor_in_base64_as_confluent_serializers_send_it() -
 def test_protobuf_malformed_schemas_raise_value_error(text: str) -> None:
     with pytest.raises(ValueError, match=r"\S"):  # with a message saying why
         protobuf.parse(text, [])
+
+
+def test_a_descriptor_prints_as_proto_text_that_parses_to_the_same_model() -> None:
+    f = descriptor_pb2.FieldDescriptorProto
+    entry = descriptor_pb2.DescriptorProto(
+        name="CountsEntry",
+        field=[
+            f(name="key", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL),
+            f(name="value", number=2, type=f.TYPE_INT32, label=f.LABEL_OPTIONAL),
+        ],
+        options=descriptor_pb2.MessageOptions(map_entry=True),
+    )
+    line = descriptor_pb2.DescriptorProto(
+        name="Line", field=[f(name="qty", number=1, type=f.TYPE_INT32, label=f.LABEL_OPTIONAL)]
+    )
+    order = descriptor_pb2.DescriptorProto(
+        name="Order",
+        field=[
+            f(name="id", number=1, type=f.TYPE_INT64, label=f.LABEL_OPTIONAL),
+            f(name="tags", number=3, type=f.TYPE_STRING, label=f.LABEL_REPEATED),
+            f(
+                name="counts",
+                number=4,
+                type=f.TYPE_MESSAGE,
+                label=f.LABEL_REPEATED,
+                type_name=".shop.Order.CountsEntry",
+            ),
+            f(name="card", number=5, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL, oneof_index=0),
+            f(name="iban", number=6, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL, oneof_index=0),
+            f(
+                name="lines",
+                number=7,
+                type=f.TYPE_MESSAGE,
+                label=f.LABEL_REPEATED,
+                type_name=".shop.Order.Line",
+            ),
+            f(
+                name="kind",
+                number=8,
+                type=f.TYPE_ENUM,
+                label=f.LABEL_OPTIONAL,
+                type_name=".shop.Kind",
+            ),
+        ],
+        nested_type=[entry, line],
+        oneof_decl=[descriptor_pb2.OneofDescriptorProto(name="payment")],
+    )
+    kind = descriptor_pb2.EnumDescriptorProto(
+        name="Kind", value=[descriptor_pb2.EnumValueDescriptorProto(name="A", number=0)]
+    )
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="o.proto",
+        package="shop",
+        syntax="proto3",
+        dependency=["other.proto"],
+        message_type=[order],
+        enum_type=[kind],
+    )
+    text = protobuf.to_proto_text(fdp)
+    assert text.startswith('syntax = "proto3";\npackage shop;\nimport "other.proto";\n')
+    assert "  map<string, int32> counts = 4;\n" in text
+    assert "  oneof payment {\n    string card = 5;\n    string iban = 6;\n  }\n" in text
+    from_text = protobuf.parse(text, [])
+    from_descriptor = protobuf.parse(base64.b64encode(fdp.SerializeToString()).decode(), [])
+    assert from_text.messages == from_descriptor.messages
+    assert from_text.imports == ["other.proto"]
