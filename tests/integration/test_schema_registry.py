@@ -124,7 +124,7 @@ def test_json_serde_roundtrip_evolution_and_409(registry: KmockBroker) -> None:
     client = SchemaRegistryClient({"url": registry.schema_registry_url})
     topic = unique("orders")
     serializer = JSONSerializer(json.dumps(ORDER_JSON), client)
-    deserializer = JSONDeserializer(json.dumps(ORDER_JSON))
+    deserializer = JSONDeserializer(None, schema_registry_client=client)  # fetches it by id
     orders = [{"id": i, "item": f"thing {i}"} for i in range(3)]
     assert _roundtrip(registry, topic, serializer, deserializer, orders) == orders
 
