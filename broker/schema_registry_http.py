@@ -208,12 +208,17 @@ class _HttpError(Exception):
 
 async def _serve_one(service: SchemaRegistry, stream: trio.SocketStream) -> None:
     try:
+        status: int
+        body: Any
         with trio.move_on_after(REQUEST_TIMEOUT_S) as receiving:
             try:
                 request = await _receive_request(stream)
             except _HttpError as e:
                 request = None
                 status, body = e.status, {"error_code": e.status, "message": str(e)}
+            else:
+                if request is None:
+                    return  # closed before sending anything: nothing to answer
         if receiving.cancelled_caught:
             request = None
             status, body = 408, {"error_code": 408, "message": "request timeout"}
@@ -224,6 +229,10 @@ async def _serve_one(service: SchemaRegistry, stream: trio.SocketStream) -> None
             await stream.send_all(_response(status, payload))
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
         pass  # the client went away; a write it asked for is applied all the same
+    except Exception:
+        # As broker.server._accept: one connection never takes the broker down; a bug, so
+        # say so loudly.
+        log.exception("schema registry connection crashed")
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()
