@@ -293,7 +293,10 @@ def _response(status: int, payload: bytes) -> bytes:
 
 
 async def _answer(service: SchemaRegistry, method: str, target: str, raw: bytes) -> tuple[int, Any]:
-    split = urllib.parse.urlsplit(target)
+    try:
+        split = urllib.parse.urlsplit(target)
+    except ValueError:
+        return 400, {"error_code": 400, "message": "bad request target"}
     query = dict(urllib.parse.parse_qsl(split.query))
     segments = [urllib.parse.unquote(s) for s in split.path.strip("/").split("/") if s]
     allowed: set[str] = set()

@@ -259,6 +259,7 @@ async def test_kmock_schemas_cli(nursery: trio.Nursery, tmp_path: Any) -> None:
         b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n",
         b"GET /subjects HTTP/1.1\r\n",  # the head never ends
         b"",  # connected, closed
+        b"GET http://[::1/subjects HTTP/1.1\r\n\r\n",
     ],
 )
 async def test_hostile_requests_get_an_answer_or_a_close_and_the_registry_serves_on(
