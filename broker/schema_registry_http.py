@@ -341,6 +341,8 @@ def _json_body(raw: bytes) -> Any:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise RegistryError.bad_request(f"Unexpected character in the request body: {e}") from e
+    except RecursionError:
+        raise RegistryError.bad_request("The request body is nested too deeply") from None
 
 
 def _flag(query: dict[str, str], name: str) -> bool:

@@ -202,6 +202,8 @@ class Registry:
             ref_texts.append(sv.schema)
         try:
             obj = parse(text, ref_texts)
+        except RecursionError:
+            raise RegistryError.invalid_schema("Invalid schema: nested too deeply") from None
         except ValueError as e:
             raise RegistryError.invalid_schema(
                 f"Invalid schema {{schema={text}}}, details: {e}"
@@ -370,10 +372,13 @@ class Registry:
                 )
                 continue
             old = self._parse(sv.schema_type, sv.schema, sv.references, check_refs=False).obj
-            if level.startswith(("BACKWARD", "FULL")):
-                out += check(parsed.obj, old)
-            if level.startswith(("FORWARD", "FULL")):
-                out += check(old, parsed.obj)
+            try:
+                if level.startswith(("BACKWARD", "FULL")):
+                    out += check(parsed.obj, old)
+                if level.startswith(("FORWARD", "FULL")):
+                    out += check(old, parsed.obj)
+            except RecursionError:
+                out.append("{errorType:'NESTED_TOO_DEEPLY', description:'not checked'}")
             if out:
                 out.append(f"{{oldSchemaVersion: {sv.version}}}")
                 out.append(f"{{oldSchema: '{sv.schema}'}}")

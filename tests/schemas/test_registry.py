@@ -137,6 +137,7 @@ def test_transitive_checks_every_live_version_the_plain_level_only_the_latest() 
         ),
         ({"schema": '"int"', "references": "x"}, 422, 422),
         (["schema"], 422, 422),
+        ({"schema": '{"type": "array", "items": ' * 5000 + '"int"' + "}" * 5000}, 422, 42201),
     ],
 )
 def test_invalid_requests_change_nothing(body: Any, status: int, code: int) -> None:
