@@ -80,7 +80,16 @@ def test_avro_named_type_from_a_reference() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["{", '{"type": "recrd"}', '{"type": "record", "name": "R"}', "[1]", '"nope"']
+    "text",
+    [
+        "{",
+        '{"type": "recrd"}',
+        '{"type": "record", "name": "R"}',
+        "[1]",
+        '"nope"',
+        # a default that is not of its field's type (Confluent validates defaults too)
+        '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int", "default": "x"}]}',
+    ],
 )
 def test_avro_malformed_schemas_raise_value_error(text: str) -> None:
     with pytest.raises(ValueError, match=r"\S"):  # with a message saying why
