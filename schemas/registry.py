@@ -543,11 +543,8 @@ class Registry:
             raise RegistryError.invalid_mode(mode)
         mode = mode.upper()
         if mode == "IMPORT" and not force:
-            has = (
-                self.list_subjects()
-                if subject is None
-                else ([subject] if self.list_subjects(prefix=subject).count(subject) else [])
-            )
+            live = self.list_subjects()
+            has = live if subject is None else [s for s in live if s == subject]
             if has:
                 raise RegistryError.operation_not_permitted(
                     "Cannot import since found existing subjects"
