@@ -4,7 +4,7 @@ Registry's REST API over the pure core in `schemas/`, stored in the `_schemas` t
     GET    /                                        {}
     GET    /schemas/types                           ["JSON", "PROTOBUF", "AVRO"]
     GET    /schemas[?subjectPrefix=&deleted=&latestOnly=]
-    GET    /schemas/ids/{id}[?subject=]             {"schema", "schemaType"?, "references"?}
+    GET    /schemas/ids/{id}[?subject=&format=]     {"schema", "schemaType"?, "references"?}
     GET    /schemas/ids/{id}/schema                 the schema text
     GET    /schemas/ids/{id}/subjects|versions
     GET    /subjects[?deleted=&subjectPrefix=]      POST /subjects/{s}  (lookup)
@@ -24,9 +24,13 @@ Like broker/admin_http.py this is a small HTTP/1.1 server rather than a framewor
 request per connection (`Connection: close`), a head of at most MAX_HEAD_BYTES and a
 body of at most MAX_BODY_BYTES read within REQUEST_TIMEOUT_S. Writes are serialized by one
 lock: the core checks a write (in a worker thread, so schema parsing never blocks the event
-loop), its records are appended to `_schemas` (and fsynced first in kmock.durability=strict,
-broker.durability), then applied, then answered, as Confluent's KafkaStore waits for its
-own write to come back from the log before it answers.
+loop), its records are appended to `_schemas` and applied, and the answer goes out once they
+are in the log (fsynced, in kmock.durability=strict: broker.durability), as Confluent's
+KafkaStore waits for its own write to come back from the log before it answers.
+
+`format=serialized` (Confluent's query parameter) answers a PROTOBUF schema registered as a
+base64 FileDescriptorProto as registered; without it such a schema is answered as `.proto`
+text (schemas.protobuf.to_proto_text).
 """
 
 from __future__ import annotations
