@@ -317,8 +317,8 @@ async def _answer(service: SchemaRegistry, method: str, target: str, raw: bytes)
         except RegistryError as e:
             return e.http_status, e.body()
         except Exception:
-            # The one catch-all of this endpoint: a bug answers 500 (Confluent's 50001)
-            # instead of taking the broker down, and is logged at ERROR so tests notice.
+            # A bug in a handler answers 500 (Confluent's 50001) instead of leaving the
+            # client without an answer, and is logged at ERROR so tests notice.
             log.exception("schema registry: %s %s failed", method, target)
             return 500, RegistryError.store_error("internal error").body()
     if allowed:
