@@ -28,9 +28,9 @@ loop), its records are appended to `_schemas` and applied, and the answer goes o
 are in the log (fsynced, in kmock.durability=strict: broker.durability), as Confluent's
 KafkaStore waits for its own write to come back from the log before it answers.
 
-`format=serialized` (Confluent's query parameter) answers a PROTOBUF schema registered as a
-base64 FileDescriptorProto as registered; without it such a schema is answered as `.proto`
-text (schemas.protobuf.to_proto_text).
+A PROTOBUF schema is answered as `.proto` text, or with `format=serialized` (Confluent's
+query parameter) as a base64 FileDescriptorProto, however it was registered
+(Registry.schema_text).
 """
 
 from __future__ import annotations

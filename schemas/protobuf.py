@@ -17,6 +17,10 @@ The model is, per message full name, its fields by number: (name, type, label).
   * FIELD_NAMED_TYPE_CHANGED: a message or enum field that now names another type;
   * REQUIRED_FIELD_ADDED / REQUIRED_FIELD_REMOVED (proto2), and singular <-> repeated;
 Fields added, removed or renamed are compatible, as in Confluent.
+
+Confluent answers a Protobuf schema as `.proto` text, or as a base64 descriptor with
+`format=serialized`, whichever way it was registered: `to_proto_text` and `to_descriptor`
+convert between the two (for the subset above).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from typing import Any
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
@@ -345,3 +350,194 @@ def _render_message(
     for e in m.enum_type:
         _render_enum(e, out, inner)
     out.append(f"{indent}}}")
+
+
+# --- .proto text -> FileDescriptorProto ----------------------------------------------------
+
+_SCALAR_TYPES = {
+    name: getattr(descriptor_pb2.FieldDescriptorProto, f"TYPE_{name.upper()}") for name in SCALARS
+}
+_LABEL_OF = {
+    "optional": descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+    "required": descriptor_pb2.FieldDescriptorProto.LABEL_REQUIRED,
+    "repeated": descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED,
+}
+
+
+def to_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto:
+    """The FileDescriptorProto of `.proto` text of the subset `parse` reads, for
+    `format=serialized`: what protoc would write, with type names resolved by protobuf's
+    scoping rules (innermost scope first). A type defined in an imported file cannot be
+    told from here to be a message or an enum: it is taken for a message.
+
+    Raises:
+      ValueError: the text is outside the subset.
+    """
+    source = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+    tokens = _TOKEN.findall(source)
+    fdp = descriptor_pb2.FileDescriptorProto(name="schema.proto")
+    kinds: dict[str, int] = {}  # full name -> TYPE_MESSAGE | TYPE_ENUM
+    pending: list[tuple[str, descriptor_pb2.FieldDescriptorProto]] = []  # (scope, field)
+    pos = 0
+
+    def expect(p: int, token: str) -> int:
+        if p >= len(tokens) or tokens[p] != token:
+            raise ValueError(f"expected {token!r} at token {p}")
+        return p + 1
+
+    def skip(p: int) -> int:
+        depth = 0
+        while p < len(tokens):
+            t, p = tokens[p], p + 1
+            if t == "{":
+                depth += 1
+            elif t == "}":
+                depth -= 1
+                if depth == 0:
+                    return p
+            elif t == ";" and depth == 0:
+                return p
+        raise ValueError("unterminated statement")
+
+    def enum(p: int, scope: str, into: list[descriptor_pb2.EnumDescriptorProto]) -> int:
+        e = descriptor_pb2.EnumDescriptorProto(name=tokens[p])
+        kinds[f"{scope}.{e.name}"] = descriptor_pb2.FieldDescriptorProto.TYPE_ENUM
+        p = expect(p + 1, "{")
+        while tokens[p] != "}":
+            if tokens[p] in ("option", "reserved"):
+                p = skip(p)
+            elif tokens[p] == ";":
+                p += 1
+            else:
+                name, p = tokens[p], expect(p + 1, "=")
+                e.value.add(name=name, number=int(tokens[p]))
+                p = skip(p)
+        into.append(e)
+        return p + 1
+
+    def field(m: descriptor_pb2.DescriptorProto, p: int, scope: str, label: str) -> int:
+        f = m.field.add()
+        if tokens[p] == "map":
+            key, value = tokens[p + 2], tokens[p + 4]
+            p += 6
+            f.name, f.number = tokens[p], int(tokens[p + 2])
+            entry = m.nested_type.add(
+                name="".join(w.capitalize() for w in f.name.split("_")) + "Entry"
+            )
+            entry.options.map_entry = True
+            for number, (fname, ftype) in enumerate((("key", key), ("value", value)), 1):
+                ef = entry.field.add(name=fname, number=number, label=_LABEL_OF["optional"])
+                _set_type(ef, ftype, f"{scope}.{entry.name}", pending)
+            f.label = _LABEL_OF["repeated"]
+            f.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
+            f.type_name = f"{scope}.{entry.name}"
+        else:
+            ftype = tokens[p]
+            f.name, f.number = tokens[p + 1], int(tokens[p + 3])
+            expect(p + 2, "=")
+            f.label = _LABEL_OF[label]
+            _set_type(f, ftype, scope, pending)
+            p += 1
+        return skip(p + 2)
+
+    def message(p: int, scope: str, into: Any) -> int:
+        m = into.add(name=tokens[p])
+        full = f"{scope}.{m.name}"
+        kinds[full] = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
+        p = expect(p + 1, "{")
+        synthetic: list[descriptor_pb2.FieldDescriptorProto] = []
+        while tokens[p] != "}":
+            t = tokens[p]
+            if t == "message":
+                p = message(p + 1, full, m.nested_type)
+            elif t == "enum":
+                nested: list[descriptor_pb2.EnumDescriptorProto] = []
+                p = enum(p + 1, full, nested)
+                m.enum_type.extend(nested)
+            elif t in ("option", "reserved", "extensions", "extend"):
+                p = skip(p)
+            elif t == ";":
+                p += 1
+            elif t == "oneof":
+                index = len(m.oneof_decl)
+                m.oneof_decl.add(name=tokens[p + 1])
+                p = expect(p + 2, "{")
+                while tokens[p] != "}":
+                    if tokens[p] in ("option", ";"):
+                        p = skip(p) if tokens[p] == "option" else p + 1
+                        continue
+                    p = field(m, p, full, "optional")
+                    m.field[-1].oneof_index = index
+                p += 1
+            else:
+                label = "optional"
+                if t in _LABEL_OF:
+                    label, p = t, p + 1
+                p = field(m, p, full, label)
+                if t == "optional" and fdp.syntax == "proto3":
+                    synthetic.append(m.field[-1])
+        for f in synthetic:  # proto3 `optional`: a synthetic oneof each, after the real ones
+            f.proto3_optional = True
+            f.oneof_index = len(m.oneof_decl)
+            m.oneof_decl.add(name=f"_{f.name}")
+        return p + 1
+
+    try:
+        while pos < len(tokens):
+            t = tokens[pos]
+            if t == "syntax":
+                fdp.syntax = tokens[pos + 2].strip("\"'")
+                pos = skip(pos)
+            elif t == "package":
+                fdp.package = tokens[pos + 1]
+                pos = skip(pos)
+            elif t == "import":
+                fdp.dependency.extend(x[1:-1] for x in tokens[pos + 1 : pos + 3] if x[:1] in "\"'")
+                pos = skip(pos)
+            elif t == "message":
+                pos = message(pos + 1, f".{fdp.package}" if fdp.package else "", fdp.message_type)
+            elif t == "enum":
+                top: list[descriptor_pb2.EnumDescriptorProto] = []
+                pos = enum(pos + 1, f".{fdp.package}" if fdp.package else "", top)
+                fdp.enum_type.extend(top)
+            elif t == ";":
+                pos += 1
+            else:
+                pos = skip(pos)
+    except (IndexError, ValueError) as e:
+        raise ValueError(f"Invalid schema {text!r}: {e}") from e
+    for scope, f in pending:
+        _resolve_type(f, scope, kinds)
+    return fdp
+
+
+def _set_type(
+    f: descriptor_pb2.FieldDescriptorProto,
+    ftype: str,
+    scope: str,
+    pending: list[tuple[str, descriptor_pb2.FieldDescriptorProto]],
+) -> None:
+    if ftype in _SCALAR_TYPES:
+        f.type = _SCALAR_TYPES[ftype]
+    else:
+        f.type_name = ftype
+        pending.append((scope, f))
+
+
+def _resolve_type(
+    f: descriptor_pb2.FieldDescriptorProto, scope: str, kinds: dict[str, int]
+) -> None:
+    name = str(f.type_name)
+    if name.startswith("."):
+        candidates = [name]
+    else:
+        parts = scope.split(".")
+        candidates = [".".join([*parts[:i], name]) for i in range(len(parts), 0, -1)]
+        candidates.append(f".{name}")
+    for candidate in candidates:
+        if candidate in kinds:
+            f.type_name = candidate
+            f.type = kinds[candidate]
+            return
+    f.type_name = name if name.startswith(".") else f".{name}"
+    f.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE

@@ -19,6 +19,7 @@ _TRANSITIVE levels check against every live version, newest first; NONE checks n
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -323,12 +324,18 @@ class Registry:
         )
 
     def schema_text(self, sv: SchemaVersion, fmt: str | None = None) -> str:
-        """The schema as answered: a PROTOBUF schema registered as a base64 descriptor is
-        answered as `.proto` text unless `fmt` is "serialized" (Confluent's `format`)."""
-        if sv.schema_type != "PROTOBUF" or fmt == "serialized":
+        """The schema as answered (Confluent's `format`): a PROTOBUF schema is answered as
+        `.proto` text, or with `fmt` "serialized" as a base64 FileDescriptorProto, whichever
+        way it was registered."""
+        if sv.schema_type != "PROTOBUF":
             return sv.schema
         try:
             parsed = protobuf.parse(sv.schema, [])
+            if fmt == "serialized":
+                if parsed.descriptor is not None:
+                    return sv.schema
+                fdp = protobuf.to_descriptor(sv.schema)
+                return base64.b64encode(fdp.SerializeToString()).decode("ascii")
         except ValueError:
             return sv.schema
         if parsed.descriptor is None:

@@ -195,6 +195,53 @@ def test_protobuf_serde_roundtrip_evolution_and_409(registry: KmockBroker) -> No
     assert refused.value.http_status_code == 409
 
 
+ORDER_PROTO = """
+syntax = "proto3";
+package kmocktest;
+// an order, as a .proto file (what Java's serializer and `kmock schemas register` send)
+message Order {
+  int64 id = 1;
+  string item = 2;
+}
+"""
+
+
+@deadline(90)
+def test_protobuf_schema_registered_as_proto_text_serves_python_serdes(
+    registry: KmockBroker,
+) -> None:
+    topic = unique("proto-text")
+    # registered by another tool (a Java producer, `kmock schemas register`): this client's
+    # cache would otherwise hold the text for the id
+    status, body = _http(
+        "POST",
+        f"{registry.schema_registry_url}/subjects/{topic}-value/versions",
+        {"schema": ORDER_PROTO, "schemaType": "PROTOBUF"},
+    )
+    assert status == 200, body
+    schema_id = body["id"]
+    client = SchemaRegistryClient({"url": registry.schema_registry_url})
+    order = _order_class()
+    serializer = ProtobufSerializer(
+        order,
+        client,
+        {
+            "use.deprecated.format": False,
+            "auto.register.schemas": False,
+            "use.latest.version": True,
+        },
+    )
+    deserializer = ProtobufDeserializer(order, {"use.deprecated.format": False}, client)
+    values = [order(id=i, item=f"thing {i}") for i in range(3)]
+    assert _roundtrip(registry, topic, serializer, deserializer, values) == values
+    # the bytes carry the id of the text schema, which the registry serves as a descriptor
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    assert serializer(values[0], ctx)[1:5] == schema_id.to_bytes(4, "big")
+    fetched = client.get_schema(schema_id, fmt="serialized")
+    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(fetched.schema_str))
+    assert [f.name for f in fdp.message_type[0].field] == ["id", "item"]
+
+
 @deadline(90)
 def test_python_schema_registry_client(registry: KmockBroker) -> None:
     from schema_registry.client import SchemaRegistryClient as PsrClient

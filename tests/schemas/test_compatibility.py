@@ -313,3 +313,26 @@ def test_a_descriptor_prints_as_proto_text_that_parses_to_the_same_model() -> No
     from_descriptor = protobuf.parse(base64.b64encode(fdp.SerializeToString()).decode(), [])
     assert from_text.messages == from_descriptor.messages
     assert from_text.imports == ["other.proto"]
+
+
+def test_proto_text_becomes_a_descriptor_protobuf_loads() -> None:
+    from google.protobuf import descriptor_pool, message_factory, timestamp_pb2
+
+    text = PROTO_V1.replace("int64 id = 1;", "int64 id = 1;\n  google.protobuf.Timestamp at = 10;")
+    text = text.replace("string item = 2;", "optional string item = 2;\n  Kind kind = 11;")
+    fdp = protobuf.to_descriptor(text)
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(fdp)
+    order_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    order = order_cls(id=7, item="x", tags=["a"], card="c", kind=0)
+    order.counts["k"] = 3
+    order.lines.add(qty=2)
+    order.at.seconds = 5
+    again = order_cls.FromString(order.SerializeToString())
+    assert again == order
+    assert again.HasField("item")  # proto3 optional: presence
+    assert again.WhichOneof("payment") == "card"
+    # the same model as the text it came from
+    from_descriptor = protobuf.parse(base64.b64encode(fdp.SerializeToString()).decode(), [])
+    assert from_descriptor.messages == protobuf.parse(text, []).messages
