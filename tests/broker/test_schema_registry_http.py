@@ -243,6 +243,16 @@ async def test_kmock_schemas_cli(nursery: trio.Nursery, tmp_path: Any) -> None:
         code, out, err = await cli("schemas", "get", "s", "--url", url)
         assert code == 1
         assert err == "kmock: Subject 's' not found. (error 40401)\n"
+        proto = tmp_path / "order.proto"
+        proto.write_text('syntax = "proto3";\nmessage Order { int64 id = 1; }\n')
+        code, out, err = await cli("schemas", "register", "p", "--file", str(proto), "--url", url)
+        assert (code, out) == (0, "registered under p: id 2\n"), err
+        code, out, err = await cli("schemas", "get", "p", "--url", url)
+        assert out.startswith("# p v1 id 2 PROTOBUF\n")
+        code, out, err = await cli(
+            "schemas", "register", "q", "--schema", '"int"', "--reference", "bad", "--url", url
+        )
+        assert (code, err) == (1, "kmock: --reference 'bad': expected NAME=SUBJECT:VERSION\n")
         code, out, err = await cli("schemas", "list", "--url", "http://127.0.0.1:1")
         assert code == 1
         assert "cannot reach the schema registry" in err
