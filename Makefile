@@ -51,7 +51,7 @@ $(VENV_STAMP): pyproject.toml
 	@# Byte-compile our own sources too: an editable install leaves that to the first import,
 	@# which never happens where PYTHONDONTWRITEBYTECODE is set, and then every start
 	@# recompiles everything (about twice the start-up time). Stale .pyc files are ignored.
-	$(VENV)/bin/python -m compileall -q protocol coordinator storage broker pipeline client cli >/dev/null
+	$(VENV)/bin/python -m compileall -q protocol coordinator storage schemas broker pipeline client cli >/dev/null
 	touch $@
 
 system-deps: ## Install kcat, java, go + sarama source, node (Debian; skips what is there)
@@ -90,11 +90,11 @@ test-fast: venv ## Unit tests only (no integration, no pipeline)
 integration: venv system-deps node-deps sarama ## Integration tests only (real clients)
 	$(VENV)/bin/python -m pytest -q -ra -m integration $(PYTEST_ARGS)
 
-lint: venv ## ruff check + format check, import contracts, mypy (protocol, coordinator, storage, broker, client, cli)
+lint: venv ## ruff check + format check, import contracts, mypy (protocol, coordinator, storage, schemas, broker, client, cli)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy protocol coordinator storage broker client cli
+	$(VENV)/bin/mypy protocol coordinator storage schemas broker client cli
 
 fmt: venv ## Format and autofix with ruff
 	$(VENV)/bin/ruff format .

@@ -1121,7 +1121,7 @@ def bench_side_by_side(rep: Report) -> None:
     side_by_side.report(side_by_side.run(p, log), rep, table)
 
 
-# --- 8. test controls, unused ------------------------------------------------------------
+# --- 10. test controls, unused -----------------------------------------------------------
 
 # kmock servers of §8: without the admin endpoint (no journal: kmock serve's default), with
 # it (the journal records every request, nobody reads it), and with it and one fault armed

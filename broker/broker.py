@@ -122,6 +122,8 @@ class Broker:
         self.coordinator: CoordinatorRuntime
         self.transactions: TransactionRuntime
         self.admin_address: tuple[str, int] | None = None  # set by broker.admin_http
+        # set by broker.schema_registry_http
+        self.schema_registry_address: tuple[str, int] | None = None
         self.producer_ids: ProducerIdAllocator
         self.cancel_scope: trio.CancelScope | None = None  # the serve tree, once it runs
         self.connection_ids = itertools.count(1)

@@ -159,6 +159,20 @@ SETTINGS: dict[str, Setting] = {
         ),
         _s("admin.host", "string", "127.0.0.1", "Host of the HTTP admin endpoint. kmock only."),
         _s(
+            "kmock.schema.registry.port",
+            "int",
+            -1,
+            "Port of the schema registry (Confluent's REST API, stored in the _schemas "
+            "topic); -1 = off, 0 = any free port. kmock only.",
+            min_value=-1,
+        ),
+        _s(
+            "kmock.schema.registry.host",
+            "string",
+            "127.0.0.1",
+            "Host of the schema registry endpoint. kmock only.",
+        ),
+        _s(
             "kmock.create.topics",
             "list",
             None,

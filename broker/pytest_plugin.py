@@ -24,6 +24,15 @@ Topics the test needs are created before it starts, with `topics=` (kmock.create
     def test_orders(kmock): ...
 
     KmockBroker(data_dir, topics=["orders:3"])   # outside the fixtures
+
+A schema registry (Confluent's REST API, kmock.schema.registry.port) beside the broker, on
+a port the OS picks and pinned like the broker's, with `schema_registry=True`:
+
+    @pytest.mark.kmock_config(schema_registry=True)
+    def test_avro(kmock):
+        client = SchemaRegistryClient({"url": kmock.schema_registry_url})
+
+    KmockBroker(data_dir, schema_registry=True)   # outside the fixtures
 `KAFKA_*` environment variables are not read: a test suite gets the same broker on every
 machine.
 
@@ -89,6 +98,7 @@ class KmockBroker:
         overrides: Mapping[str, Any] | None = None,
         *,
         topics: str | Iterable[str] | None = None,
+        schema_registry: bool = False,
     ) -> None:
         from broker.config import load_config
 
@@ -99,6 +109,8 @@ class KmockBroker:
         }
         if topics is not None:
             self._overrides["kmock.create.topics"] = _topics_setting(topics)
+        if schema_registry:
+            self._overrides.setdefault("kmock.schema.registry.port", 0)
         self.config = load_config(overrides=self._overrides)
         self.data_dir = Path(self.config["log.dirs"])
         self.broker: Any = None
@@ -121,6 +133,14 @@ class KmockBroker:
         if self.broker is None:
             raise RuntimeError("kmock is not running")
         return str(self.broker.bootstrap_servers)
+
+    @property
+    def schema_registry_url(self) -> str:
+        """ "http://127.0.0.1:PORT" of the schema registry (`schema_registry=True`)."""
+        address = None if self.broker is None else self.broker.schema_registry_address
+        if address is None:
+            raise RuntimeError("kmock's schema registry is not running (schema_registry=True)")
+        return f"http://{address[0]}:{address[1]}"
 
     @property
     def port(self) -> int:
@@ -235,7 +255,10 @@ class KmockBroker:
             raise _unwrap(error)
         # Pin the ports the OS picked, so that restart() comes back where clients expect it.
         pinned = self.broker.pinned_listeners()
-        if pinned != self._overrides["listeners"]:
+        registry = self.broker.schema_registry_address
+        if registry is not None:
+            self._overrides["kmock.schema.registry.port"] = registry[1]
+        if pinned != self._overrides["listeners"] or registry is not None:
             self._overrides["listeners"] = pinned
             from broker.config import load_config
 
@@ -501,9 +524,10 @@ _SETTINGS_KEY = pytest.StashKey[dict[str, Any]]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kmock_config(settings=None, *, topics=None, **kw): broker settings (Kafka names; `_` "
-        "for `.` in keywords) for this test's `kmock` fixture; topics=['orders:3', ...] "
-        "creates topics before the test starts (kmock.create.topics)",
+        "kmock_config(settings=None, *, topics=None, schema_registry=False, **kw): broker "
+        "settings (Kafka names; `_` for `.` in keywords) for this test's `kmock` fixture; "
+        "topics=['orders:3', ...] creates topics before the test starts (kmock.create.topics); "
+        "schema_registry=True serves kmock.schema_registry_url",
     )
     config.addinivalue_line(
         "markers",
@@ -544,6 +568,8 @@ def _marker_overrides(node: pytest.Item) -> dict[str, Any]:
         kwargs = dict(marker.kwargs)
         if "topics" in kwargs:
             out["kmock.create.topics"] = _topics_setting(kwargs.pop("topics"))
+        if kwargs.pop("schema_registry", False):
+            out["kmock.schema.registry.port"] = 0
         out.update({k.replace("_", "."): v for k, v in kwargs.items()})
     return out
 

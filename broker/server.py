@@ -9,7 +9,9 @@
     ├── retention / compaction task
     ├── idle connection check (broker.connection.expire_idle_connections)
     ├── group-commit fsync loop, shared by all logs (broker.durability)
-    └── admin HTTP endpoint (only with admin.port)
+    ├── admin HTTP endpoint (only with admin.port)
+    └── schema registry HTTP endpoint, after replaying _schemas (only with
+        kmock.schema.registry.port)
 
 `serve` reports the `Broker` (broker.broker: what a handler reaches), with its bound
 addresses, through `task_status.started(broker)` (port 0 works), so tests do
@@ -125,6 +127,10 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                     from broker.admin_http import serve_admin
 
                     await nursery.start(serve_admin, broker)
+                if config["kmock.schema.registry.port"] >= 0:
+                    from broker.schema_registry_http import serve_schema_registry
+
+                    await nursery.start(serve_schema_registry, broker)
                 for name, sockets in by_name.items():
                     nursery.start_soon(
                         trio.serve_listeners, functools.partial(_accept, broker, name), sockets

@@ -1,7 +1,8 @@
 """`kmock dump-log PATH`: decode log segments offline, without a broker.
 
 Like Kafka's kafka-dump-log: batches and records of a segment file, or of every segment in a
-partition directory; records of `__consumer_offsets` are decoded field by field.
+partition directory; records of `__consumer_offsets` are decoded field by field, those of the
+schema registry's `_schemas` shown as their JSON keys and values.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ def register(sub: Any) -> None:
         help="decode log segments offline",
         description="Decode the batches and records of a segment file (<base offset>.log) "
         "or of every segment in a partition directory, without a broker. Records "
-        "of __consumer_offsets and __transaction_state are decoded field by field, and "
-        "transaction markers (control batches) are shown as COMMIT or ABORT.",
+        "of __consumer_offsets and __transaction_state are decoded field by field, "
+        "transaction markers (control batches) are shown as COMMIT or ABORT, and the records "
+        "of _schemas (the schema registry's) as their JSON keys and values.",
     )
     p.add_argument("path", type=Path)
     p.add_argument("--batches-only", action="store_true", help="do not print records")

@@ -68,7 +68,7 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
 
 def _other_families() -> list[Callable[[Any], None]]:
     """The `register` of every family but `serve`, imported only when the parser needs them."""
-    from cli import consume, controls, dump_log, groups, offsets, produce, topics
+    from cli import consume, controls, dump_log, groups, offsets, produce, schemas, topics
     from pipeline import cli as report
 
     return [
@@ -79,6 +79,7 @@ def _other_families() -> list[Callable[[Any], None]]:
         consume.register,
         dump_log.register,
         controls.register,
+        schemas.register,
         report.register,
     ]
 

@@ -35,6 +35,7 @@ _SHORT_FLAGS = {
     "kmock.create.topics": "--create-topics",
     "kmock.durability": "--durability",
     "kmock.clock": "--clock",
+    "kmock.schema.registry.port": "--schema-registry-port",
 }
 
 

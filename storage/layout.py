@@ -20,6 +20,7 @@ __all__ = [
     "INDEX_SUFFIX",
     "LOG_SUFFIX",
     "OFFSETS_TOPIC",
+    "SCHEMAS_TOPIC",
     "SWAP_SUFFIX",
     "TIMEINDEX_SUFFIX",
     "TRANSACTION_STATE_TOPIC",
@@ -38,6 +39,7 @@ __all__ = [
 OFFSETS_TOPIC = "__consumer_offsets"
 # The transaction coordinator's topic (Kafka's Topic.TRANSACTION_STATE_TOPIC_NAME).
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+SCHEMAS_TOPIC = "_schemas"  # the schema registry's (Confluent's kafkastore.topic default)
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

@@ -37,12 +37,13 @@ from protocol.records import (
 )
 from storage.layout import (
     LOG_SUFFIX,
+    SCHEMAS_TOPIC,
     TRANSACTION_STATE_TOPIC,
     is_offsets_partition_dir,
     parse_partition_dir,
 )
 
-OFFSETS, TRANSACTIONS = "offsets", "transactions"  # record decoders
+OFFSETS, TRANSACTIONS, SCHEMAS = "offsets", "transactions", "schemas"  # record decoders
 
 __all__ = ["cmd_dump_log"]
 
@@ -146,7 +147,14 @@ def _record_fields(record: Any, decoder: str | None, is_control: bool) -> dict[s
     if is_control:
         fields["end_txn_marker"] = _marker_fields(record)
         return fields
-    if decoder is not None and record.key is not None:
+    if decoder == SCHEMAS:
+        try:
+            fields["key"] = None if record.key is None else json.loads(record.key)
+            fields["value"] = None if record.value is None else json.loads(record.value)
+            return fields
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            fields["decode_error"] = f"not a {SCHEMAS_TOPIC} record: {e}"
+    elif decoder is not None and record.key is not None:
         decode = decode_record if decoder == OFFSETS else transaction_log.decode_record
         try:
             key, value = decode(record.key, record.value)
@@ -196,6 +204,10 @@ def _print_record_text(out: Output, r: dict[str, Any]) -> None:
         out.line(f"{head} endTxnMarker: {marker['type']} {_format_fields(marker)}")
         return
     key, value = r["key"], r["value"]
+    if isinstance(key, dict) and "keytype" in key:  # _schemas: Confluent's JSON, as is
+        payload = "<tombstone>" if value is None else json.dumps(value, separators=(",", ":"))
+        out.line(f"{head} key: {json.dumps(key, separators=(',', ':'))} payload: {payload}")
+        return
     if isinstance(key, dict):
         out.line(f"{head} key: {key['type']} {_format_fields(key)}")
         if value is None:
@@ -221,6 +233,8 @@ def cmd_dump_log(args: argparse.Namespace, out: Output) -> int:
         parsed is not None and parsed[0] == TRANSACTION_STATE_TOPIC
     ):
         decoder = TRANSACTIONS
+    elif parsed is not None and parsed[0] == SCHEMAS_TOPIC:
+        decoder = SCHEMAS
     as_json = args.output == "json"
     documents = []
     with out.progress("decoding", sum(f.stat().st_size for f in files)) as advance:

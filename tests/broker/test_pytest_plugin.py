@@ -79,3 +79,50 @@ def test_start_failure_is_raised_in_the_test(tmp_path):
         with pytest.raises(OSError, match="Address already in use"):
             broker.start()
     assert not broker.running
+
+
+SCHEMA_REGISTRY_SUITE = """
+import json
+import urllib.request
+
+import pytest
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+@pytest.mark.kmock_config(schema_registry=True)
+def test_registry(kmock):
+    url = kmock.schema_registry_url
+    assert post(url + "/subjects/s/versions", {"schema": '"string"'}) == {"id": 1}
+    kmock.restart()
+    assert kmock.schema_registry_url == url
+    with urllib.request.urlopen(url + "/subjects/s/versions", timeout=10) as r:
+        assert json.loads(r.read()) == [1]
+
+
+def test_no_registry_unless_asked(kmock):
+    with pytest.raises(RuntimeError, match="schema_registry=True"):
+        kmock.schema_registry_url
+"""
+
+
+def test_schema_registry_option_of_the_fixture(pytester):
+    pytester.makepyfile(test_registry=SCHEMA_REGISTRY_SUITE)
+    result = pytester.runpytest_inprocess(*plugin_args(), "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+
+
+def test_a_taken_schema_registry_port_names_the_setting(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        broker = KmockBroker(tmp_path, {"kmock.schema.registry.port": port})
+        with pytest.raises(OSError, match=f"kmock.schema.registry.port 127.0.0.1:{port}: "):
+            broker.start()
+    assert not broker.running
