@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 import logging
 import os
+import ssl
 import time
 import uuid
 from pathlib import Path
@@ -118,6 +119,10 @@ class Broker:
         self.connections: set[ServedConnection] = set()  # while served
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.connection_quotas = ConnectionQuotas(config)
+        # Set by `serve` (broker.security): each listener's security protocol, and the TLS
+        # context of each SSL and SASL_SSL listener.
+        self.security_protocols: dict[str, str] = {}
+        self.tls_contexts: dict[str, ssl.SSLContext] = {}
 
     # Two clocks, named apart: monotonic for deadlines (autojump_clock drives it in tests),
     # wall time for timestamps stored in records.

@@ -421,13 +421,20 @@ async def expire_idle_connections(broker: Broker) -> None:
 
 
 async def serve_connection(
-    broker: Broker, stream: trio.SocketStream, connection_id: int, listener_name: str = "PLAINTEXT"
+    broker: Broker,
+    stream: trio.SocketStream,
+    connection_id: int,
+    listener_name: str = "PLAINTEXT",
+    client_host: str | None = None,
 ) -> None:
-    try:
-        peer = stream.socket.getpeername()
-        client_host = f"/{peer[0]}"
-    except OSError:
-        client_host = "/unknown"
+    """Serve `stream` until it closes. `client_host` ("/address"): given when the socket is
+    not the client's own (a TLS connection, broker.security.gate)."""
+    if client_host is None:
+        try:
+            peer = stream.socket.getpeername()
+            client_host = f"/{peer[0]}"
+        except OSError:
+            client_host = "/unknown"
     conn = _Connection(broker, stream, connection_id, client_host, listener_name)
     broker.metrics.connection_opened()
     broker.connections.add(conn)
@@ -511,6 +518,11 @@ async def _handle_frame(
     if isinstance(response, Deferred):
         return _Pending(call._replace(request=None), response)
     return _answer(call, code, response)
+
+
+# The SASL gate (broker.security.authenticator) answers ApiVersions before authentication
+# through this dispatch site too.
+handle_frame = _handle_frame
 
 
 def _failed(call: _Call) -> list[Any]:

@@ -43,6 +43,8 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from protocol.errors import ErrorCode
@@ -73,6 +75,8 @@ from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from protocol.messages.produce import ProduceRequest
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.schema import Message
 
@@ -95,6 +99,7 @@ ROUTES: dict[type[Message], Handler] = {
     SyncGroupRequest: sync_group.handle,  # 14
     DescribeGroupsRequest: describe_groups.handle,  # 15
     ListGroupsRequest: list_groups.handle,  # 16
+    SaslHandshakeRequest: sasl_handshake.handle,  # 17
     ApiVersionsRequest: api_versions.handle,  # 18
     CreateTopicsRequest: create_topics.handle,  # 19
     DeleteTopicsRequest: delete_topics.handle,  # 20
@@ -104,6 +109,7 @@ ROUTES: dict[type[Message], Handler] = {
     DescribeConfigsRequest: describe_configs.handle,  # 32
     AlterConfigsRequest: alter_configs.handle,  # 33
     DescribeLogDirsRequest: describe_log_dirs.handle,  # 35
+    SaslAuthenticateRequest: sasl_authenticate.handle,  # 36
     CreatePartitionsRequest: create_partitions.handle,  # 37
     DeleteGroupsRequest: delete_groups.handle,  # 42
     IncrementalAlterConfigsRequest: incremental_alter_configs.handle,  # 44

@@ -26,9 +26,11 @@ from typing import Any
 import trio
 
 from broker.broker import Broker, listener_setup
-from broker.config import Config
+from broker.config import Config, ConfigError
 from broker.connection import expire_idle_connections, serve_connection
 from broker.durability import Durability
+from broker.security.gate import serve_secured
+from broker.security.tls import TlsError, server_context
 from protocol.errors import KafkaError
 
 log = logging.getLogger("broker.server")
@@ -51,7 +53,12 @@ async def _accept(broker: Broker, listener_name: str, stream: trio.SocketStream)
         return
     broker.open_connections += 1
     try:
-        await serve_connection(broker, stream, cid, listener_name)
+        protocol = broker.security_protocols[listener_name]
+        if protocol == "PLAINTEXT":
+            await serve_connection(broker, stream, cid, listener_name)
+        else:
+            tls = broker.tls_contexts.get(listener_name)
+            await serve_secured(broker, stream, cid, listener_name, protocol, tls, serve_connection)
     except Exception:
         # Never let one connection take the server down; this is a bug, so say so loudly.
         log.exception("connection %d crashed", cid)
@@ -66,6 +73,19 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
 
     started = time.monotonic()
     broker = Broker(config)
+    # The listeners' security (broker.security): TLS contexts are built before anything binds,
+    # so a keystore that cannot be read stops the start with a message naming its setting.
+    broker.security_protocols = {
+        e.listener: e.security_protocol for e in broker.listener_setup.listeners
+    }
+    try:
+        broker.tls_contexts = {
+            e.listener: server_context(config, e.listener)
+            for e in broker.listener_setup.listeners
+            if e.security_protocol in ("SSL", "SASL_SSL")
+        }
+    except TlsError as e:
+        raise ConfigError(str(e)) from None
     await trio.to_thread.run_sync(broker.open)
     try:
         with trio.CancelScope() as cancel:

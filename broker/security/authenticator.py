@@ -1,0 +1,264 @@
+"""The SASL gate of a SASL_PLAINTEXT or SASL_SSL connection, before its requests are served:
+Kafka's SaslServerAuthenticator, state by state.
+
+    state                        accepts                               then
+    HANDSHAKE_OR_VERSIONS        ApiVersions                           HANDSHAKE
+                                 SaslHandshake                         (as below)
+    HANDSHAKE                    SaslHandshake v0 / v1, mechanism on   AUTHENTICATE (v0: raw tokens)
+                                 SaslHandshake, mechanism off          UNSUPPORTED_SASL_MECHANISM, close
+    AUTHENTICATE                 SaslAuthenticate (v1 handshake), or a raw 4-byte-size token (v0)
+                                   exchange complete                   COMPLETE: the connection is
+                                                                       served as any other
+                                   credentials refused                 SASL_AUTHENTICATION_FAILED
+                                                                       after connection.failed.
+                                                                       authentication.delay.ms, close
+    any state                    any other request                     ILLEGAL_SASL_STATE in that
+                                                                       API's error response, close
+
+Frames are read with their exact sizes, so nothing of the next request is read here: after
+COMPLETE the socket (or the TLS stream) goes to broker.connection as it is. A frame larger
+than sasl.server.max.receive.size, or one that does not parse, closes the connection
+(Kafka: InvalidReceiveException / InvalidRequestException). The caller bounds the whole
+exchange in time.
+
+Differences from Kafka: no re-authentication (connections.max.reauth.ms; session_lifetime_ms
+is 0, sessions do not expire), and an OAUTHBEARER token refused is failed at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+import trio
+
+from broker.security import mechanisms
+from broker.security.scram import (
+    HASHES,
+    SaslAuthenticationFailure,
+    SaslFailure,
+    ScramServer,
+    ScramStore,
+)
+from broker.security.settings import listener_setting
+from protocol.errors import ErrorCode
+from protocol.frames import frame_response, parse_request_header, peek_request_key
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.schema import DecodeError, decode, encode_chunks
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger("broker.security")
+
+__all__ = ["AuthenticationClosed", "authenticate", "scram_store"]
+
+API_VERSIONS_KEY = 18
+STORE_FILE = "scram-credentials.json"
+_STORES: WeakKeyDictionary[Any, ScramStore] = WeakKeyDictionary()
+
+
+class AuthenticationClosed(Exception):
+    """The connection is to be closed; str() says why (for the log, never a secret)."""
+
+
+def scram_store(broker: Broker) -> ScramStore:
+    """The broker's SCRAM credentials, from <data dir>/scram-credentials.json."""
+    store = _STORES.get(broker)
+    if store is None:
+        store = _STORES[broker] = ScramStore(broker.data_dir / STORE_FILE)
+    return store
+
+
+def enabled_mechanisms(broker: Broker, listener: str) -> list[str]:
+    value = listener_setting(broker.config, listener, "sasl.enabled.mechanisms") or ""
+    return [m.strip().upper() for m in value.split(",") if m.strip()]
+
+
+def _server(broker: Broker, listener: str, mechanism: str) -> Any:
+    if mechanism == "PLAIN":
+        jaas = listener_setting(broker.config, listener, "plain.sasl.jaas.config")
+        return mechanisms.PlainServer(mechanisms.parse_jaas_users(jaas))
+    if mechanism in HASHES:
+        return ScramServer(mechanism, scram_store(broker))
+    return mechanisms.OAuthBearerServer(broker.wall_ms())
+
+
+class _Frames:
+    """Size-prefixed frames read from a trio stream exactly, never past the frame's end."""
+
+    def __init__(self, stream: trio.abc.Stream, max_size: int) -> None:
+        self.stream = stream
+        self.max_size = max_size
+
+    async def _exactly(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            data = await self.stream.receive_some(n - len(buf))
+            if not data:
+                raise AuthenticationClosed("closed by client during authentication")
+            buf += data
+        return bytes(buf)
+
+    async def read(self) -> bytes:
+        (size,) = struct.unpack(">i", await self._exactly(4))
+        if size < 0 or size > self.max_size:
+            raise AuthenticationClosed(
+                f"SASL frame of {size} bytes refused (sasl.server.max.receive.size is "
+                f"{self.max_size})"
+            )
+        return await self._exactly(size)
+
+    async def send(self, chunks: list[Any]) -> None:
+        await self.stream.send_all(b"".join(bytes(c) for c in chunks))
+
+
+def _respond(response: Any, version: int, correlation_id: int) -> list[Any]:
+    return frame_response(
+        correlation_id, encode_chunks(response, version), response.is_flexible(version)
+    )
+
+
+async def authenticate(
+    broker: Broker,
+    stream: trio.abc.Stream,
+    listener: str,
+    client_host: str,
+    connection_id: int,
+) -> str:
+    """Run the SASL exchange on `stream`; the authenticated principal ("User:alice").
+
+    Raises:
+      AuthenticationClosed: the connection must be closed (its answer, if any, sent).
+    """
+    from broker import connection  # ApiVersions is answered by the one dispatch site
+
+    config = broker.config
+    frames = _Frames(stream, config["sasl.server.max.receive.size"])
+    enabled = enabled_mechanisms(broker, listener)
+    state = "HANDSHAKE_OR_VERSIONS"
+    server: Any = None
+    handshake_version = 1
+    mechanism = ""
+    while True:
+        frame = await frames.read()
+        if state == "AUTHENTICATE" and handshake_version == 0:
+            token, reply = frame, None
+        else:
+            try:
+                api_key, version, correlation_id = peek_request_key(frame)
+            except DecodeError:
+                raise AuthenticationClosed("unreadable request header during SASL") from None
+            if api_key == API_VERSIONS_KEY and state == "HANDSHAKE_OR_VERSIONS":
+                out = await connection.handle_frame(
+                    broker, frame, client_host, connection_id, listener
+                )
+                if out is not None:
+                    await frames.send(out)
+                state = "HANDSHAKE"
+                continue
+            expected = SaslHandshakeRequest if state != "AUTHENTICATE" else SaslAuthenticateRequest
+            if api_key != expected.API_KEY:
+                await _illegal_state(frames, api_key, version, correlation_id, frame)
+                raise AuthenticationClosed(
+                    f"unexpected request (API key {api_key}) during SASL {state.lower()}"
+                )
+            if version not in expected.VERSIONS:
+                raise AuthenticationClosed(f"unsupported version {version} of API {api_key}")
+            try:
+                _header, pos = parse_request_header(frame, expected.is_flexible(version))
+                request = decode(expected, version, frame, pos, allow_trailing=True)
+            except DecodeError as e:
+                raise AuthenticationClosed(f"malformed SASL request: {e}") from None
+            if expected is SaslHandshakeRequest:
+                mechanism = request.mechanism.upper()
+                if request.mechanism not in enabled:
+                    await frames.send(
+                        _respond(
+                            SaslHandshakeResponse(
+                                error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
+                            ),
+                            version,
+                            correlation_id,
+                        )
+                    )
+                    raise AuthenticationClosed(
+                        f"SASL mechanism {request.mechanism[:64]!r} is not enabled "
+                        f"(sasl.enabled.mechanisms: {','.join(enabled)})"
+                    )
+                await frames.send(
+                    _respond(
+                        SaslHandshakeResponse(error_code=0, mechanisms=enabled),
+                        version,
+                        correlation_id,
+                    )
+                )
+                server = _server(broker, listener, mechanism)
+                handshake_version = version
+                state = "AUTHENTICATE"
+                continue
+            token, reply = request.auth_bytes, (version, correlation_id)
+        try:
+            challenge = server.evaluate(bytes(token))
+        except SaslFailure as e:
+            await _failed(broker, frames, reply, mechanism, e)
+            raise AuthenticationClosed(f"authentication with {mechanism} failed: {e}") from None
+        if reply is None:
+            await frames.send([struct.pack(">i", len(challenge)), challenge])
+        else:
+            version, correlation_id = reply
+            response = SaslAuthenticateResponse(
+                error_code=0, auth_bytes=challenge, session_lifetime_ms=0
+            )
+            await frames.send(_respond(response, version, correlation_id))
+        if server.complete:
+            return server.principal
+
+
+async def _failed(
+    broker: Broker, frames: _Frames, reply: tuple[int, int] | None, mechanism: str, e: SaslFailure
+) -> None:
+    """Kafka's answer to failed credentials, after connection.failed.authentication.delay.ms
+    (KIP-306): SaslAuthenticate with SASL_AUTHENTICATION_FAILED; a raw-token (v0) client
+    gets no answer, only the close."""
+    await trio.sleep(broker.config["connection.failed.authentication.delay.ms"] / 1000)
+    if reply is None:
+        return
+    if isinstance(e, SaslAuthenticationFailure):
+        message = str(e)
+    else:  # SaslServerAuthenticator.handleSaslToken: a SaslException's own text stays here
+        message = (
+            "Authentication failed during authentication due to invalid credentials with "
+            f"SASL mechanism {mechanism}"
+        )
+    version, correlation_id = reply
+    response = SaslAuthenticateResponse(
+        error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message, auth_bytes=b""
+    )
+    await frames.send(_respond(response, version, correlation_id))
+
+
+async def _illegal_state(
+    frames: _Frames, api_key: int, version: int, correlation_id: int, frame: bytes
+) -> None:
+    """Answer a request that has no place in the exchange with its API's error response
+    carrying ILLEGAL_SASL_STATE, when it can be parsed (SaslServerAuthenticator)."""
+    from broker.routes import route_for
+
+    route = route_for(api_key)
+    if route is None or version not in route.request.VERSIONS:
+        return
+    try:
+        _header, pos = parse_request_header(frame, route.request.is_flexible(version))
+        request = decode(route.request, version, frame, pos, allow_trailing=True)
+        response = route.error_response(request, ErrorCode.ILLEGAL_SASL_STATE, version)
+        body = encode_chunks(response, version)
+    except Exception:
+        return
+    from protocol.frames import response_header_is_flexible
+
+    flexible = response_header_is_flexible(api_key, route.response.is_flexible(version))
+    await frames.send(frame_response(correlation_id, body, flexible))

@@ -1,0 +1,307 @@
+"""Real clients on kmock's secured listeners: SSL (with and without a client certificate),
+SASL_PLAINTEXT and SASL_SSL with PLAIN and SCRAM-SHA-512. Each client produces, consumes in a
+group and commits; a wrong password fails with an authentication error while the broker goes
+on serving the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer as CkConsumer
+from confluent_kafka import KafkaException
+from confluent_kafka import Producer as CkProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError as KpError
+
+from broker.security.certs import write_certs
+from broker.security.scram import ScramStore, make_credential
+from tests.integration.harness import confluent_conf, deadline, unique
+
+pytestmark = pytest.mark.integration
+
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-pw";'
+)
+
+
+@pytest.fixture
+def secured(fresh_broker: Any, tmp_path: Path) -> dict[str, Any]:
+    certs = write_certs(tmp_path / "certs")
+    data = tmp_path / "data0"
+    data.mkdir()
+    store = ScramStore(data / "scram-credentials.json")
+    store.set("SCRAM-SHA-512", "bob", make_credential("SCRAM-SHA-512", "bob-pw"))
+    store.save()
+    broker = fresh_broker(
+        **{
+            "listeners": "SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
+            "SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
+            "listener.security.protocol.map": "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "SASL_SSL:SASL_SSL,MTLS:SSL",
+            "ssl.keystore.location": str(certs["server"]),
+            "ssl.truststore.location": str(certs["ca"]),
+            "listener.name.mtls.ssl.client.auth": "required",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+        }
+    )
+    ports = broker.broker.bound_ports
+    return {"broker": broker, "certs": certs, "ports": ports}
+
+
+def _kp_settings(
+    s: dict[str, Any],
+    listener: str,
+    mechanism: str | None = None,
+    user: str = "",
+    password: str = "",
+    cert: bool = False,
+) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap_servers": f"127.0.0.1:{s['ports'][listener]}",
+        "request_timeout_ms": 10_000,
+    }
+    protocol = {
+        "SSL": "SSL",
+        "MTLS": "SSL",
+        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+        "SASL_SSL": "SASL_SSL",
+    }[listener]
+    conf["security_protocol"] = protocol
+    if "SSL" in protocol:
+        conf["ssl_cafile"] = str(s["certs"]["ca"])
+        if cert:
+            conf["ssl_certfile"] = str(s["certs"]["client_cert"])
+            conf["ssl_keyfile"] = str(s["certs"]["client_key"])
+    if mechanism:
+        conf.update(
+            sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=password
+        )
+    return conf
+
+
+def _kafka_python_round_trip(conf: dict[str, Any]) -> None:
+    topic, group = unique("sec"), unique("g")
+    producer = KafkaProducer(**conf)
+    try:
+        for i in range(3):
+            producer.send(topic, key=b"k", value=f"v{i}".encode()).get(timeout=10)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=15_000,
+        **conf,
+    )
+    try:
+        got = []
+        for m in consumer:
+            got.append(m.value)
+            partition = m.partition
+            if len(got) == 3:
+                break
+        assert got == [b"v0", b"v1", b"v2"]
+        consumer.commit()
+        assert consumer.committed(TopicPartition(topic, partition)) == 3
+    finally:
+        consumer.close()
+
+
+@deadline(60)
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "user", "password", "cert"),
+    [
+        ("SSL", None, "", "", False),
+        ("SSL", None, "", "", True),
+        ("MTLS", None, "", "", True),
+        ("SASL_PLAINTEXT", "PLAIN", "alice", "alice-pw", False),
+        ("SASL_PLAINTEXT", "SCRAM-SHA-512", "bob", "bob-pw", False),
+        ("SASL_SSL", "PLAIN", "alice", "alice-pw", False),
+        ("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw", False),
+    ],
+)
+def test_kafka_python(
+    secured: dict[str, Any],
+    listener: str,
+    mechanism: str | None,
+    user: str,
+    password: str,
+    cert: bool,
+) -> None:
+    _kafka_python_round_trip(_kp_settings(secured, listener, mechanism, user, password, cert))
+
+
+@deadline(60)
+@pytest.mark.parametrize(
+    ("listener", "mechanism"), [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
+)
+def test_kafka_python_wrong_password_fails_and_others_go_on(
+    secured: dict[str, Any], listener: str, mechanism: str
+) -> None:
+    user = "alice" if mechanism == "PLAIN" else "bob"
+    with pytest.raises(KpError) as failure:
+        KafkaProducer(**_kp_settings(secured, listener, mechanism, user, "wrong"))
+    assert "Authentication failed" in str(failure.value)
+    right = "alice-pw" if mechanism == "PLAIN" else "bob-pw"
+    _kafka_python_round_trip(_kp_settings(secured, listener, mechanism, user, right))
+
+
+def _ck_conf(
+    s: dict[str, Any],
+    listener: str,
+    mechanism: str | None = None,
+    user: str = "",
+    password: str = "",
+    cert: bool = False,
+    **kw: Any,
+) -> dict[str, Any]:
+    protocol = {
+        "SSL": "SSL",
+        "MTLS": "SSL",
+        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+        "SASL_SSL": "SASL_SSL",
+    }[listener]
+    conf = confluent_conf(f"127.0.0.1:{s['ports'][listener]}", unique("ck"), **kw)
+    conf["security.protocol"] = protocol
+    if "SSL" in protocol:
+        conf["ssl.ca.location"] = str(s["certs"]["ca"])
+        if cert:
+            conf["ssl.certificate.location"] = str(s["certs"]["client_cert"])
+            conf["ssl.key.location"] = str(s["certs"]["client_key"])
+    if mechanism:
+        conf.update(
+            {"sasl.mechanisms": mechanism, "sasl.username": user, "sasl.password": password}
+        )
+    return conf
+
+
+@deadline(90)
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "user", "password", "cert"),
+    [
+        ("SSL", None, "", "", False),
+        ("MTLS", None, "", "", True),
+        ("SASL_PLAINTEXT", "PLAIN", "alice", "alice-pw", False),
+        ("SASL_SSL", "PLAIN", "alice", "alice-pw", False),
+        ("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw", False),
+    ],
+)
+def test_confluent_kafka(
+    secured: dict[str, Any],
+    listener: str,
+    mechanism: str | None,
+    user: str,
+    password: str,
+    cert: bool,
+) -> None:
+    topic, group = unique("sec"), unique("g")
+    producer = CkProducer(_ck_conf(secured, listener, mechanism, user, password, cert))
+    for i in range(3):
+        producer.produce(topic, key=b"k", value=f"v{i}".encode())
+    assert producer.flush(20) == 0
+    consumer = CkConsumer(
+        _ck_conf(
+            secured,
+            listener,
+            mechanism,
+            user,
+            password,
+            cert,
+            **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False},
+        )
+    )
+    try:
+        consumer.subscribe([topic])
+        got: list[bytes] = []
+        import time
+
+        end = time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < end:
+            m = consumer.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                raise KafkaException(m.error())
+            got.append(m.value())
+            partition = m.partition()
+        assert got == [b"v0", b"v1", b"v2"]
+        consumer.commit(asynchronous=False)
+        from confluent_kafka import TopicPartition as CkTp
+
+        assert consumer.committed([CkTp(topic, partition)], timeout=10)[0].offset == 3
+    finally:
+        consumer.close()
+
+
+@deadline(60)
+def test_confluent_kafka_wrong_password(secured: dict[str, Any]) -> None:
+    errors: list[Any] = []
+    conf = _ck_conf(secured, "SASL_SSL", "SCRAM-SHA-512", "bob", "wrong")
+    conf["error_cb"] = errors.append
+    producer = CkProducer(conf)
+    import time
+
+    end = time.monotonic() + 20
+    while not errors and time.monotonic() < end:
+        producer.poll(0.2)
+    assert errors, "no error reported"
+    assert any("Authentication failed" in e.str() for e in errors), [e.str() for e in errors]
+
+
+@deadline(60)
+@pytest.mark.parametrize(
+    ("listener", "mechanism"), [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
+)
+def test_aiokafka(secured: dict[str, Any], listener: str, mechanism: str) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+
+    user, password = ("alice", "alice-pw") if mechanism == "PLAIN" else ("bob", "bob-pw")
+    kw: dict[str, Any] = {
+        "bootstrap_servers": f"127.0.0.1:{secured['ports'][listener]}",
+        "security_protocol": listener,
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": user,
+        "sasl_plain_password": password,
+    }
+    if listener == "SASL_SSL":
+        kw["ssl_context"] = create_ssl_context(cafile=str(secured["certs"]["ca"]))
+    topic, group = unique("sec"), unique("g")
+
+    async def run() -> list[bytes]:
+        producer = AIOKafkaProducer(**kw)
+        await producer.start()
+        try:
+            for i in range(3):
+                await producer.send_and_wait(topic, f"v{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, **kw
+        )
+        await consumer.start()
+        try:
+            got: list[bytes] = []
+            while len(got) < 3:
+                batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 20)
+                for tp, records in batch.items():
+                    got.extend(r.value for r in records)
+                    partition = tp.partition
+            await consumer.commit()
+            from aiokafka import TopicPartition as AioTp
+
+            assert await consumer.committed(AioTp(topic, partition)) == 3
+            return got
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(run()) == [b"v0", b"v1", b"v2"]
