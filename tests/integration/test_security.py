@@ -145,12 +145,23 @@ def test_kafka_python(
     ("listener", "mechanism"), [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
 )
 def test_kafka_python_wrong_password_fails_and_others_go_on(
-    secured: dict[str, Any], listener: str, mechanism: str
+    secured: dict[str, Any], listener: str, mechanism: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     user = "alice" if mechanism == "PLAIN" else "bob"
-    with pytest.raises(KpError) as failure:
-        KafkaProducer(**_kp_settings(secured, listener, mechanism, user, "wrong"))
-    assert "Authentication failed" in str(failure.value)
+    expected = (
+        "Authentication failed: Invalid username or password"
+        if mechanism == "PLAIN"
+        else "Authentication failed during authentication due to invalid credentials with "
+        "SASL mechanism SCRAM-SHA-512"
+    )
+    conf = _kp_settings(secured, listener, mechanism, user, "wrong")
+    with pytest.raises(KpError):
+        KafkaProducer(**conf, max_block_ms=3000)
+    # kafka-python retries a failed bootstrap and reports the broker's answer in its log
+    assert f"SaslAuthenticationFailedError: {expected}" in caplog.text
+    assert "wrong" not in "".join(
+        r.getMessage() for r in caplog.records if r.name.startswith("broker")
+    )
     right = "alice-pw" if mechanism == "PLAIN" else "bob-pw"
     _kafka_python_round_trip(_kp_settings(secured, listener, mechanism, user, right))
 
@@ -282,7 +293,7 @@ def test_aiokafka(secured: dict[str, Any], listener: str, mechanism: str) -> Non
         await producer.start()
         try:
             for i in range(3):
-                await producer.send_and_wait(topic, f"v{i}".encode())
+                await producer.send_and_wait(topic, f"v{i}".encode(), key=b"k")
         finally:
             await producer.stop()
         consumer = AIOKafkaConsumer(
