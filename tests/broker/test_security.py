@@ -1,0 +1,268 @@
+"""The SASL gate and TLS at the wire: Kafka's state machine (SaslServerAuthenticator), its
+answers and messages, the delay after failed credentials, and hostile handshakes (garbage,
+truncated, oversized, slow) that end in a close without crashing the broker or keeping the
+connection.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import ssl
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from broker.security import scram as scram_module
+from broker.security.certs import CLIENT_PRINCIPAL, write_certs
+from broker.security.mechanisms import OAuthBearerServer, PlainServer, parse_jaas_users
+from broker.security.scram import (
+    SaslAuthenticationFailure,
+    SaslFailure,
+    ScramServer,
+    ScramStore,
+    make_credential,
+    parse_add_scram,
+)
+from broker.server import serve
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from tests.conftest import broker_config
+from tests.wire import WireClient, read_frame
+
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_alice="alice-pw";'
+)
+
+
+# --- mechanisms, pure -------------------------------------------------------------------
+
+
+def test_scram_sha_256_follows_rfc_7677(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = ScramStore()
+    salt = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
+    store.set("SCRAM-SHA-256", "user", make_credential("SCRAM-SHA-256", "pencil", 4096, salt))
+    monkeypatch.setattr(
+        scram_module.secrets, "token_urlsafe", lambda n: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+    )
+    server = ScramServer("SCRAM-SHA-256", store)
+    first = server.evaluate(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
+    assert first == (
+        b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    )
+    final = server.evaluate(
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
+    assert final == b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
+    assert server.complete and server.principal == "User:user"
+
+
+def test_scram_refuses_a_wrong_proof_and_an_unknown_user() -> None:
+    store = ScramStore()
+    store.set("SCRAM-SHA-512", "bob", make_credential("SCRAM-SHA-512", "pw"))
+    server = ScramServer("SCRAM-SHA-512", store)
+    nonce = server.evaluate(b"n,,n=bob,r=abc").split(b",")[0][2:]
+    with pytest.raises(SaslFailure, match="Invalid client credentials"):
+        server.evaluate(b"c=biws,r=" + nonce + b",p=" + base64.b64encode(bytes(64)))
+    with pytest.raises(SaslFailure, match="Invalid user credentials"):
+        ScramServer("SCRAM-SHA-512", store).evaluate(b"n,,n=eve,r=abc")
+
+
+def test_add_scram_syntax_and_persistence(tmp_path: Path) -> None:
+    mech, user, cred = parse_add_scram("SCRAM-SHA-256=[name=alice,password=secret]")
+    assert (mech, user, cred.iterations) == ("SCRAM-SHA-256", "alice", 4096)
+    store = ScramStore(tmp_path / "s.json")
+    store.set(mech, user, cred)
+    store.save()
+    assert "secret" not in (tmp_path / "s.json").read_text()
+    assert ScramStore(tmp_path / "s.json").get(mech, user) == cred
+    with pytest.raises(ValueError, match="--add-scram") as e:
+        parse_add_scram("SCRAM-SHA-1=[name=a,password=hush]")
+    assert "hush" not in str(e.value)
+
+
+def test_plain_messages_are_kafkas() -> None:
+    server = PlainServer(parse_jaas_users(JAAS))
+    with pytest.raises(
+        SaslAuthenticationFailure, match="^Authentication failed: Invalid username or password$"
+    ):
+        server.evaluate(b"\0alice\0nope")
+    with pytest.raises(SaslFailure, match="expected 3 tokens, got 1"):
+        server.evaluate(b"garbage")
+    assert server.evaluate(b"\0alice\0alice-pw") == b"" and server.principal == "User:alice"
+
+
+def _jws(claims: dict[str, Any]) -> bytes:
+    enc = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=")  # noqa: E731
+    return enc({"alg": "none"}) + b"." + enc(claims) + b"."
+
+
+def test_oauthbearer_unsecured_tokens() -> None:
+    now_ms = 1_700_000_000_000
+    ok = OAuthBearerServer(now_ms)
+    ok.evaluate(
+        b"n,,\x01auth=Bearer " + _jws({"sub": "carol", "exp": now_ms / 1000 + 60}) + b"\x01\x01"
+    )
+    assert ok.principal == "User:carol"
+    with pytest.raises(SaslAuthenticationFailure, match="invalid_token"):
+        OAuthBearerServer(now_ms).evaluate(
+            b"n,,\x01auth=Bearer " + _jws({"sub": "carol", "exp": now_ms / 1000 - 1}) + b"\x01\x01"
+        )
+
+
+# --- the gate on a live broker ----------------------------------------------------------
+
+
+@pytest.fixture
+async def sasl_broker(nursery: Any, tmp_path: Path) -> Any:
+    certs = write_certs(tmp_path / "certs")
+    config = broker_config(
+        tmp_path / "data",
+        **{
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL",
+            "ssl.keystore.location": str(certs["server"]),
+            "ssl.truststore.location": str(certs["ca"]),
+            "listener.name.mtls.ssl.client.auth": "required",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "connections.max.idle.ms": 10_000,
+        },
+    )
+    b = await nursery.start(serve, config)
+    await b.ready.wait()
+    b.test_certs = certs
+    return b
+
+
+async def _connect(broker: Any, listener: str) -> WireClient:
+    return WireClient(await trio.open_tcp_stream("127.0.0.1", broker.bound_ports[listener]))
+
+
+async def _closed(client: WireClient) -> bool:
+    try:
+        while (frame := await read_frame(client.stream)) is not None:
+            del frame
+        return True
+    except trio.BrokenResourceError:
+        return True
+
+
+async def _plain(client: WireClient, password: str) -> Any:
+    h = await client.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+    assert h.error_code == 0 and h.mechanisms == ["PLAIN", "SCRAM-SHA-512"]
+    return await client.call(
+        SaslAuthenticateRequest(auth_bytes=b"\0alice\0" + password.encode()), 2
+    )
+
+
+async def test_plain_then_requests_are_served(sasl_broker: Any) -> None:
+    client = await _connect(sasl_broker, "SASL_PLAINTEXT")
+    versions = await client.call(ApiVersionsRequest(), 3)
+    assert {17, 36} <= {k.api_key for k in versions.api_keys}
+    ok = await _plain(client, "alice-pw")
+    assert (ok.error_code, ok.error_message, ok.session_lifetime_ms) == (0, None, 0)
+    meta = await client.call(MetadataRequest(topics=[]), 12)
+    assert meta.brokers
+    again = await client.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+    assert again.error_code == ErrorCode.ILLEGAL_SASL_STATE
+    await client.aclose()
+
+
+async def test_wrong_password_is_answered_after_the_delay_then_closed(
+    sasl_broker: Any, autojump_clock: Any
+) -> None:
+    client = await _connect(sasl_broker, "SASL_PLAINTEXT")
+    started = trio.current_time()
+    failed = await _plain(client, "nope")
+    assert trio.current_time() - started >= 0.1  # connection.failed.authentication.delay.ms
+    assert failed.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert failed.error_message == "Authentication failed: Invalid username or password"
+    assert await _closed(client)
+
+
+async def test_a_request_before_authentication_gets_illegal_sasl_state_and_a_close(
+    sasl_broker: Any,
+) -> None:
+    client = await _connect(sasl_broker, "SASL_PLAINTEXT")
+    meta = await client.call(MetadataRequest(topics=[]), 12)
+    assert meta.topics == [] and not meta.brokers
+    assert await _closed(client)
+    client = await _connect(sasl_broker, "SASL_PLAINTEXT")
+    h = await client.call(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
+    assert h.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+    assert await _closed(client)
+
+
+async def test_v0_handshake_then_raw_tokens(sasl_broker: Any) -> None:
+    client = await _connect(sasl_broker, "SASL_PLAINTEXT")
+    h = await client.call(SaslHandshakeRequest(mechanism="PLAIN"), 0)
+    assert h.error_code == 0
+    token = b"\0alice\0alice-pw"
+    await client.send_raw(struct.pack(">i", len(token)) + token)
+    assert await read_frame(client.stream) == b""
+    assert (await client.call(MetadataRequest(topics=[]), 12)).brokers
+
+
+def _client_tls(broker: Any, cert: bool) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(broker.test_certs["ca"]))
+    if cert:
+        ctx.load_cert_chain(broker.test_certs["client_cert"], broker.test_certs["client_key"])
+    return ctx
+
+
+async def test_tls_and_mtls(sasl_broker: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "broker.security")
+    for listener, cert in (("SSL", False), ("MTLS", True)):
+        raw = await trio.open_tcp_stream("127.0.0.1", sasl_broker.bound_ports[listener])
+        stream = trio.SSLStream(raw, _client_tls(sasl_broker, cert), server_hostname="localhost")
+        client = WireClient(stream)  # type: ignore[arg-type]
+        assert (await client.call(MetadataRequest(topics=[]), 12)).brokers
+        await stream.aclose()
+    assert f"authenticated as {CLIENT_PRINCIPAL} on MTLS" in caplog.text
+    # no client certificate where one is required: the handshake fails, the broker goes on
+    raw = await trio.open_tcp_stream("127.0.0.1", sasl_broker.bound_ports["MTLS"])
+    stream = trio.SSLStream(raw, _client_tls(sasl_broker, False), server_hostname="localhost")
+    with pytest.raises(trio.BrokenResourceError):
+        await stream.do_handshake()
+        await stream.send_all(b"\0\0\0\0")
+        await stream.receive_some(1)
+        await stream.receive_some(1)
+
+
+HOSTILE = {
+    "garbage": b"\x16\x03\x01\xff\xffthis is not a handshake" * 3,
+    "truncated": b"\x00\x00\x00\x40\x00\x11\x00\x01",
+    "oversized": struct.pack(">i", 600_000) + bytes(1000),
+    "negative": struct.pack(">i", -5),
+    "slow": b"",
+}
+
+
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SSL"])
+async def test_hostile_handshakes_end_in_a_close(
+    sasl_broker: Any, autojump_clock: Any, listener: str
+) -> None:
+    for name, data in HOSTILE.items():
+        client = await _connect(sasl_broker, listener)
+        if data:
+            await client.send_raw(data)
+        if name == "truncated":
+            await client.stream.send_eof()
+        with trio.fail_after(11):  # connections.max.idle.ms, for the slow one
+            assert await _closed(client), name
+        await client.aclose()
+    with trio.fail_after(5):
+        while sasl_broker.open_connections:
+            await trio.sleep(0.01)
+    client = await _connect(sasl_broker, "SASL_PLAINTEXT")
+    assert (await _plain(client, "alice-pw")).error_code == 0
