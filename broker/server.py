@@ -30,7 +30,7 @@ from broker.config import Config, ConfigError
 from broker.connection import expire_idle_connections, serve_connection
 from broker.durability import Durability
 from broker.security.gate import serve_secured
-from broker.security.tls import TlsError, server_context
+from broker.security.tls import TlsError, tls_contexts
 from protocol.errors import KafkaError
 
 log = logging.getLogger("broker.server")
@@ -79,11 +79,7 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
         e.listener: e.security_protocol for e in broker.listener_setup.listeners
     }
     try:
-        broker.tls_contexts = {
-            e.listener: server_context(config, e.listener)
-            for e in broker.listener_setup.listeners
-            if e.security_protocol in ("SSL", "SASL_SSL")
-        }
+        broker.tls_contexts = tls_contexts(config, broker.listener_setup.listeners)
     except TlsError as e:
         raise ConfigError(str(e)) from None
     await trio.to_thread.run_sync(broker.open)

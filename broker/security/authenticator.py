@@ -1,19 +1,17 @@
 """The SASL gate of a SASL_PLAINTEXT or SASL_SSL connection, before its requests are served:
 Kafka's SaslServerAuthenticator, state by state.
 
-    state                        accepts                               then
-    HANDSHAKE_OR_VERSIONS        ApiVersions                           HANDSHAKE
-                                 SaslHandshake                         (as below)
-    HANDSHAKE                    SaslHandshake v0 / v1, mechanism on   AUTHENTICATE (v0: raw tokens)
-                                 SaslHandshake, mechanism off          UNSUPPORTED_SASL_MECHANISM, close
-    AUTHENTICATE                 SaslAuthenticate (v1 handshake), or a raw 4-byte-size token (v0)
-                                   exchange complete                   COMPLETE: the connection is
-                                                                       served as any other
-                                   credentials refused                 SASL_AUTHENTICATION_FAILED
-                                                                       after connection.failed.
-                                                                       authentication.delay.ms, close
-    any state                    any other request                     ILLEGAL_SASL_STATE in that
-                                                                       API's error response, close
+    HANDSHAKE_OR_VERSIONS  ApiVersions -> HANDSHAKE; SaslHandshake -> as in HANDSHAKE
+    HANDSHAKE              SaslHandshake, mechanism enabled -> AUTHENTICATE (v0: raw tokens)
+                           SaslHandshake, mechanism not enabled -> UNSUPPORTED_SASL_MECHANISM,
+                           close
+    AUTHENTICATE           SaslAuthenticate (after a v1 handshake) or a raw size-prefixed
+                           token (after v0): exchange complete -> COMPLETE, the connection is
+                           served as any other; credentials refused ->
+                           SASL_AUTHENTICATION_FAILED after
+                           connection.failed.authentication.delay.ms, close
+    any state              any other request -> ILLEGAL_SASL_STATE in that API's error
+                           response, close
 
 Frames are read with their exact sizes, so nothing of the next request is read here: after
 COMPLETE the socket (or the TLS stream) goes to broker.connection as it is. A frame larger

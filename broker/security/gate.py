@@ -16,6 +16,7 @@ connection, once authenticated, is handed over as it is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import ssl
@@ -114,10 +115,8 @@ async def _serve_relayed(
                 await relay.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
-        try:
+        with contextlib.suppress(OSError):
             relay.socket.shutdown(socket.SHUT_WR)  # broker.connection reads its end to EOF
-        except OSError:
-            pass
 
     async def broker_to_client() -> None:
         try:

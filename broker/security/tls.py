@@ -19,10 +19,12 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
+from collections.abc import Iterable
+from typing import Any
 
 from broker.security.settings import listener_setting
 
-__all__ = ["TlsError", "peer_principal", "server_context"]
+__all__ = ["TlsError", "peer_principal", "server_context", "tls_contexts"]
 
 
 class TlsError(ValueError):
@@ -110,6 +112,19 @@ def server_context(config: object, listener: str) -> ssl.SSLContext:
             ) from None
         ctx.verify_mode = ssl.CERT_REQUIRED if auth == "required" else ssl.CERT_OPTIONAL
     return ctx
+
+
+def tls_contexts(config: object, listeners: Iterable[Any]) -> dict[str, ssl.SSLContext]:
+    """The SSLContext of every SSL and SASL_SSL listener among `listeners` (Endpoints).
+
+    Raises:
+      TlsError: as server_context.
+    """
+    return {
+        e.listener: server_context(config, e.listener)
+        for e in listeners
+        if e.security_protocol in ("SSL", "SASL_SSL")
+    }
 
 
 def peer_principal(ssl_object: ssl.SSLObject) -> str | None:

@@ -121,48 +121,6 @@ def test_unset_advertised_listeners_advertise_the_listeners():
         ),
         (
             "PLAINTEXT://:9092",
-            "PLAINTEXT://a:9092,PLAINTEXT_HOST://b:9093",
-            MAP,
-            None,
-            "advertised.listeners listener names must be equal to or a subset of the ones "
-            "defined in listeners. Found PLAINTEXT,PLAINTEXT_HOST. The valid options based on "
-            "the current configuration are PLAINTEXT",
-        ),
-        (
-            "PLAINTEXT://:9092",
-            "PLAINTEXT://0.0.0.0:9092",
-            MAP,
-            None,
-            "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a "
-            "routable IP address.",
-        ),
-        (
-            "PLAINTEXT://:9092,PLAINTEXT_HOST://:9093",
-            "PLAINTEXT_HOST://b:9093",
-            MAP,
-            "PLAINTEXT",
-            "inter.broker.listener.name must be a listener name defined in "
-            "advertised.listeners. The valid options based on currently configured listeners "
-            "are PLAINTEXT_HOST",
-        ),
-        (
-            "SSL://:9093",
-            None,
-            DEFAULT_MAP,
-            None,
-            "listeners: listener SSL uses security protocol SSL "
-            "(listener.security.protocol.map); kmock serves PLAINTEXT only: map the name to "
-            "PLAINTEXT",
-        ),
-        (
-            "EXTERNAL://:9093",
-            None,
-            "EXTERNAL:SASL_SSL",
-            None,
-            "listeners: listener EXTERNAL uses security protocol SASL_SSL",
-        ),
-        (
-            "PLAINTEXT://:9092",
             None,
             "PLAINTEXT:TLS",
             None,
