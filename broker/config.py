@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.listeners import DEFAULT_PROTOCOL_MAP
-from broker.security.settings import SECURITY_SETTINGS, listener_prefixed
+from broker.security_settings import SECURITY_SETTINGS, listener_prefixed
 from coordinator.config import COORDINATOR_SETTINGS
 
 __all__ = [

@@ -31,8 +31,6 @@ so are CLIENT_METRICS and GROUP resources.
 
 from __future__ import annotations
 
-import dataclasses
-
 from broker.config import SETTINGS, TOPIC_CONFIGS, Setting
 from broker.context import RequestContext
 from broker.topic_configs import (
@@ -69,7 +67,9 @@ def _entry(
     source = synonyms[0].source if synonyms else DEFAULT_CONFIG
     if setting.sensitive:  # Kafka's PASSWORD type: reported without its value
         value = None
-        synonyms = [dataclasses.replace(s, value=None) for s in synonyms]
+        synonyms = [
+            DescribeConfigsSynonym(name=s.name, value=None, source=s.source) for s in synonyms
+        ]
     return DescribeConfigsResourceResult(
         name=name,
         value=value,

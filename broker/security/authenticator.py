@@ -40,7 +40,7 @@ from broker.security.scram import (
     ScramServer,
     ScramStore,
 )
-from broker.security.settings import listener_setting
+from broker.security_settings import listener_setting
 from protocol.errors import ErrorCode
 from protocol.frames import frame_response, parse_request_header, peek_request_key
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
@@ -154,8 +154,9 @@ async def authenticate(
                 out = await connection.handle_frame(
                     broker, frame, client_host, connection_id, listener
                 )
-                if out is not None:
-                    await frames.send(out)
+                # ApiVersions is never deferred: a list of chunks or, closing, an exception
+                assert isinstance(out, list)
+                await frames.send(out)
                 state = "HANDSHAKE"
                 continue
             expected = SaslHandshakeRequest if state != "AUTHENTICATE" else SaslAuthenticateRequest
@@ -213,7 +214,8 @@ async def authenticate(
             )
             await frames.send(_respond(response, version, correlation_id))
         if server.complete:
-            return server.principal
+            principal: str = server.principal
+            return principal
 
 
 async def _failed(

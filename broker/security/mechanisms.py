@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from typing import Any
 
 from broker.security.scram import SaslAuthenticationFailure, SaslFailure
 
@@ -68,7 +69,7 @@ def _equal(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
 
-def _b64url_json(part: str) -> dict:
+def _b64url_json(part: str) -> dict[str, Any]:
     data = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
     value = json.loads(data)
     if not isinstance(value, dict):

@@ -178,7 +178,7 @@ def _unescape_name(name: str) -> str:
 
 
 def _attrs(message: str) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for part in message.split(","):
         if len(part) < 2 or part[1] != "=":
             raise SaslFailure(f"Invalid SCRAM message part {part[:16]!r}")

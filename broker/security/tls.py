@@ -8,7 +8,7 @@
     ssl.truststore.location=/certs/ca.pem  or  ssl.truststore.certificates=<inline PEM>
     ssl.client.auth=none|requested|required
 
-Every setting may be given per listener (listener.name.<name>.ssl.*, broker.security.settings).
+Every setting may be given per listener (listener.name.<name>.ssl.*, broker.security_settings).
 A client with a certificate is User:<subject DN> with the DN in RFC 2253 form, as Kafka's
 DefaultKafkaPrincipalBuilder names it (X500Principal.getName()): "CN=client,O=kmock".
 JKS and PKCS12 stores are refused by name (ssl.keystore.type): kmock reads PEM only.
@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
-from broker.security.settings import listener_setting
+from broker.security_settings import listener_setting
 
 __all__ = ["TlsError", "peer_principal", "server_context", "tls_contexts"]
 

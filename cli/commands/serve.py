@@ -146,7 +146,7 @@ def _startup_error(e: BaseException) -> str:
 
 def _sensitive(name: str) -> bool:
     from broker.config import SETTINGS
-    from broker.security.settings import listener_prefixed
+    from broker.security_settings import listener_prefixed
 
     setting = SETTINGS.get(name) or listener_prefixed(name, SETTINGS)
     return setting is not None and setting.sensitive

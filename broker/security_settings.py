@@ -1,4 +1,6 @@
-"""The security settings, under Kafka's names, and their per-listener prefixes.
+"""The security settings (broker.security), under Kafka's names, and their per-listener
+prefixes. A module of its own so that broker.config, which reads it, does not import
+broker.security.
 
 Kafka lets every ssl.* and sasl.* setting be given for one listener only, as
 `listener.name.<listener name in lower case>.<setting>`, and takes the JAAS configuration
