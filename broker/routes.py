@@ -18,6 +18,7 @@ from broker.context import RequestContext
 from broker.handlers import (
     Deferred,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
@@ -28,6 +29,7 @@ from broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -50,6 +52,7 @@ from broker.handlers import (
 from protocol.errors import ErrorCode
 from protocol.messages import response_class
 from protocol.messages.alter_configs import AlterConfigsRequest
+from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
@@ -60,6 +63,7 @@ from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from protocol.messages.fetch import FetchRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
@@ -114,6 +118,8 @@ ROUTES: dict[type[Message], Handler] = {
     DeleteGroupsRequest: delete_groups.handle,  # 42
     IncrementalAlterConfigsRequest: incremental_alter_configs.handle,  # 44
     OffsetDeleteRequest: offset_delete.handle,  # 47
+    DescribeUserScramCredentialsRequest: describe_user_scram_credentials.handle,  # 50
+    AlterUserScramCredentialsRequest: alter_user_scram_credentials.handle,  # 51
     DescribeClusterRequest: describe_cluster.handle,  # 60
 }
 

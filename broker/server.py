@@ -27,13 +27,16 @@ import trio
 
 from broker.broker import Broker, listener_setup
 from broker.config import Config, ConfigError
-from broker.connection import expire_idle_connections, serve_connection
+from broker.connection import expire_idle_connections, handle_frame, serve_connection
 from broker.durability import Durability
+from broker.routes import route_for
+from broker.security.authenticator import Dispatch
 from broker.security.gate import serve_secured
 from broker.security.tls import TlsError, tls_contexts
 from protocol.errors import KafkaError
 
 log = logging.getLogger("broker.server")
+_DISPATCH = Dispatch(serve_connection, handle_frame, route_for)
 
 __all__ = ["Broker", "listener_setup", "serve"]
 
@@ -58,7 +61,7 @@ async def _accept(broker: Broker, listener_name: str, stream: trio.SocketStream)
             await serve_connection(broker, stream, cid, listener_name)
         else:
             tls = broker.tls_contexts.get(listener_name)
-            await serve_secured(broker, stream, cid, listener_name, protocol, tls, serve_connection)
+            await serve_secured(broker, stream, cid, listener_name, protocol, tls, _DISPATCH)
     except Exception:
         # Never let one connection take the server down; this is a bug, so say so loudly.
         log.exception("connection %d crashed", cid)

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 from weakref import WeakKeyDictionary
 
 import trio
@@ -52,11 +53,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("broker.security")
 
-__all__ = ["AuthenticationClosed", "authenticate", "scram_store"]
+__all__ = ["AuthenticationClosed", "Dispatch", "authenticate", "scram_store"]
 
 API_VERSIONS_KEY = 18
 STORE_FILE = "scram-credentials.json"
 _STORES: WeakKeyDictionary[Any, ScramStore] = WeakKeyDictionary()
+
+
+class Dispatch(NamedTuple):
+    """What the gate uses of the broker's dispatch site, handed in by broker.server (so that
+    broker.security imports neither broker.connection nor broker.routes)."""
+
+    serve: Callable[..., Awaitable[None]]  # broker.connection.serve_connection
+    handle_frame: Callable[..., Awaitable[Any]]  # broker.connection.handle_frame
+    route_for: Callable[[int], Any]  # broker.routes.route_for
 
 
 class AuthenticationClosed(Exception):
@@ -126,14 +136,13 @@ async def authenticate(
     listener: str,
     client_host: str,
     connection_id: int,
+    dispatch: Dispatch,
 ) -> str:
     """Run the SASL exchange on `stream`; the authenticated principal ("User:alice").
 
     Raises:
       AuthenticationClosed: the connection must be closed (its answer, if any, sent).
     """
-    from broker import connection  # ApiVersions is answered by the one dispatch site
-
     config = broker.config
     frames = _Frames(stream, config["sasl.server.max.receive.size"])
     enabled = enabled_mechanisms(broker, listener)
@@ -151,7 +160,8 @@ async def authenticate(
             except DecodeError:
                 raise AuthenticationClosed("unreadable request header during SASL") from None
             if api_key == API_VERSIONS_KEY and state == "HANDSHAKE_OR_VERSIONS":
-                out = await connection.handle_frame(
+                # ApiVersions is answered by the one dispatch site (broker.connection)
+                out = await dispatch.handle_frame(
                     broker, frame, client_host, connection_id, listener
                 )
                 # ApiVersions is never deferred: a list of chunks or, closing, an exception
@@ -161,7 +171,8 @@ async def authenticate(
                 continue
             expected = SaslHandshakeRequest if state != "AUTHENTICATE" else SaslAuthenticateRequest
             if api_key != expected.API_KEY:
-                await _illegal_state(frames, api_key, version, correlation_id, frame)
+                route = dispatch.route_for(api_key)
+                await _illegal_state(frames, route, version, correlation_id, frame)
                 raise AuthenticationClosed(
                     f"unexpected request (API key {api_key}) during SASL {state.lower()}"
                 )
@@ -242,13 +253,10 @@ async def _failed(
 
 
 async def _illegal_state(
-    frames: _Frames, api_key: int, version: int, correlation_id: int, frame: bytes
+    frames: _Frames, route: Any, version: int, correlation_id: int, frame: bytes
 ) -> None:
     """Answer a request that has no place in the exchange with its API's error response
     carrying ILLEGAL_SASL_STATE, when it can be parsed (SaslServerAuthenticator)."""
-    from broker.routes import route_for
-
-    route = route_for(api_key)
     if route is None or version not in route.request.VERSIONS:
         return
     try:
@@ -260,5 +268,5 @@ async def _illegal_state(
         return
     from protocol.frames import response_header_is_flexible
 
-    flexible = response_header_is_flexible(api_key, route.response.is_flexible(version))
+    flexible = response_header_is_flexible(route.api_key, route.response.is_flexible(version))
     await frames.send(frame_response(correlation_id, body, flexible))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker.security.authenticator import AuthenticationClosed, authenticate
+from broker.security.authenticator import AuthenticationClosed, Dispatch, authenticate
 from broker.security.tls import peer_principal
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ log = logging.getLogger("broker.security")
 __all__ = ["serve_secured"]
 
 RELAY_BYTES = 65536
-Serve = Callable[..., Awaitable[None]]
 
 
 async def serve_secured(
@@ -46,10 +45,11 @@ async def serve_secured(
     listener: str,
     protocol: str,
     tls: ssl.SSLContext | None,
-    serve: Serve,
+    dispatch: Dispatch,
 ) -> None:
-    """Secure the connection per `protocol`, then `serve(broker, stream, connection_id,
-    listener, client_host=...)` it; close it when any step fails."""
+    """Secure the connection per `protocol`, then `dispatch.serve(broker, stream,
+    connection_id, listener, client_host=...)` it; close it when any step fails."""
+    serve = dispatch.serve
     try:
         host = str(stream.socket.getpeername()[0])
     except OSError:
@@ -68,7 +68,7 @@ async def serve_secured(
             if protocol.startswith("SASL"):
                 step = "SASL authentication"
                 principal = await authenticate(
-                    broker, transport, listener, f"/{host}", connection_id
+                    broker, transport, listener, f"/{host}", connection_id, dispatch
                 )
     except trio.TooSlowError:
         log.info(
@@ -103,7 +103,7 @@ async def _serve_relayed(
     connection_id: int,
     listener: str,
     host: str,
-    serve: Serve,
+    serve: Callable[..., Awaitable[None]],
 ) -> None:
     near, far = socket.socketpair()
     inner = trio.SocketStream(trio.socket.from_stdlib_socket(near))

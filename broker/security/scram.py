@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+MECHANISM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMechanism.type
 MIN_ITERATIONS = 4096  # ScramMechanism.minIterations
 MAX_ITERATIONS = 16384  # ScramMechanism.maxIterations (AlterUserScramCredentials)
 DEFAULT_ITERATIONS = 4096

@@ -46,7 +46,7 @@ def secured(fresh_broker: Any, tmp_path: Path) -> dict[str, Any]:
             "ssl.keystore.location": str(certs["server"]),
             "ssl.truststore.location": str(certs["ca"]),
             "listener.name.mtls.ssl.client.auth": "required",
-            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
             "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
         }
@@ -316,3 +316,41 @@ def test_aiokafka(secured: dict[str, Any], listener: str, mechanism: str) -> Non
             await consumer.stop()
 
     assert asyncio.run(run()) == [b"v0", b"v1", b"v2"]
+
+
+@deadline(60)
+def test_scram_users_altered_and_described_by_confluent_kafka(secured: dict[str, Any]) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(_ck_conf(secured, "SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw"))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("carol", info, b"carol-pw")]
+    )
+    futures["carol"].result(timeout=10)
+    described = {
+        user: f.result(timeout=10)
+        for user, f in admin.describe_user_scram_credentials(["carol", "bob"]).items()
+    }
+    assert [(i.mechanism, i.iterations) for i in described["carol"].scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 8192)
+    ]
+    assert [i.mechanism for i in described["bob"].scram_credential_infos] == [
+        ScramMechanism.SCRAM_SHA_512
+    ]
+    _kafka_python_round_trip(
+        _kp_settings(secured, "SASL_PLAINTEXT", "SCRAM-SHA-256", "carol", "carol-pw")
+    )
+    deleted = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)]
+    )
+    deleted["carol"].result(timeout=10)
+    missing = admin.describe_user_scram_credentials(["carol"])["carol"]
+    with pytest.raises(KafkaException, match="does not exist: carol"):
+        missing.result(timeout=10)
