@@ -354,3 +354,45 @@ def test_scram_users_altered_and_described_by_confluent_kafka(secured: dict[str,
     missing = admin.describe_user_scram_credentials(["carol"])["carol"]
     with pytest.raises(KafkaException, match="does not exist: carol"):
         missing.result(timeout=10)
+
+
+@deadline(90)
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "user", "password"),
+    [
+        ("SASL_SSL", "PLAIN", "alice", "alice-pw"),
+        ("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw"),
+        ("SASL_PLAINTEXT", "SCRAM-SHA-512", "bob", "wrong"),
+    ],
+)
+def test_kafkajs(
+    secured: dict[str, Any], listener: str, mechanism: str, user: str, password: str
+) -> None:
+    import json
+    import subprocess
+
+    from tests.integration.harness import JS_DIR
+
+    argv = [
+        "node",
+        str(JS_DIR / "kafkajs-sasl.js"),
+        f"127.0.0.1:{secured['ports'][listener]}",
+        mechanism,
+        user,
+        password,
+        unique("sec"),
+        unique("g"),
+    ]
+    if listener == "SASL_SSL":
+        argv.append(str(secured["certs"]["ca"]))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if password == "wrong":
+        assert result["ok"] is False
+        assert result["error"].startswith("KafkaJSSASLAuthenticationError"), result
+        assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in result["error"]
+        return
+    assert result == {"ok": True, "values": ["v0", "v1", "v2"], "committed": "3"}, (
+        result,
+        done.stderr[-2000:],
+    )
