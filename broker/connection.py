@@ -63,6 +63,7 @@ from broker.context import RequestContext
 from broker.handlers import Deferred
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.routes import Route, route_for
+from broker.security.authz import check_request
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
     API_VERSIONS_KEY,
@@ -508,6 +509,7 @@ async def _handle_frame(
     code = ErrorCode.NONE
     try:
         try:
+            check_request(broker, connection_id, client_host, request)  # ACLs: broker.security
             response = await route.handler(ctx, request)
         except KafkaError as e:
             code = e.code

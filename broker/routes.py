@@ -20,11 +20,14 @@ from broker.handlers import (
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -54,11 +57,14 @@ from protocol.messages import response_class
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
+from protocol.messages.create_acls import CreateAclsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.delete_acls import DeleteAclsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.delete_records import DeleteRecordsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
@@ -110,6 +116,9 @@ ROUTES: dict[type[Message], Handler] = {
     DeleteRecordsRequest: delete_records.handle,  # 21
     InitProducerIdRequest: init_producer_id.handle,  # 22
     OffsetForLeaderEpochRequest: offset_for_leader_epoch.handle,  # 23
+    DescribeAclsRequest: describe_acls.handle,  # 29
+    CreateAclsRequest: create_acls.handle,  # 30
+    DeleteAclsRequest: delete_acls.handle,  # 31
     DescribeConfigsRequest: describe_configs.handle,  # 32
     AlterConfigsRequest: alter_configs.handle,  # 33
     DescribeLogDirsRequest: describe_log_dirs.handle,  # 35

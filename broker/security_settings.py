@@ -131,6 +131,25 @@ SECURITY_SETTINGS: list[dict[str, Any]] = [
         min_value=1,
     ),
     _s(
+        "authorizer.class.name",
+        "string",
+        "",
+        "Set (to org.apache.kafka.metadata.authorizer.StandardAuthorizer, or any value) to "
+        "check every request against the ACLs (CreateAcls, kmock acls); empty: no checks.",
+    ),
+    _s(
+        "super.users",
+        "string",
+        None,
+        "Principals allowed everything, ';'-separated: User:admin;User:CN=client,O=kmock.",
+    ),
+    _s(
+        "allow.everyone.if.no.acl.found",
+        "boolean",
+        False,
+        "With an authorizer: whether a resource without any ACL is open to all.",
+    ),
+    _s(
         "connections.max.reauth.ms",
         "long",
         0,

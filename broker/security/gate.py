@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.security.authenticator import AuthenticationClosed, Dispatch, authenticate
+from broker.security.authz import authz
 from broker.security.tls import peer_principal
 
 if TYPE_CHECKING:
@@ -91,10 +92,15 @@ async def serve_secured(
     log.info(
         "connection %d from %s authenticated as %s on %s", connection_id, host, principal, listener
     )
-    if transport is stream:
-        await serve(broker, stream, connection_id, listener, client_host=f"/{host}")
-        return
-    await _serve_relayed(broker, transport, connection_id, listener, host, serve)
+    principals = authz(broker).principals  # what the ACLs are checked against
+    principals[connection_id] = principal
+    try:
+        if transport is stream:
+            await serve(broker, stream, connection_id, listener, client_host=f"/{host}")
+        else:
+            await _serve_relayed(broker, transport, connection_id, listener, host, serve)
+    finally:
+        principals.pop(connection_id, None)
 
 
 async def _serve_relayed(
