@@ -134,8 +134,8 @@ SECURITY_SETTINGS: list[dict[str, Any]] = [
         "authorizer.class.name",
         "string",
         "",
-        "Set (to org.apache.kafka.metadata.authorizer.StandardAuthorizer, or any value) to "
-        "check every request against the ACLs (CreateAcls, kmock acls); empty: no checks.",
+        "Set (to Kafka's StandardAuthorizer class name, or any value) to check requests "
+        "against the ACLs (CreateAcls and DeleteAcls manage them); empty: no checks.",
     ),
     _s(
         "super.users",
