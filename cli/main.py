@@ -67,7 +67,7 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
 
 def _other_families() -> list[Callable[[Any], None]]:
     """The `register` of every family but `serve`, imported only when the parser needs them."""
-    from cli import certs, consume, dump_log, groups, offsets, produce, topics
+    from cli import acls, certs, consume, dump_log, groups, offsets, produce, topics
     from pipeline import cli as report
 
     return [
@@ -78,6 +78,7 @@ def _other_families() -> list[Callable[[Any], None]]:
         consume.register,
         dump_log.register,
         certs.register,
+        acls.register,
         report.register,
     ]
 

@@ -99,3 +99,50 @@ async def test_certs_then_serve_with_add_scram_over_sasl_ssl(tmp_path: Path) -> 
     assert configs["ssl.key.password"]["is_sensitive"] is True
     assert configs["ssl.key.password"]["value"] is None
     assert configs["ssl.keystore.location"]["value"] == written["server"]
+
+
+async def test_kmock_acls_add_list_remove(nursery, tmp_path: Path) -> None:
+    from broker.server import serve
+    from tests.cli.harness import bs
+    from tests.conftest import broker_config
+
+    broker = await nursery.start(
+        serve,
+        broker_config(
+            tmp_path / "data",
+            **{"authorizer.class.name": "StandardAuthorizer", "super.users": "User:ANONYMOUS"},
+        ),
+    )
+    code, out, err = await cli(
+        "acls", "add", *bs(broker), "--topic", "orders", "--allow-principal", "User:alice",
+        "--operation", "Read", "--operation", "Describe",
+    )  # fmt: skip
+    assert (code, out.strip()) == (0, "added 2 ACL(s)"), err
+    code, out, err = await cli(
+        "acls", "add", *bs(broker), "--group", "app-", "--resource-pattern-type", "prefixed",
+        "--deny-principal", "User:bob", "--operation", "Read",
+    )  # fmt: skip
+    assert code == 0, err
+    code, out, err = await cli("acls", "list", *bs(broker), "--output", "json")
+    assert code == 0, err
+    assert sorted((r["name"], r["principal"], r["operation"]) for r in json.loads(out)) == [
+        ("app-", "User:bob", "READ"),
+        ("orders", "User:alice", "DESCRIBE"),
+        ("orders", "User:alice", "READ"),
+    ]
+    code, out, err = await cli("acls", "remove", *bs(broker), "--topic", "orders")
+    assert (code, out.strip()) == (0, "removed 2 ACL(s)"), err
+    code, out, err = await cli("acls", "list", *bs(broker), "--output", "json", "--topic", "orders")
+    assert json.loads(out) == []
+    code, out, err = await cli(
+        "acls",
+        "add",
+        *bs(broker),
+        "--cluster",
+        "--allow-principal",
+        "alice",
+        "--operation",
+        "Alter",
+    )
+    assert code == 1
+    assert "Could not parse principal from `alice`" in err
