@@ -299,3 +299,63 @@ def test_every_security_protocol_is_served_and_tls_needs_a_keystore(tmp_path: Pa
         tls_contexts(config, setup.listeners)
     with pytest.raises(ConfigError, match=r"ssl\.keystore\.type: 'JKS' is not one of PEM"):
         load_config(overrides={"ssl.keystore.type": "JKS"})
+
+
+# --- the authorizer, pure ---------------------------------------------------------------
+
+
+def _acl(name: str, principal: str, op: str, perm: str, pattern: str = "LITERAL", rtype="TOPIC"):
+    from broker.security.acls import AclBinding, AclOperation, AclPermissionType, PatternType
+    from broker.security.acls import ResourceType as RT
+
+    return AclBinding(
+        RT[rtype], name, PatternType[pattern], principal, "*", AclOperation[op],
+        AclPermissionType[perm],
+    )  # fmt: skip
+
+
+def test_authorizer_decides_as_kafkas_standard_authorizer() -> None:
+    from broker.security.acls import AclOperation as Op
+    from broker.security.acls import ResourceType as RT
+    from broker.security.acls import authorize
+
+    bindings = [
+        _acl("orders", "User:alice", "READ", "ALLOW"),
+        _acl("ord", "User:alice", "WRITE", "ALLOW", "PREFIXED"),
+        _acl("orders-secret", "User:*", "ALL", "DENY"),
+        _acl("*", "User:bob", "DESCRIBE", "ALLOW"),
+    ]
+
+    def ok(principal: str, op: Op, name: str, *, open_: bool = False, su=frozenset()) -> bool:
+        return authorize(bindings, su, open_, principal, "10.0.0.1", op, RT.TOPIC, name)
+
+    assert ok("User:alice", Op.READ, "orders")
+    assert ok("User:alice", Op.DESCRIBE, "orders")  # implied by READ
+    assert ok("User:alice", Op.WRITE, "orders-2")  # prefixed
+    assert not ok("User:alice", Op.DELETE, "orders")
+    assert not ok("User:alice", Op.WRITE, "orders-secret")  # deny wins over the prefix
+    assert ok("User:bob", Op.DESCRIBE, "anything")  # literal wildcard
+    assert not ok("User:carol", Op.READ, "orders")
+    # the * binding is an ACL on every topic: allow.everyone.if.no.acl.found does not apply
+    assert not ok("User:carol", Op.READ, "other", open_=True)
+    assert ok("User:admin", Op.WRITE, "orders-secret", su=frozenset({"User:admin"}))
+    no_acls = authorize([], frozenset(), False, "User:x", "h", Op.READ, RT.GROUP, "g")
+    assert no_acls is False
+    assert authorize([], frozenset(), True, "User:x", "h", Op.READ, RT.GROUP, "g")
+
+
+def test_new_acls_are_checked_as_kafka_checks_them() -> None:
+    from broker.security.acls import validate_binding
+
+    assert validate_binding(_acl("t", "alice", "READ", "ALLOW")) == (
+        "Could not parse principal from `alice` (no colon is present separating the "
+        "principal type from the principal name)"
+    )
+    assert validate_binding(_acl("c", "User:a", "ALTER", "ALLOW", rtype="CLUSTER")) == (
+        "The only valid name for the CLUSTER resource is kafka-cluster"
+    )
+    assert validate_binding(_acl("t", "User:a", "ANY", "ALLOW")) == "Invalid operation 1"
+    assert validate_binding(_acl("t", "User:a", "READ", "ALLOW", "MATCH")) == (
+        "Invalid patternType 2"
+    )
+    assert validate_binding(_acl("t", "User:a", "READ", "ALLOW")) is None
