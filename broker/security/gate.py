@@ -37,6 +37,7 @@ log = logging.getLogger("broker.security")
 __all__ = ["serve_secured"]
 
 RELAY_BYTES = 65536
+LINGER_S = 1.0
 
 
 async def serve_secured(
@@ -82,6 +83,7 @@ async def serve_secured(
         return
     except AuthenticationClosed as e:
         log.info("connection %d from %s closed: %s", connection_id, host, e)
+        await _linger(transport)
         await trio.aclose_forcefully(transport)
         return
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
@@ -101,6 +103,18 @@ async def serve_secured(
             await _serve_relayed(broker, transport, connection_id, listener, host, serve)
     finally:
         principals.pop(connection_id, None)
+
+
+async def _linger(transport: trio.abc.Stream) -> None:
+    """Let the client close first, for at most LINGER_S: a client that reads our last answer
+    (SASL_AUTHENTICATION_FAILED) and the close in one go may report only the close
+    (kafka-python does, now and then)."""
+    with trio.move_on_after(LINGER_S):
+        try:
+            while await transport.receive_some(RELAY_BYTES):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
 
 
 async def _serve_relayed(
