@@ -195,7 +195,7 @@ async def test_wrong_password_is_answered_after_the_delay_then_closed(
 
 
 async def test_a_request_before_authentication_gets_illegal_sasl_state_and_a_close(
-    sasl_broker: Any,
+    sasl_broker: Any, autojump_clock: Any
 ) -> None:
     client = await _connect(sasl_broker, "SASL_PLAINTEXT")
     meta = await client.call(MetadataRequest(topics=[]), 12)
