@@ -63,7 +63,7 @@ from broker.context import RequestContext
 from broker.handlers import Deferred
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.routes import Route, route_for
-from broker.security.authz import check_request
+from broker.security.authz import check_request, session_expired
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
     API_VERSIONS_KEY,
@@ -507,6 +507,8 @@ async def _handle_frame(
     )
     call = _Call(broker, route, version, correlation_id, client_id, trio.current_time(), request)
     code = ErrorCode.NONE
+    if (expired := session_expired(broker, connection_id, request)) is not None:
+        raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
     try:
         try:
             check_request(broker, connection_id, client_host, request)  # ACLs: broker.security

@@ -153,8 +153,9 @@ SECURITY_SETTINGS: list[dict[str, Any]] = [
         "connections.max.reauth.ms",
         "long",
         0,
-        "Accepted; kmock does not ask clients to re-authenticate (sessions do not expire).",
-        acted_on=False,
+        "SASL sessions end after this long (0: never): clients re-authenticate on the "
+        "connection before then (KIP-368), or it is closed at their next request.",
+        min_value=0,
     ),
 ]
 

@@ -1,10 +1,10 @@
-"""SaslAuthenticate after authentication, or on a listener without SASL: Kafka's KafkaApis
-answers ILLEGAL_SASL_STATE with this message (kmock does not re-authenticate: KIP-368)."""
+"""SaslAuthenticate after authentication: a re-authentication's token (KIP-368,
+broker.security.authenticator), else ILLEGAL_SASL_STATE with Kafka's message."""
 
 from __future__ import annotations
 
 from broker.context import RequestContext
-from protocol.errors import ErrorCode
+from broker.security.authenticator import reauthenticate_token
 from protocol.messages.sasl_authenticate import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -12,8 +12,4 @@ from protocol.messages.sasl_authenticate import (
 
 
 async def handle(ctx: RequestContext, request: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
-    return SaslAuthenticateResponse(
-        error_code=ErrorCode.ILLEGAL_SASL_STATE,
-        error_message="SaslAuthenticate request received after successful authentication",
-        auth_bytes=b"",
-    )
+    return reauthenticate_token(ctx.broker, ctx.connection_id, bytes(request.auth_bytes))

@@ -19,8 +19,15 @@ than sasl.server.max.receive.size, or one that does not parse, closes the connec
 (Kafka: InvalidReceiveException / InvalidRequestException). The caller bounds the whole
 exchange in time.
 
-Differences from Kafka: no re-authentication (connections.max.reauth.ms; session_lifetime_ms
-is 0, sessions do not expire), and an OAUTHBEARER token refused is failed at once.
+Sessions (KIP-368): with connections.max.reauth.ms > 0 (or an OAUTHBEARER token's exp), a
+session ends after `session_lifetime_ms`, told to the client in SaslAuthenticate v1+. Before
+then the client may re-authenticate on the open connection: SaslHandshake and
+SaslAuthenticate again, served by broker.handlers.sasl_handshake / sasl_authenticate through
+`reauthenticate_*` below, with the same mechanism and principal. Past the end, any other
+request closes the connection (broker.security.authz.session_expired), as Kafka's
+SocketServer does.
+
+Differences from Kafka: an OAUTHBEARER token refused is failed at once.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from weakref import WeakKeyDictionary
 import trio
 
 from broker.security import mechanisms
+from broker.security.authz import authz
 from broker.security.scram import (
     HASHES,
     SaslAuthenticationFailure,
@@ -53,7 +61,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("broker.security")
 
-__all__ = ["AuthenticationClosed", "Dispatch", "authenticate", "scram_store"]
+__all__ = [
+    "AuthenticationClosed",
+    "Dispatch",
+    "authenticate",
+    "reauthenticate_handshake",
+    "reauthenticate_token",
+    "scram_store",
+]
 
 API_VERSIONS_KEY = 18
 STORE_FILE = "scram-credentials.json"
@@ -93,6 +108,85 @@ def _server(broker: Broker, listener: str, mechanism: str) -> Any:
     if mechanism in HASHES:
         return ScramServer(mechanism, scram_store(broker))
     return mechanisms.OAuthBearerServer(broker.wall_ms())
+
+
+def session_lifetime_ms(broker: Broker, listener: str, server: Any) -> int:
+    """How long the session lasts, 0 for ever: connections.max.reauth.ms, shortened to an
+    OAUTHBEARER token's expiry (Kafka's SaslServerAuthenticator.ReauthInfo)."""
+    if not server.complete:
+        return 0
+    limit = int(listener_setting(broker.config, listener, "connections.max.reauth.ms") or 0)
+    expires_ms = getattr(server, "expires_ms", None)
+    if expires_ms is not None:
+        left = max(expires_ms - broker.wall_ms(), 1)
+        limit = min(limit, left) if limit else left
+    return limit
+
+
+def failure_message(mechanism: str, e: SaslFailure) -> str:
+    """What the client is told (SaslServerAuthenticator.handleSaslToken): a
+    SaslAuthenticationException's own text, else only that the credentials were invalid."""
+    if isinstance(e, SaslAuthenticationFailure):
+        return str(e)
+    return (
+        "Authentication failed during authentication due to invalid credentials with "
+        f"SASL mechanism {mechanism}"
+    )
+
+
+def reauthenticate_handshake(broker: Broker, connection_id: int, mechanism: str) -> ErrorCode:
+    """SaslHandshake on an authenticated connection: start a re-authentication with the
+    session's mechanism (NONE), or refuse (ILLEGAL_SASL_STATE: no SASL session, or one that
+    does not end; UNSUPPORTED_SASL_MECHANISM: another mechanism)."""
+    session = authz(broker).sessions.get(connection_id)
+    # KafkaChannel.maybeBeginServerReauthentication: a session that never ends cannot be
+    # renewed; the handshake is then answered as any late one.
+    if session is None or session.expires_at is None:
+        return ErrorCode.ILLEGAL_SASL_STATE
+    if mechanism != session.mechanism:
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM
+    session.pending = _server(broker, session.listener, mechanism)
+    return ErrorCode.NONE
+
+
+def reauthenticate_token(
+    broker: Broker, connection_id: int, token: bytes
+) -> SaslAuthenticateResponse:
+    """SaslAuthenticate on an authenticated connection, after reauthenticate_handshake."""
+    state = authz(broker)
+    session = state.sessions.get(connection_id)
+    if session is None or session.pending is None:
+        return SaslAuthenticateResponse(
+            error_code=ErrorCode.ILLEGAL_SASL_STATE,
+            error_message="SaslAuthenticate request received after successful authentication",
+        )
+    server = session.pending
+    try:
+        challenge = server.evaluate(token)
+        if server.complete and server.principal != session.principal:
+            raise SaslAuthenticationFailure(
+                "Cannot change principals during re-authentication from "
+                f"{session.principal}: {server.principal}"
+            )
+    except SaslFailure as e:
+        session.pending = None
+        session.expires_at = 0.0  # the next request closes the connection
+        log.info("connection %d: re-authentication failed: %s", connection_id, e)
+        return SaslAuthenticateResponse(
+            error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+            error_message=failure_message(session.mechanism, e),
+        )
+    lifetime_ms = 0
+    if server.complete:
+        session.pending = None
+        lifetime_ms = session_lifetime_ms(broker, session.listener, server)
+        state.start_session(
+            connection_id, session.listener, session.mechanism, session.principal, lifetime_ms
+        )
+        log.info("connection %d re-authenticated as %s", connection_id, session.principal)
+    return SaslAuthenticateResponse(
+        error_code=0, auth_bytes=challenge, session_lifetime_ms=lifetime_ms
+    )
 
 
 class _Frames:
@@ -216,16 +310,19 @@ async def authenticate(
         except SaslFailure as e:
             await _failed(broker, frames, reply, mechanism, e)
             raise AuthenticationClosed(f"authentication with {mechanism} failed: {e}") from None
+        lifetime_ms = session_lifetime_ms(broker, listener, server) if server.complete else 0
         if reply is None:
             await frames.send([struct.pack(">i", len(challenge)), challenge])
         else:
             version, correlation_id = reply
+            lifetime_ms = session_lifetime_ms(broker, listener, server)
             response = SaslAuthenticateResponse(
-                error_code=0, auth_bytes=challenge, session_lifetime_ms=0
+                error_code=0, auth_bytes=challenge, session_lifetime_ms=lifetime_ms
             )
             await frames.send(_respond(response, version, correlation_id))
         if server.complete:
             principal: str = server.principal
+            authz(broker).start_session(connection_id, listener, mechanism, principal, lifetime_ms)
             return principal
 
 
@@ -238,13 +335,7 @@ async def _failed(
     await trio.sleep(broker.config["connection.failed.authentication.delay.ms"] / 1000)
     if reply is None:
         return
-    if isinstance(e, SaslAuthenticationFailure):
-        message = str(e)
-    else:  # SaslServerAuthenticator.handleSaslToken: a SaslException's own text stays here
-        message = (
-            "Authentication failed during authentication due to invalid credentials with "
-            f"SASL mechanism {mechanism}"
-        )
+    message = failure_message(mechanism, e)
     version, correlation_id = reply
     response = SaslAuthenticateResponse(
         error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message, auth_bytes=b""

@@ -14,8 +14,11 @@ topics; DescribeConfigs, AlterConfigs and transactional ids are not checked.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
+
+import trio
 
 from broker.security.acls import AclOperation, AclStore, ResourceType, authorize
 from protocol.errors import ErrorCode, KafkaError
@@ -23,7 +26,7 @@ from protocol.errors import ErrorCode, KafkaError
 if TYPE_CHECKING:
     from broker.broker import Broker
 
-__all__ = ["ANONYMOUS", "Authz", "authz", "check_request"]
+__all__ = ["ANONYMOUS", "Authz", "Session", "authz", "check_request", "session_expired"]
 
 ANONYMOUS = "User:ANONYMOUS"
 ACL_FILE = "acls.json"
@@ -36,6 +39,17 @@ GROUP_FAILED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_FAILED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
+@dataclass(slots=True)
+class Session:
+    """A SASL connection's session: what re-authentication must keep, and when it ends."""
+
+    listener: str
+    mechanism: str
+    principal: str
+    expires_at: float | None  # trio time; None: never
+    pending: Any = None  # the mechanism server of a re-authentication in progress
+
+
 class Authz:
     def __init__(self, broker: Broker) -> None:
         config = broker.config
@@ -46,9 +60,20 @@ class Authz:
         self.allow_if_no_acl: bool = config["allow.everyone.if.no.acl.found"]
         self.store = AclStore(broker.data_dir / ACL_FILE)
         self.principals: dict[int, str] = {}  # connection id -> principal (default ANONYMOUS)
+        self.sessions: dict[int, Session] = {}  # SASL connections, by id
         self.topic_names: Callable[[Any], str | None] = lambda topic_id: (
             t.name if (t := broker.topics.by_id.get(topic_id)) is not None else None
         )
+
+    def start_session(
+        self, connection_id: int, listener: str, mechanism: str, principal: str, lifetime_ms: int
+    ) -> None:
+        expires_at = trio.current_time() + lifetime_ms / 1000 if lifetime_ms else None
+        self.sessions[connection_id] = Session(listener, mechanism, principal, expires_at)
+
+    def end(self, connection_id: int) -> None:
+        self.principals.pop(connection_id, None)
+        self.sessions.pop(connection_id, None)
 
     def allowed(
         self, principal: str, host: str, op: AclOperation, rtype: ResourceType, name: str
@@ -129,6 +154,20 @@ RULES: dict[str, Callable[[Any, Authz], list[Need]]] = {
     "DescribeUserScramCredentialsRequest": lambda r, a: _cluster(D),
     "AlterUserScramCredentialsRequest": lambda r, a: _cluster(AclOperation.ALTER),
 }
+
+
+_REAUTH = ("SaslHandshakeRequest", "SaslAuthenticateRequest")
+
+
+def session_expired(broker: Broker, connection_id: int, request: Any) -> str | None:
+    """Why the connection must close before `request` (its SASL session has ended and the
+    request does not re-authenticate), or None (KIP-368; Kafka's SocketServer closes it)."""
+    session = authz(broker).sessions.get(connection_id)
+    if session is None or session.expires_at is None:
+        return None
+    if type(request).__name__ in _REAUTH or trio.current_time() < session.expires_at:
+        return None
+    return "SASL session expired (connections.max.reauth.ms) without re-authentication"
 
 
 def check_request(broker: Broker, connection_id: int, client_host: str, request: Any) -> None:

@@ -102,7 +102,7 @@ async def serve_secured(
         else:
             await _serve_relayed(broker, transport, connection_id, listener, host, serve)
     finally:
-        principals.pop(connection_id, None)
+        authz(broker).end(connection_id)
 
 
 async def _linger(transport: trio.abc.Stream) -> None:

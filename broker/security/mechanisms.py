@@ -87,6 +87,7 @@ class OAuthBearerServer:
 
     def __init__(self, now_ms: int) -> None:
         self.now_ms = now_ms
+        self.expires_ms: int | None = None
         self.complete = False
         self.principal: str | None = None
 
@@ -117,4 +118,5 @@ class OAuthBearerServer:
             raise SaslAuthenticationFailure('{"status":"invalid_token"}')
         self.complete = True
         self.principal = f"User:{sub}"
+        self.expires_ms = int(exp * 1000)  # the session ends with the token (KIP-368)
         return b""

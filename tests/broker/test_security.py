@@ -36,7 +36,7 @@ from protocol.messages.metadata import MetadataRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from tests.conftest import broker_config
-from tests.wire import WireClient, read_frame
+from tests.wire import WireClient, read_frame, request_bytes
 
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -359,3 +359,51 @@ def test_new_acls_are_checked_as_kafka_checks_them() -> None:
         "Invalid patternType 2"
     )
     assert validate_binding(_acl("t", "User:a", "READ", "ALLOW")) is None
+
+
+# --- sessions (KIP-368) -----------------------------------------------------------------
+
+
+@pytest.fixture
+async def reauth_broker(nursery: Any, tmp_path: Path) -> Any:
+    config = broker_config(
+        tmp_path / "data",
+        **{
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS + ' user_bob="bob-pw";',
+            "connections.max.reauth.ms": 5000,
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "connections.max.idle.ms": 600_000,
+        },
+    )
+    b = await nursery.start(serve, config)
+    await b.ready.wait()
+    return b
+
+
+async def test_a_session_ends_unless_renewed_on_the_connection(
+    reauth_broker: Any, autojump_clock: Any
+) -> None:
+    renewing = await _connect(reauth_broker, "SASL_PLAINTEXT")
+    lapsing = await _connect(reauth_broker, "SASL_PLAINTEXT")
+    for client in (renewing, lapsing):
+        ok = await _plain(client, "alice-pw")
+        assert (ok.error_code, ok.session_lifetime_ms) == (0, 5000)
+    await trio.sleep(4)
+    again = await _plain(renewing, "alice-pw")  # re-authentication on the open connection
+    assert (again.error_code, again.session_lifetime_ms) == (0, 5000)
+    await trio.sleep(2)  # past the first session's end
+    assert (await renewing.call(MetadataRequest(topics=[]), 12)).brokers
+    await lapsing.send_raw(request_bytes(MetadataRequest(topics=[]), 12, correlation_id=1))
+    assert await _closed(lapsing)
+    # another principal on re-authentication: refused, then the connection closes
+    h = await renewing.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+    assert h.error_code == 0
+    other = await renewing.call(SaslAuthenticateRequest(auth_bytes=b"\0bob\0bob-pw"), 2)
+    assert other.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert other.error_message == (
+        "Cannot change principals during re-authentication from User:alice: User:bob"
+    )
+    await renewing.send_raw(request_bytes(MetadataRequest(topics=[]), 12, correlation_id=2))
+    assert await _closed(renewing)
