@@ -396,3 +396,48 @@ def test_kafkajs(
         result,
         done.stderr[-2000:],
     )
+
+
+@deadline(60)
+def test_confluent_kafka_renews_its_session(
+    fresh_broker: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from tests.integration.harness import wait_until
+
+    caplog.set_level(logging.INFO, "broker")
+    data = tmp_path / "data0"
+    data.mkdir()
+    store = ScramStore(data / "scram-credentials.json")
+    store.set("SCRAM-SHA-512", "bob", make_credential("SCRAM-SHA-512", "bob-pw"))
+    store.save()
+    broker = fresh_broker(
+        **{
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "connections.max.reauth.ms": 2000,
+        }
+    )
+    conf = confluent_conf(broker.bootstrap_servers, unique("ck"))
+    conf.update(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": "bob",
+            "sasl.password": "bob-pw",
+        }
+    )
+    producer = CkProducer(conf)
+    topic = unique("reauth")
+    producer.produce(topic, b"before")
+    assert producer.flush(20) == 0
+    wait_until(
+        lambda: (producer.poll(0.1), "re-authenticated as User:bob" in caplog.text)[1],
+        20,
+        "librdkafka re-authenticating",
+    )
+    producer.produce(topic, b"after")
+    assert producer.flush(20) == 0
+    assert "SASL session expired" not in caplog.text
