@@ -63,7 +63,7 @@ from broker.context import RequestContext
 from broker.handlers import Deferred
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.routes import Route, route_for
-from broker.security.authz import check_request, session_expired
+from broker.security.authz import check_request, filter_response, session_expired
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
     API_VERSIONS_KEY,
@@ -513,6 +513,7 @@ async def _handle_frame(
         try:
             check_request(broker, connection_id, client_host, request)  # ACLs: broker.security
             response = await route.handler(ctx, request)
+            response = filter_response(broker, connection_id, client_host, request, response)
         except KafkaError as e:
             code = e.code
             log.debug("%s v%d from %s: %s", route.name, version, client_id, e)

@@ -6,13 +6,21 @@ every request below is checked, super.users pass, and allow.everyone.if.no.acl.f
 for resources without ACLs. A denied request is answered with the API's error response
 carrying the code Kafka uses (TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED).
 
+Metadata hides what the principal may not DESCRIBE, as Kafka's handleTopicMetadataRequest:
+asked for all topics, they are left out; asked by name, they come back with
+TOPIC_AUTHORIZATION_FAILED and nothing else (`filter_response`).
+
 Differences from Kafka: a request is refused whole when any resource it names is denied
-(Kafka answers per topic and serves the others); Metadata does not hide unauthorized
-topics; DescribeConfigs, AlterConfigs and transactional ids are not checked.
+(Kafka answers per topic and serves the others); a topic Metadata creates (auto.create.
+topics.enable) is created before it is hidden, where Kafka asks for CREATE first; the
+authorized-operations fields stay unset; DescribeConfigs, AlterConfigs, ListGroups and
+transactional ids are not checked.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,7 +34,15 @@ from protocol.errors import ErrorCode, KafkaError
 if TYPE_CHECKING:
     from broker.broker import Broker
 
-__all__ = ["ANONYMOUS", "Authz", "Session", "authz", "check_request", "session_expired"]
+__all__ = [
+    "ANONYMOUS",
+    "Authz",
+    "Session",
+    "authz",
+    "check_request",
+    "filter_response",
+    "session_expired",
+]
 
 ANONYMOUS = "User:ANONYMOUS"
 ACL_FILE = "acls.json"
@@ -168,6 +184,33 @@ def session_expired(broker: Broker, connection_id: int, request: Any) -> str | N
     if type(request).__name__ in _REAUTH or trio.current_time() < session.expires_at:
         return None
     return "SASL session expired (connections.max.reauth.ms) without re-authentication"
+
+
+def filter_response(
+    broker: Broker, connection_id: int, client_host: str, request: Any, response: Any
+) -> Any:
+    """`response` with what the principal may not see taken out (Metadata's topics)."""
+    state = authz(broker)
+    if not state.enabled or type(response).__name__ != "MetadataResponse" or response is None:
+        return response
+    principal = state.principals.get(connection_id, ANONYMOUS)
+    host = client_host.lstrip("/")
+    explicit = request.topics is not None
+    topics = []
+    for t in response.topics:
+        if t.name is None or state.allowed(principal, host, D, T, t.name):
+            topics.append(t)
+        elif explicit:
+            topics.append(
+                dataclasses.replace(
+                    t,
+                    error_code=TOPIC_FAILED,
+                    topic_id=uuid.UUID(int=0),
+                    is_internal=False,
+                    partitions=[],
+                )
+            )
+    return dataclasses.replace(response, topics=topics)
 
 
 def check_request(broker: Broker, connection_id: int, client_host: str, request: Any) -> None:

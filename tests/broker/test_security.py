@@ -32,7 +32,7 @@ from broker.security.scram import (
 from broker.server import serve
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.messages.metadata import MetadataRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from tests.conftest import broker_config
@@ -407,3 +407,41 @@ async def test_a_session_ends_unless_renewed_on_the_connection(
     )
     await renewing.send_raw(request_bytes(MetadataRequest(topics=[]), 12, correlation_id=2))
     assert await _closed(renewing)
+
+
+async def test_metadata_hides_topics_the_principal_may_not_describe(
+    nursery: Any, tmp_path: Path
+) -> None:
+    import json as json_
+
+    data = tmp_path / "data"
+    data.mkdir()
+    grant = {"resource_type": 2, "pattern_type": 3, "principal": "User:ANONYMOUS", "host": "*"}
+    (data / "acls.json").write_text(
+        json_.dumps(
+            [
+                {**grant, "resource_name": "visible", "operation": 3, "permission_type": 3},
+                {**grant, "resource_name": "hidden", "operation": 4, "permission_type": 2},
+            ]
+        )
+    )
+    broker = await nursery.start(
+        serve, broker_config(data, **{"authorizer.class.name": "StandardAuthorizer"})
+    )
+    await broker.ready.wait()
+    for name in ("visible", "hidden", "no-acls"):
+        broker.topics.create(name, 1, {}, now_wall_ms=broker.wall_ms())
+    client = await WireClient.connect(broker)
+    everything = await client.call(MetadataRequest(topics=None), 12)
+    assert [t.name for t in everything.topics] == ["visible"]
+    named = await client.call(
+        MetadataRequest(
+            topics=[MetadataRequestTopic(name="hidden"), MetadataRequestTopic(name="visible")]
+        ),
+        12,
+    )
+    assert [(t.name, t.error_code, len(t.partitions)) for t in named.topics] == [
+        ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0),
+        ("visible", 0, 1),
+    ]
+    await client.aclose()
