@@ -7,6 +7,7 @@ connection.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import ssl
@@ -247,12 +248,24 @@ async def test_tls_and_mtls(sasl_broker: Any, caplog: pytest.LogCaptureFixture) 
         await refused()
 
 
+def _client_hello() -> bytes:
+    """The first flight of a real TLS client (its ClientHello), from a memory BIO."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    ctx = ssl.create_default_context()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
 HOSTILE = {
     "garbage": b"\x16\x03\x01\xff\xffthis is not a handshake" * 3,
-    "truncated": b"\x00\x00\x00\x40\x00\x11\x00\x01",
+    "truncated": b"\x00\x00\x00\x40\x00\x11\x00\x01",  # then EOF
+    "truncated-hello": b"",  # half a ClientHello, then EOF (set in the test)
     "oversized": struct.pack(">i", 600_000) + bytes(1000),
     "negative": struct.pack(">i", -5),
     "slow": b"",
+    "trickle": b"",  # a byte a second, never finishing
 }
 
 
@@ -260,14 +273,30 @@ HOSTILE = {
 async def test_hostile_handshakes_end_in_a_close(
     sasl_broker: Any, autojump_clock: Any, listener: str
 ) -> None:
+    hello = _client_hello()
     for name, data in HOSTILE.items():
         client = await _connect(sasl_broker, listener)
+        if name == "truncated-hello":
+            data = hello[: len(hello) // 2]
         if data:
             await client.send_raw(data)
-        if name == "truncated":
+        if name.startswith("truncated"):
             await client.stream.send_eof()
-        with trio.fail_after(11):  # connections.max.idle.ms, for the slow one
-            assert await _closed(client), name
+        with trio.fail_after(11):  # connections.max.idle.ms, for the slow ones
+            if name == "trickle":
+                async with trio.open_nursery() as trickling:
+
+                    async def trickle(client: WireClient = client) -> None:
+                        with contextlib.suppress(trio.BrokenResourceError):
+                            for byte in hello:
+                                await client.send_raw(bytes([byte]))
+                                await trio.sleep(1)
+
+                    trickling.start_soon(trickle)
+                    assert await _closed(client), name
+                    trickling.cancel_scope.cancel()
+            else:
+                assert await _closed(client), name
         await client.aclose()
     await trio.testing.wait_all_tasks_blocked()
     assert sasl_broker.open_connections == 0
