@@ -441,3 +441,35 @@ def test_confluent_kafka_renews_its_session(
     producer.produce(topic, b"after")
     assert producer.flush(20) == 0
     assert "SASL session expired" not in caplog.text
+
+
+@deadline(60)
+def test_large_records_through_the_tls_relay(secured: dict[str, Any]) -> None:
+    """Megabytes each way through the TLS relay (broker.security.gate), kept in order."""
+    conf = _kp_settings(secured, "SASL_SSL", "PLAIN", "alice", "alice-pw")
+    topic = unique("big")
+    values = [bytes([i]) * 900_000 for i in range(6)]
+    producer = KafkaProducer(**conf, max_request_size=1_000_000, linger_ms=50)
+    try:
+        for v in values:
+            producer.send(topic, key=b"k", value=v)
+        producer.flush(timeout=30)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=20_000,
+        fetch_max_bytes=50_000_000,
+        max_partition_fetch_bytes=10_000_000,
+        **conf,
+    )
+    try:
+        got = []
+        for m in consumer:
+            got.append(m.value)
+            if len(got) == len(values):
+                break
+    finally:
+        consumer.close()
+    assert got == values
