@@ -224,6 +224,10 @@ def check_request(broker: Broker, connection_id: int, client_host: str, request:
         return
     principal = state.principals.get(connection_id, ANONYMOUS)
     host = client_host.lstrip("/")
+    if type(request).__name__ == "CreateTopicsRequest" and state.allowed(
+        principal, host, AclOperation.CREATE, C, CLUSTER
+    ):
+        return  # KafkaApis: CREATE on the cluster allows every topic
     for rtype, name, op, code in rule(request, state):
         if not state.allowed(principal, host, op, rtype, name):
             raise KafkaError(code, f"{principal} may not {op.name} {rtype.name} {name}")

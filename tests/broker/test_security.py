@@ -474,3 +474,69 @@ async def test_metadata_hides_topics_the_principal_may_not_describe(
         ("visible", 0, 1),
     ]
     await client.aclose()
+
+
+async def test_requests_are_refused_with_the_apis_authorization_codes(
+    nursery: Any, tmp_path: Path
+) -> None:
+    import json as json_
+
+    from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+    from protocol.messages.describe_acls import DescribeAclsRequest
+    from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+
+    data = tmp_path / "data"
+    data.mkdir()
+    anonymous = {"pattern_type": 3, "principal": "User:ANONYMOUS", "host": "*"}
+    (data / "acls.json").write_text(
+        json_.dumps(
+            [
+                {
+                    **anonymous,
+                    "resource_type": 4,
+                    "resource_name": "kafka-cluster",
+                    "operation": 5,
+                    "permission_type": 3,
+                },  # CREATE on the cluster
+                {
+                    **anonymous,
+                    "resource_type": 3,
+                    "resource_name": "g",
+                    "operation": 3,
+                    "permission_type": 2,
+                },  # DENY READ on group g
+            ]
+        )
+    )
+    broker = await nursery.start(
+        serve, broker_config(data, **{"authorizer.class.name": "StandardAuthorizer"})
+    )
+    await broker.ready.wait()
+    client = await WireClient.connect(broker)
+    created = await client.call(
+        CreateTopicsRequest(
+            topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=1)],
+            timeout_ms=5000,
+        ),
+        7,
+    )
+    assert [(t.name, t.error_code) for t in created.topics] == [("t", 0)]
+    joined = await client.call(
+        JoinGroupRequest(
+            group_id="g",
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")],
+        ),
+        9,
+    )
+    assert joined.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    acls = await client.call(
+        DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
+                            permission_type=1),
+        3,
+    )  # fmt: skip
+    assert acls.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    await client.aclose()
