@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 import logging
 import os
+import ssl
 import time
 import uuid
 from pathlib import Path
@@ -141,6 +142,10 @@ class Broker:
             Journal(size, self.topic_name) if size > 0 and config["admin.port"] >= 0 else None
         )
         self.controls = Controls(self)
+        # Set by `serve` (broker.security): each listener's security protocol, and the TLS
+        # context of each SSL and SASL_SSL listener.
+        self.security_protocols: dict[str, str] = {}
+        self.tls_contexts: dict[str, ssl.SSLContext] = {}
 
     # Two times, named apart: monotonic for deadlines (the broker's clock: trio's, which
     # autojump_clock drives in tests, or a virtual one), and the date written into records.

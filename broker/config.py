@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.listeners import DEFAULT_PROTOCOL_MAP
+from broker.security_settings import SECURITY_SETTINGS, listener_prefixed
 from coordinator.config import COORDINATOR_SETTINGS
 from coordinator.consumer import ConsumerGroupConfig
 from coordinator.transactions.config import TRANSACTION_SETTINGS
@@ -60,6 +61,7 @@ class Setting:
     min_value: int | float | None = None  # Kafka's ConfigDef range check (atLeast)
     choices: tuple[str, ...] | None = None  # Kafka's ValidString / ValidList
     acted_on: bool = True  # False: accepted and reported like Kafka, but kmock ignores it
+    sensitive: bool = False  # Kafka's PASSWORD type: never shown (DescribeConfigs, logs)
 
 
 def _s(name: str, type: str, default: Any, doc: str, **kw: Any) -> Setting:
@@ -91,7 +93,9 @@ SETTINGS: dict[str, Setting] = {
             "list",
             DEFAULT_PROTOCOL_MAP,
             "The security protocol of each listener name, NAME:PROTOCOL,... (e.g. "
-            "PLAINTEXT_HOST:PLAINTEXT). kmock serves PLAINTEXT only.",
+            "PLAINTEXT_HOST:PLAINTEXT, SASL_SSL:SASL_SSL): PLAINTEXT, SSL, SASL_PLAINTEXT or "
+            "SASL_SSL. Security settings take a per-listener prefix, "
+            "listener.name.<name>.ssl.keystore.location, as in Kafka.",
         ),
         _s(
             "inter.broker.listener.name",
@@ -626,6 +630,7 @@ SETTINGS: dict[str, Setting] = {
         ),
     ]
 }
+SETTINGS.update({d["name"]: Setting(**d) for d in SECURITY_SETTINGS})
 
 
 def _convert(setting: Setting, value: Any) -> Any:
@@ -816,7 +821,7 @@ def load_config(
             if value is None:
                 continue
             name = ALIASES.get(name, name)
-            setting = SETTINGS.get(name)
+            setting = SETTINGS.get(name) or listener_prefixed(name, SETTINGS)
             if setting is None:
                 raise ConfigError(f"unknown setting {name!r}")
             cfg.values[name] = _convert(setting, value)

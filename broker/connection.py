@@ -68,6 +68,7 @@ from broker.context import RequestContext
 from broker.handlers import Deferred
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.routes import Route, route_for
+from broker.security.authz import check_request, filter_response, session_expired
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
     API_VERSIONS_KEY,
@@ -106,7 +107,7 @@ class _Call(NamedTuple):
     correlation_id: int
     client_id: str | None
     started: float
-    conn: _Connection
+    conn: _Connection | _Authenticating
     # The decoded request, for the UNKNOWN_SERVER_ERROR answer; None once the response is
     # deferred, so that a Produce waiting for its fsync does not keep its frame (the records
     # are views of it) in memory: 256 waiting 1 MB Produce requests would hold 256 MB.
@@ -184,9 +185,14 @@ class _Connection:
         self.requests = 0
         self.opened_ms = broker.clock.wall_ms()
         try:
-            host, port = stream.socket.getpeername()[:2]
-            self.address = f"{host}:{port}"
+            peer = stream.socket.getpeername()
         except OSError:
+            peer = None
+        # A TLS connection is served over a local socket pair (broker.security.gate), whose
+        # peer has no address: the client's is `client_host`.
+        if isinstance(peer, tuple):
+            self.address = f"{peer[0]}:{peer[1]}"
+        else:
             self.address = client_host.lstrip("/")
         self.frames = FrameBuffer(broker.config["socket.request.max.bytes"])
         self.memory = broker.memory_pool
@@ -474,13 +480,20 @@ async def expire_idle_connections(broker: Broker) -> None:
 
 
 async def serve_connection(
-    broker: Broker, stream: trio.SocketStream, connection_id: int, listener_name: str = "PLAINTEXT"
+    broker: Broker,
+    stream: trio.SocketStream,
+    connection_id: int,
+    listener_name: str = "PLAINTEXT",
+    client_host: str | None = None,
 ) -> None:
-    try:
-        peer = stream.socket.getpeername()
-        client_host = f"/{peer[0]}"
-    except OSError:
-        client_host = "/unknown"
+    """Serve `stream` until it closes. `client_host` ("/address"): given when the socket is
+    not the client's own (a TLS connection, broker.security.gate)."""
+    if client_host is None:
+        try:
+            peer = stream.socket.getpeername()
+            client_host = f"/{peer[0]}"
+        except OSError:
+            client_host = "/unknown"
     conn = _Connection(broker, stream, connection_id, client_host, listener_name)
     broker.metrics.connection_opened()
     broker.connections.add(conn)
@@ -511,7 +524,9 @@ async def serve_connection(
             await stream.aclose()
 
 
-async def _handle_frame(conn: _Connection, frame: bytes | bytearray) -> list[Any] | _Pending | None:
+async def _handle_frame(
+    conn: _Connection | _Authenticating, frame: bytes | bytearray
+) -> list[Any] | _Pending | None:
     broker = conn.broker
     try:
         api_key, version, correlation_id = peek_request_key(frame)
@@ -578,9 +593,15 @@ async def _handle_frame(conn: _Connection, frame: bytes | bytearray) -> list[Any
             if answered is not None:
                 return answered
     code = ErrorCode.NONE
+    if (expired := session_expired(broker, conn.connection_id, request)) is not None:
+        raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
     try:
         try:
+            check_request(broker, conn.connection_id, conn.client_host, request)  # ACLs
             response = await route.handler(ctx, request)
+            response = filter_response(
+                broker, conn.connection_id, conn.client_host, request, response
+            )
         except KafkaError as e:
             code = e.code
             log.debug("%s v%d from %s: %s", route.name, version, client_id, e)
@@ -635,6 +656,50 @@ def _journal(call: _Call, code: int, out: list[Any] | None, outcome: str) -> Non
     journal = call.broker.journal
     if journal is not None:
         journal.record(call, code, None, out, outcome, trio.current_time())
+
+
+class _Authenticating:
+    """A connection still in its SASL exchange (broker.security.authenticator), which
+    answers ApiVersions through this dispatch site before the connection is served: what
+    the dispatch site records of a request, without a socket of its own."""
+
+    __slots__ = (
+        "api_versions",
+        "broker",
+        "client_host",
+        "client_id",
+        "connection_id",
+        "listener_name",
+        "requests",
+    )
+
+    def __init__(
+        self, broker: Broker, client_host: str, connection_id: int, listener_name: str
+    ) -> None:
+        self.broker = broker
+        self.client_host = client_host
+        self.connection_id = connection_id
+        self.listener_name = listener_name
+        self.client_id: str | None = None
+        self.api_versions: dict[int, int] = {}
+        self.requests = 0
+
+    async def swallow(self) -> None:
+        """A dropped request is never answered: the SASL exchange waits until it is closed."""
+        await trio.sleep_forever()
+
+
+async def handle_frame(
+    broker: Broker,
+    frame: bytes | bytearray,
+    client_host: str,
+    connection_id: int,
+    listener_name: str,
+) -> list[Any] | _Pending | None:
+    """The dispatch site for a frame read during the SASL exchange (see _Authenticating)."""
+    return await _handle_frame(
+        _Authenticating(broker, client_host, connection_id, listener_name), frame
+    )
 
 
 def _failed(call: _Call) -> list[Any]:

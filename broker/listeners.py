@@ -21,8 +21,8 @@ wildcard host (0.0.0.0, ::, empty) becoming 127.0.0.1; an advertised port 0 mean
 port the listener bound (kmock only: for port 0 in tests).
 
 The checks and their messages are Kafka's (EndpointUtils.listenerListToEndpoints,
-KafkaConfig.validateValues), each prefixed by the setting it is about. kmock serves
-PLAINTEXT only: a listener mapped to SSL or SASL is refused by name until they exist.
+KafkaConfig.validateValues), each prefixed by the setting it is about. All four of
+Kafka's protocols are served: SSL, SASL_PLAINTEXT and SASL_SSL through broker.security.
 `inter.broker.listener.name` is accepted and checked as Kafka checks it, and otherwise
 unused (there is no other broker); unset, Kafka derives it from
 security.inter.broker.protocol and requires a PLAINTEXT listener, which kmock does not.
@@ -45,7 +45,6 @@ __all__ = [
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
-SERVED_PROTOCOLS = ("PLAINTEXT",)
 # Kafka's EndpointUtils.uriParseExp
 _URI = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
 _WILDCARDS = ("", "0.0.0.0", "::")
@@ -184,13 +183,6 @@ def listener_setup(
     """
     pmap = parse_protocol_map(protocol_map)
     bound = parse_endpoints(listeners, pmap, "listeners", require_distinct_ports=True)
-    for e in bound:
-        if e.security_protocol not in SERVED_PROTOCOLS:
-            raise ValueError(
-                f"listeners: listener {e.listener} uses security protocol "
-                f"{e.security_protocol} (listener.security.protocol.map); kmock serves "
-                "PLAINTEXT only: map the name to PLAINTEXT"
-            )
     names = [e.listener for e in bound]
     if advertised_listeners:
         adv = parse_endpoints(

@@ -22,14 +22,18 @@ from broker.handlers import (
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -37,6 +41,7 @@ from broker.handlers import (
     describe_producers,
     describe_topic_partitions,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -56,6 +61,8 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -67,14 +74,18 @@ from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
+from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.create_acls import CreateAclsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.delete_acls import DeleteAclsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.delete_records import DeleteRecordsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
@@ -82,6 +93,7 @@ from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from protocol.messages.describe_producers import DescribeProducersRequest
 from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from protocol.messages.describe_transactions import DescribeTransactionsRequest
+from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.fetch import FetchRequest
@@ -101,6 +113,8 @@ from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from protocol.messages.produce import ProduceRequest
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
@@ -125,6 +139,7 @@ ROUTES: dict[type[Message], Handler] = {
     SyncGroupRequest: sync_group.handle,  # 14
     DescribeGroupsRequest: describe_groups.handle,  # 15
     ListGroupsRequest: list_groups.handle,  # 16
+    SaslHandshakeRequest: sasl_handshake.handle,  # 17
     ApiVersionsRequest: api_versions.handle,  # 18
     CreateTopicsRequest: create_topics.handle,  # 19
     DeleteTopicsRequest: delete_topics.handle,  # 20
@@ -136,10 +151,14 @@ ROUTES: dict[type[Message], Handler] = {
     EndTxnRequest: end_txn.handle,  # 26
     WriteTxnMarkersRequest: write_txn_markers.handle,  # 27
     TxnOffsetCommitRequest: txn_offset_commit.handle,  # 28
+    DescribeAclsRequest: describe_acls.handle,  # 29
+    CreateAclsRequest: create_acls.handle,  # 30
+    DeleteAclsRequest: delete_acls.handle,  # 31
     DescribeConfigsRequest: describe_configs.handle,  # 32
     AlterConfigsRequest: alter_configs.handle,  # 33
     AlterReplicaLogDirsRequest: alter_replica_log_dirs.handle,  # 34
     DescribeLogDirsRequest: describe_log_dirs.handle,  # 35
+    SaslAuthenticateRequest: sasl_authenticate.handle,  # 36
     CreatePartitionsRequest: create_partitions.handle,  # 37
     DeleteGroupsRequest: delete_groups.handle,  # 42
     ElectLeadersRequest: elect_leaders.handle,  # 43
@@ -147,6 +166,8 @@ ROUTES: dict[type[Message], Handler] = {
     AlterPartitionReassignmentsRequest: alter_partition_reassignments.handle,  # 45
     ListPartitionReassignmentsRequest: list_partition_reassignments.handle,  # 46
     OffsetDeleteRequest: offset_delete.handle,  # 47
+    DescribeUserScramCredentialsRequest: describe_user_scram_credentials.handle,  # 50
+    AlterUserScramCredentialsRequest: alter_user_scram_credentials.handle,  # 51
     DescribeClusterRequest: describe_cluster.handle,  # 60
     DescribeProducersRequest: describe_producers.handle,  # 61
     DescribeTransactionsRequest: describe_transactions.handle,  # 65

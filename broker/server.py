@@ -31,12 +31,17 @@ import trio
 
 from broker import routes
 from broker.broker import Broker, listener_setup
-from broker.config import Config
-from broker.connection import expire_idle_connections, serve_connection
+from broker.config import Config, ConfigError
+from broker.connection import expire_idle_connections, handle_frame, serve_connection
 from broker.durability import Durability
+from broker.routes import route_for
+from broker.security.authenticator import Dispatch
+from broker.security.gate import serve_secured
+from broker.security.tls import TlsError, tls_contexts
 from protocol.errors import KafkaError
 
 log = logging.getLogger("broker.server")
+_DISPATCH = Dispatch(serve_connection, handle_frame, route_for)
 
 __all__ = ["Broker", "listener_setup", "serve"]
 
@@ -56,7 +61,12 @@ async def _accept(broker: Broker, listener_name: str, stream: trio.SocketStream)
         return
     broker.open_connections += 1
     try:
-        await serve_connection(broker, stream, cid, listener_name)
+        protocol = broker.security_protocols[listener_name]
+        if protocol == "PLAINTEXT":
+            await serve_connection(broker, stream, cid, listener_name)
+        else:
+            tls = broker.tls_contexts.get(listener_name)
+            await serve_secured(broker, stream, cid, listener_name, protocol, tls, _DISPATCH)
     except Exception:
         # Never let one connection take the server down; this is a bug, so say so loudly.
         log.exception("connection %d crashed", cid)
@@ -75,6 +85,15 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
     broker.controls.route_table = routes.all_routes()
     if broker.journal is not None:
         broker.journal.routes = {r.api_key: r for r in broker.controls.route_table}
+    # The listeners' security (broker.security): TLS contexts are built before anything binds,
+    # so a keystore that cannot be read stops the start with a message naming its setting.
+    broker.security_protocols = {
+        e.listener: e.security_protocol for e in broker.listener_setup.listeners
+    }
+    try:
+        broker.tls_contexts = tls_contexts(config, broker.listener_setup.listeners)
+    except TlsError as e:
+        raise ConfigError(str(e)) from None
     await trio.to_thread.run_sync(broker.open)
     try:
         with trio.CancelScope() as cancel:

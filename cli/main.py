@@ -68,7 +68,18 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
 
 def _other_families() -> list[Callable[[Any], None]]:
     """The `register` of every family but `serve`, imported only when the parser needs them."""
-    from cli import consume, controls, dump_log, groups, offsets, produce, schemas, topics
+    from cli import (
+        acls,
+        certs,
+        consume,
+        controls,
+        dump_log,
+        groups,
+        offsets,
+        produce,
+        schemas,
+        topics,
+    )
     from pipeline import cli as report
 
     return [
@@ -80,6 +91,8 @@ def _other_families() -> list[Callable[[Any], None]]:
         dump_log.register,
         controls.register,
         schemas.register,
+        certs.register,
+        acls.register,
         report.register,
     ]
 

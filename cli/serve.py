@@ -66,6 +66,14 @@ def register(sub: Any) -> None:
         "(repeatable; wins over the other flags)",
     )
     p.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="'SCRAM-SHA-256=[name=alice,password=secret]'",
+        help="add a SCRAM user before serving, as kafka-storage format --add-scram does "
+        "(repeatable; kept as salted keys in <log.dirs>/scram-credentials.json)",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,

@@ -19,8 +19,9 @@ config_source and synonyms are computed as Kafka's ConfigHelper computes them:
     log.retention.hours was configured - Kafka's own answer;
   * the entry's source is its first synonym's, DEFAULT_CONFIG when there is none.
 Values are strings as Kafka's ConfigDef renders them ("true"/"false", lists joined by ",").
-Nothing is sensitive; topic configs are never read-only; broker settings are read-only
-unless Kafka can change them at runtime (Setting.read_only).
+Passwords and keys are sensitive (no value, as Kafka reports them); topic configs are
+never read-only; broker settings are read-only unless Kafka can change them at runtime
+(Setting.read_only).
 
 Differences from Kafka: kmock has only the topic configs it honours, and its own broker
 settings (a few kmock-only, such as admin.port). BROKER_LOGGER resources (type 8) are
@@ -64,13 +65,18 @@ def _entry(
     read_only: bool,
 ) -> DescribeConfigsResourceResult:
     source = synonyms[0].source if synonyms else DEFAULT_CONFIG
+    if setting.sensitive:  # Kafka's PASSWORD type: reported without its value
+        value = None
+        synonyms = [
+            DescribeConfigsSynonym(name=s.name, value=None, source=s.source) for s in synonyms
+        ]
     return DescribeConfigsResourceResult(
         name=name,
         value=value,
         read_only=read_only,
         is_default=source == DEFAULT_CONFIG,  # v0's view of config_source
         config_source=source,
-        is_sensitive=False,
+        is_sensitive=setting.sensitive,
         synonyms=synonyms if request.include_synonyms else [],
         config_type=CONFIG_TYPES[setting.type],
         documentation=setting.doc if request.include_documentation else None,

@@ -32,6 +32,7 @@ from broker.config import (
     parse_properties,
 )
 from broker.logging_setup import setup_logging
+from broker.security.tls import TlsError, tls_contexts
 from broker.server import serve
 from broker.startup_topics import startup_topics
 from cli.output import (
@@ -90,7 +91,11 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
     config = load_config(properties=properties, environ=_environment(environ), overrides=overrides)
     # What the broker checks before it writes anything, checked here too so that a bad
     # setting is a usage error (exit 2) with one line naming it.
-    listener_setup(config)
+    setup = listener_setup(config)
+    try:
+        tls_contexts(config, setup.listeners)
+    except TlsError as e:
+        raise ConfigError(str(e)) from None
     startup_topics(config)
     consumer_group_config(config)
     return config
@@ -103,7 +108,15 @@ def run(args: argparse.Namespace, out: Output) -> int:
     except ConfigError as e:
         out.error(str(e))
         return EXIT_USAGE
-    explicit = {name: config[name] for name in sorted(config.explicit)}
+    try:
+        _add_scram(config, args.add_scram)
+    except ValueError as e:
+        out.error(str(e))
+        return EXIT_USAGE
+    # Passwords and keys (Kafka's PASSWORD settings) are never logged.
+    explicit = {
+        name: "[hidden]" if _sensitive(name) else config[name] for name in sorted(config.explicit)
+    }
     log.info("starting kmock", extra=explicit)
     try:
         trio.run(_serve_until_signal, config)
@@ -131,6 +144,35 @@ def _startup_error(e: BaseException) -> str:
     if isinstance(e, OSError) and e.errno == errno.EACCES:
         return f"cannot start: permission denied ({e})"
     return f"cannot start: {e}"
+
+
+def _sensitive(name: str) -> bool:
+    from broker.config import SETTINGS
+    from broker.security_settings import listener_prefixed
+
+    setting = SETTINGS.get(name) or listener_prefixed(name, SETTINGS)
+    return setting is not None and setting.sensitive
+
+
+def _add_scram(config: Any, specs: list[str]) -> None:
+    """Write the --add-scram users into the data directory's SCRAM store.
+
+    Raises:
+      ValueError: a malformed spec; the message names --add-scram, never the password.
+    """
+    if not specs:
+        return
+    from broker.security.authenticator import STORE_FILE
+    from broker.security.scram import ScramStore, parse_add_scram
+
+    data_dir = Path(config["log.dirs"])
+    parsed = [parse_add_scram(spec) for spec in specs]
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = ScramStore(data_dir / STORE_FILE)
+    for mechanism, user, credential in parsed:
+        store.set(mechanism, user, credential)
+        log.info("SCRAM user added", extra={"mechanism": mechanism, "user": user})
+    store.save()
 
 
 async def _serve_until_signal(config: Any) -> None:

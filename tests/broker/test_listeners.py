@@ -120,22 +120,6 @@ def test_unset_advertised_listeners_advertise_the_listeners():
             "are PLAINTEXT_HOST",
         ),
         (
-            "SSL://:9093",
-            None,
-            DEFAULT_MAP,
-            None,
-            "listeners: listener SSL uses security protocol SSL "
-            "(listener.security.protocol.map); kmock serves PLAINTEXT only: map the name to "
-            "PLAINTEXT",
-        ),
-        (
-            "EXTERNAL://:9093",
-            None,
-            "EXTERNAL:SASL_SSL",
-            None,
-            "listeners: listener EXTERNAL uses security protocol SASL_SSL",
-        ),
-        (
             "PLAINTEXT://:9092",
             None,
             "PLAINTEXT:TLS",

@@ -135,7 +135,11 @@ def test_unknown_environment_variables_are_ignored_with_a_warning(caplog):
             {},
             "Unable to parse 127.0.0.1:9092 to a broker endpoint",
         ),
-        (["--listeners", "SSL://127.0.0.1:9093"], {}, "uses security protocol SSL"),
+        (
+            ["--listeners", "SSL://127.0.0.1:9093"],
+            {},
+            "listener SSL uses TLS: set ssl.keystore.location",
+        ),
         ([], {"KAFKA_AUTO_CREATE_TOPICS_ENABLE": "maybe"}, "not a valid boolean"),
         (["--create-topics", "orders:x"], {}, "kmock.create.topics: 'orders:x': partitions"),
         (["--durability", "sometimes"], {}, "kmock.durability: 'sometimes' is not one of"),

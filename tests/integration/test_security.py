@@ -1,0 +1,475 @@
+"""Real clients on kmock's secured listeners: SSL (with and without a client certificate),
+SASL_PLAINTEXT and SASL_SSL with PLAIN and SCRAM-SHA-512. Each client produces, consumes in a
+group and commits; a wrong password fails with an authentication error while the broker goes
+on serving the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer as CkConsumer
+from confluent_kafka import KafkaException
+from confluent_kafka import Producer as CkProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError as KpError
+
+from broker.security.certs import write_certs
+from broker.security.scram import ScramStore, make_credential
+from tests.integration.harness import confluent_conf, deadline, unique
+
+pytestmark = pytest.mark.integration
+
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-pw";'
+)
+
+
+@pytest.fixture
+def secured(fresh_broker: Any, tmp_path: Path) -> dict[str, Any]:
+    certs = write_certs(tmp_path / "certs")
+    data = tmp_path / "data0"
+    data.mkdir()
+    store = ScramStore(data / "scram-credentials.json")
+    store.set("SCRAM-SHA-512", "bob", make_credential("SCRAM-SHA-512", "bob-pw"))
+    store.save()
+    broker = fresh_broker(
+        **{
+            "listeners": "SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
+            "SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
+            "listener.security.protocol.map": "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "SASL_SSL:SASL_SSL,MTLS:SSL",
+            "ssl.keystore.location": str(certs["server"]),
+            "ssl.truststore.location": str(certs["ca"]),
+            "listener.name.mtls.ssl.client.auth": "required",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+        }
+    )
+    ports = broker.broker.bound_ports
+    return {"broker": broker, "certs": certs, "ports": ports}
+
+
+def _kp_settings(
+    s: dict[str, Any],
+    listener: str,
+    mechanism: str | None = None,
+    user: str = "",
+    password: str = "",
+    cert: bool = False,
+) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap_servers": f"127.0.0.1:{s['ports'][listener]}",
+        "request_timeout_ms": 10_000,
+    }
+    protocol = {
+        "SSL": "SSL",
+        "MTLS": "SSL",
+        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+        "SASL_SSL": "SASL_SSL",
+    }[listener]
+    conf["security_protocol"] = protocol
+    if "SSL" in protocol:
+        conf["ssl_cafile"] = str(s["certs"]["ca"])
+        if cert:
+            conf["ssl_certfile"] = str(s["certs"]["client_cert"])
+            conf["ssl_keyfile"] = str(s["certs"]["client_key"])
+    if mechanism:
+        conf.update(
+            sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=password
+        )
+    return conf
+
+
+def _kafka_python_round_trip(conf: dict[str, Any]) -> None:
+    topic, group = unique("sec"), unique("g")
+    producer = KafkaProducer(**conf)
+    try:
+        for i in range(3):
+            producer.send(topic, key=b"k", value=f"v{i}".encode()).get(timeout=10)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=15_000,
+        **conf,
+    )
+    try:
+        got = []
+        for m in consumer:
+            got.append(m.value)
+            partition = m.partition
+            if len(got) == 3:
+                break
+        assert got == [b"v0", b"v1", b"v2"]
+        consumer.commit()
+        assert consumer.committed(TopicPartition(topic, partition)) == 3
+    finally:
+        consumer.close()
+
+
+@deadline(60)
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "user", "password", "cert"),
+    [
+        ("SSL", None, "", "", False),
+        ("SSL", None, "", "", True),
+        ("MTLS", None, "", "", True),
+        ("SASL_PLAINTEXT", "PLAIN", "alice", "alice-pw", False),
+        ("SASL_PLAINTEXT", "SCRAM-SHA-512", "bob", "bob-pw", False),
+        ("SASL_SSL", "PLAIN", "alice", "alice-pw", False),
+        ("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw", False),
+    ],
+)
+def test_kafka_python(
+    secured: dict[str, Any],
+    listener: str,
+    mechanism: str | None,
+    user: str,
+    password: str,
+    cert: bool,
+) -> None:
+    _kafka_python_round_trip(_kp_settings(secured, listener, mechanism, user, password, cert))
+
+
+@deadline(60)
+@pytest.mark.parametrize(
+    ("listener", "mechanism"), [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
+)
+def test_kafka_python_wrong_password_fails_and_others_go_on(
+    secured: dict[str, Any], listener: str, mechanism: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    user = "alice" if mechanism == "PLAIN" else "bob"
+    expected = (
+        "Authentication failed: Invalid username or password"
+        if mechanism == "PLAIN"
+        else "Authentication failed during authentication due to invalid credentials with "
+        "SASL mechanism SCRAM-SHA-512"
+    )
+    conf = _kp_settings(secured, listener, mechanism, user, "wrong")
+    with pytest.raises(KpError):
+        KafkaProducer(**conf, max_block_ms=3000)
+    # kafka-python retries a failed bootstrap and reports the broker's answer in its log
+    assert f"SaslAuthenticationFailedError: {expected}" in caplog.text
+    assert "wrong" not in "".join(
+        r.getMessage() for r in caplog.records if r.name.startswith("broker")
+    )
+    right = "alice-pw" if mechanism == "PLAIN" else "bob-pw"
+    _kafka_python_round_trip(_kp_settings(secured, listener, mechanism, user, right))
+
+
+def _ck_conf(
+    s: dict[str, Any],
+    listener: str,
+    mechanism: str | None = None,
+    user: str = "",
+    password: str = "",
+    cert: bool = False,
+    **kw: Any,
+) -> dict[str, Any]:
+    protocol = {
+        "SSL": "SSL",
+        "MTLS": "SSL",
+        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+        "SASL_SSL": "SASL_SSL",
+    }[listener]
+    conf = confluent_conf(f"127.0.0.1:{s['ports'][listener]}", unique("ck"), **kw)
+    conf["security.protocol"] = protocol
+    if "SSL" in protocol:
+        conf["ssl.ca.location"] = str(s["certs"]["ca"])
+        if cert:
+            conf["ssl.certificate.location"] = str(s["certs"]["client_cert"])
+            conf["ssl.key.location"] = str(s["certs"]["client_key"])
+    if mechanism:
+        conf.update(
+            {"sasl.mechanisms": mechanism, "sasl.username": user, "sasl.password": password}
+        )
+    return conf
+
+
+@deadline(90)
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "user", "password", "cert"),
+    [
+        ("SSL", None, "", "", False),
+        ("MTLS", None, "", "", True),
+        ("SASL_PLAINTEXT", "PLAIN", "alice", "alice-pw", False),
+        ("SASL_SSL", "PLAIN", "alice", "alice-pw", False),
+        ("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw", False),
+    ],
+)
+def test_confluent_kafka(
+    secured: dict[str, Any],
+    listener: str,
+    mechanism: str | None,
+    user: str,
+    password: str,
+    cert: bool,
+) -> None:
+    topic, group = unique("sec"), unique("g")
+    producer = CkProducer(_ck_conf(secured, listener, mechanism, user, password, cert))
+    for i in range(3):
+        producer.produce(topic, key=b"k", value=f"v{i}".encode())
+    assert producer.flush(20) == 0
+    consumer = CkConsumer(
+        _ck_conf(
+            secured,
+            listener,
+            mechanism,
+            user,
+            password,
+            cert,
+            **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False},
+        )
+    )
+    try:
+        consumer.subscribe([topic])
+        got: list[bytes] = []
+        import time
+
+        end = time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < end:
+            m = consumer.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                raise KafkaException(m.error())
+            got.append(m.value())
+            partition = m.partition()
+        assert got == [b"v0", b"v1", b"v2"]
+        consumer.commit(asynchronous=False)
+        from confluent_kafka import TopicPartition as CkTp
+
+        assert consumer.committed([CkTp(topic, partition)], timeout=10)[0].offset == 3
+    finally:
+        consumer.close()
+
+
+@deadline(60)
+def test_confluent_kafka_wrong_password(secured: dict[str, Any]) -> None:
+    errors: list[Any] = []
+    conf = _ck_conf(secured, "SASL_SSL", "SCRAM-SHA-512", "bob", "wrong")
+    conf["error_cb"] = errors.append
+    producer = CkProducer(conf)
+    import time
+
+    end = time.monotonic() + 20
+    while not errors and time.monotonic() < end:
+        producer.poll(0.2)
+    assert errors, "no error reported"
+    assert any("Authentication failed" in e.str() for e in errors), [e.str() for e in errors]
+
+
+@deadline(60)
+@pytest.mark.parametrize(
+    ("listener", "mechanism"), [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
+)
+def test_aiokafka(secured: dict[str, Any], listener: str, mechanism: str) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+
+    user, password = ("alice", "alice-pw") if mechanism == "PLAIN" else ("bob", "bob-pw")
+    kw: dict[str, Any] = {
+        "bootstrap_servers": f"127.0.0.1:{secured['ports'][listener]}",
+        "security_protocol": listener,
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": user,
+        "sasl_plain_password": password,
+    }
+    if listener == "SASL_SSL":
+        kw["ssl_context"] = create_ssl_context(cafile=str(secured["certs"]["ca"]))
+    topic, group = unique("sec"), unique("g")
+
+    async def run() -> list[bytes]:
+        producer = AIOKafkaProducer(**kw)
+        await producer.start()
+        try:
+            for i in range(3):
+                await producer.send_and_wait(topic, f"v{i}".encode(), key=b"k")
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, **kw
+        )
+        await consumer.start()
+        try:
+            got: list[bytes] = []
+            while len(got) < 3:
+                batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 20)
+                for tp, records in batch.items():
+                    got.extend(r.value for r in records)
+                    partition = tp.partition
+            await consumer.commit()
+            from aiokafka import TopicPartition as AioTp
+
+            assert await consumer.committed(AioTp(topic, partition)) == 3
+            return got
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(run()) == [b"v0", b"v1", b"v2"]
+
+
+@deadline(60)
+def test_scram_users_altered_and_described_by_confluent_kafka(secured: dict[str, Any]) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(_ck_conf(secured, "SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw"))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("carol", info, b"carol-pw")]
+    )
+    futures["carol"].result(timeout=10)
+    described = {
+        user: f.result(timeout=10)
+        for user, f in admin.describe_user_scram_credentials(["carol", "bob"]).items()
+    }
+    assert [(i.mechanism, i.iterations) for i in described["carol"].scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 8192)
+    ]
+    assert [i.mechanism for i in described["bob"].scram_credential_infos] == [
+        ScramMechanism.SCRAM_SHA_512
+    ]
+    _kafka_python_round_trip(
+        _kp_settings(secured, "SASL_PLAINTEXT", "SCRAM-SHA-256", "carol", "carol-pw")
+    )
+    deleted = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)]
+    )
+    deleted["carol"].result(timeout=10)
+    missing = admin.describe_user_scram_credentials(["carol"])["carol"]
+    with pytest.raises(KafkaException, match="does not exist: carol"):
+        missing.result(timeout=10)
+
+
+@deadline(90)
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "user", "password"),
+    [
+        ("SASL_SSL", "PLAIN", "alice", "alice-pw"),
+        ("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-pw"),
+        ("SASL_PLAINTEXT", "SCRAM-SHA-512", "bob", "wrong"),
+    ],
+)
+def test_kafkajs(
+    secured: dict[str, Any], listener: str, mechanism: str, user: str, password: str
+) -> None:
+    import json
+    import subprocess
+
+    from tests.integration.harness import JS_DIR
+
+    argv = [
+        "node",
+        str(JS_DIR / "kafkajs-sasl.js"),
+        f"127.0.0.1:{secured['ports'][listener]}",
+        mechanism,
+        user,
+        password,
+        unique("sec"),
+        unique("g"),
+    ]
+    if listener == "SASL_SSL":
+        argv.append(str(secured["certs"]["ca"]))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if password == "wrong":
+        assert result["ok"] is False
+        assert result["error"].startswith("KafkaJSSASLAuthenticationError"), result
+        assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in result["error"]
+        return
+    assert result == {"ok": True, "values": ["v0", "v1", "v2"], "committed": "3"}, (
+        result,
+        done.stderr[-2000:],
+    )
+
+
+@deadline(60)
+def test_confluent_kafka_renews_its_session(
+    fresh_broker: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from tests.integration.harness import wait_until
+
+    caplog.set_level(logging.INFO, "broker")
+    data = tmp_path / "data0"
+    data.mkdir()
+    store = ScramStore(data / "scram-credentials.json")
+    store.set("SCRAM-SHA-512", "bob", make_credential("SCRAM-SHA-512", "bob-pw"))
+    store.save()
+    broker = fresh_broker(
+        **{
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "connections.max.reauth.ms": 2000,
+        }
+    )
+    conf = confluent_conf(broker.bootstrap_servers, unique("ck"))
+    conf.update(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": "bob",
+            "sasl.password": "bob-pw",
+        }
+    )
+    producer = CkProducer(conf)
+    topic = unique("reauth")
+    producer.produce(topic, b"before")
+    assert producer.flush(20) == 0
+    wait_until(
+        lambda: (producer.poll(0.1), "re-authenticated as User:bob" in caplog.text)[1],
+        20,
+        "librdkafka re-authenticating",
+    )
+    producer.produce(topic, b"after")
+    assert producer.flush(20) == 0
+    assert "SASL session expired" not in caplog.text
+
+
+@deadline(60)
+def test_large_records_through_the_tls_relay(secured: dict[str, Any]) -> None:
+    """Megabytes each way through the TLS relay (broker.security.gate), kept in order."""
+    conf = _kp_settings(secured, "SASL_SSL", "PLAIN", "alice", "alice-pw")
+    topic = unique("big")
+    values = [bytes([i]) * 900_000 for i in range(6)]
+    producer = KafkaProducer(**conf, max_request_size=1_000_000, linger_ms=50)
+    try:
+        for v in values:
+            producer.send(topic, key=b"k", value=v)
+        producer.flush(timeout=30)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=20_000,
+        fetch_max_bytes=50_000_000,
+        max_partition_fetch_bytes=10_000_000,
+        **conf,
+    )
+    try:
+        got = []
+        for m in consumer:
+            got.append(m.value)
+            if len(got) == len(values):
+                break
+    finally:
+        consumer.close()
+    assert got == values
