@@ -363,6 +363,14 @@ class TopicRegistry:
 
     # --- queries ---
 
+    def partitions_that_exist(self, name: str, indexes: list[int]) -> tuple[list[int], list[int]]:
+        """`indexes` split into the partitions of topic `name` that exist and those that do
+        not (all of them when the topic does not): the metadata cache check of Kafka's
+        KafkaApis.handleOffsetCommitRequest and handleTxnOffsetCommitRequest."""
+        topic = self.topics.get(name)
+        count = 0 if topic is None else len(topic.partitions)
+        return [i for i in indexes if 0 <= i < count], [i for i in indexes if not 0 <= i < count]
+
     def get(self, name: str) -> Topic | None:
         return self.topics.get(name)
 

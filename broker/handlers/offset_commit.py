@@ -26,22 +26,21 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
     known: list[OffsetCommitRequestTopic] = []
     unknown: list[OffsetCommitResponseTopic] = []
     for topic in request.topics:
-        existing = registry.get(topic.name)
-        count = 0 if existing is None else len(existing.partitions)
-        valid = [p for p in topic.partitions if 0 <= p.partition_index < count]
-        invalid = [p for p in topic.partitions if not 0 <= p.partition_index < count]
+        _, missing = registry.partitions_that_exist(
+            topic.name, [p.partition_index for p in topic.partitions]
+        )
+        valid = [p for p in topic.partitions if p.partition_index not in missing]
         if valid:
             known.append(replace(topic, partitions=valid))  # type: ignore[type-var]
-        if invalid:
+        if missing:
             unknown.append(
                 OffsetCommitResponseTopic(
                     name=topic.name,
                     partitions=[
                         OffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                            partition_index=i, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                         )
-                        for p in invalid
+                        for i in missing
                     ],
                 )
             )

@@ -12,6 +12,7 @@ on the runtime's `changed` event, never by sleeping.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -490,3 +491,53 @@ async def test_an_existing_transaction_state_topic_keeps_its_partition_count(
                 InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000), 4
             )
             assert (again.error_code, again.producer_id) == (E.NONE, pid)
+
+
+async def test_txn_offset_commit_to_a_missing_topic_or_partition(tmp_path: Path) -> None:
+    # Kafka's handleTxnOffsetCommitRequest: partitions its metadata cache does not know are
+    # answered UNKNOWN_TOPIC_OR_PARTITION; the others are committed with the transaction.
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            init = await client.call(
+                InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000), 4
+            )
+            pid, epoch = init.producer_id, init.producer_epoch
+            await client.call(
+                AddOffsetsToTxnRequest(
+                    transactional_id=TID, producer_id=pid, producer_epoch=epoch, group_id=GROUP
+                ),
+                3,
+            )
+            request = txn_commit(pid, epoch, 1)
+            (known,) = request.topics
+            partition = known.partitions[0]
+            request = replace(
+                request,
+                topics=[
+                    TxnOffsetCommitRequestTopic(
+                        name="t", partitions=[partition, replace(partition, partition_index=5)]
+                    ),
+                    TxnOffsetCommitRequestTopic(name="missing", partitions=[partition]),
+                ],
+            )
+            response = await client.call(request, 3)
+            codes = {
+                (t.name, p.partition_index): p.error_code
+                for t in response.topics
+                for p in t.partitions
+            }
+            assert codes == {
+                ("t", 0): E.NONE,
+                ("t", 5): E.UNKNOWN_TOPIC_OR_PARTITION,
+                ("missing", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
+            }
+            await client.call(
+                EndTxnRequest(
+                    transactional_id=TID, producer_id=pid, producer_epoch=epoch, committed=True
+                ),
+                3,
+            )
+            await until(broker, lambda: state(broker) == "CompleteCommit")
+            assert await offset_fetch(client, True) == (E.NONE, 1)
