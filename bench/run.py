@@ -1256,10 +1256,15 @@ def _txn_run(bootstrap: str, transactions: int, records: int) -> dict[str, Any]:
         took.append((time.perf_counter() - s0) * 1000)
     elapsed = time.perf_counter() - t0
     del producer  # closed before its broker stops, so that it does not reconnect
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-txn-probe"})
-    _, high = probe.get_watermark_offsets(TopicPartition(TXN_TOPIC, 0), timeout=10)
-    probe.close()
     want = 1 + transactions * records + (1 + transactions)
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-txn-probe"})
+    deadline = time.monotonic() + 10  # the last marker may be written after EndTxn's answer
+    while True:
+        _, high = probe.get_watermark_offsets(TopicPartition(TXN_TOPIC, 0), timeout=10)
+        if high == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    probe.close()
     if high != want:
         raise RuntimeError(f"high watermark {high}, expected {want} (records + markers)")
     return {
@@ -1321,9 +1326,10 @@ defaults: idempotent, acks=all) runs `init_transactions()`, one untimed warm-up 
 (the topic is created, the transaction coordinator found), then N transactions of M records
 of {len(TXN_RECORD)} B, all to partition 0: `begin_transaction()`, M x `produce()`,
 `commit_transaction()` (which flushes the records, then sends EndTxn; the COMMIT marker
-lands in the partition as the coordinator completes the transaction). Timed from the first begin to the last commit's return;
-per-transaction latency is begin to commit's return. Afterwards the partition's high
-watermark must be every record plus one marker per transaction. Against `kmock serve` with
+lands in the partition as the coordinator completes the transaction). Timed from the first
+begin to the last commit's return; per-transaction latency is begin to commit's return.
+Afterwards the partition's high watermark must be every record plus one marker per
+transaction. Against `kmock serve` with
 its defaults (a fresh data dir) and the librdkafka mock cluster (`bench/mock_holder.py`,
 which implements the transaction coordinator and writes the markers too), a fresh server per
 run, the client in the bench process; {reps} repetition(s), the order rotating, medians. No
