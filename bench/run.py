@@ -155,6 +155,9 @@ P = {  # parameters: (full, quick)
     "controls_duration_s": (3.0, 1.5),
     "controls_warmup_s": (0.5, 0.3),
     "controls_reps": (5, 1),
+    # §11: (transactions, records per transaction) per shape; repetitions
+    "txn_shapes": ([(500, 10), (100, 100)], [(100, 10), (20, 100)]),
+    "txn_reps": (3, 1),
 }
 
 
@@ -1212,6 +1215,129 @@ repetition(s), interleaved, medians. Target: the journal's rate at least
 {table(CONTROLS_HEADER, rows)}""")
 
 
+# --- 11. transactional produce -------------------------------------------------------------
+
+TXN_HEADER = [
+    "transactions x records",
+    "target",
+    "transactions/s",
+    "records/s",
+    "p50 ms / transaction",
+    "p99 ms / transaction",
+    "ratio kmock/mock (txn/s)",
+    "raw transactions/s",
+]
+TXN_RECORD = b"r" * 100  # every record's value
+TXN_TOPIC = "bench-txn"
+
+
+def _txn_run(bootstrap: str, transactions: int, records: int) -> dict[str, Any]:
+    """One confluent-kafka transactional producer: init_transactions, one untimed warm-up
+    transaction (topic creation, the coordinator found, partition 0 added), then
+    `transactions` x (begin, produce `records`, commit), timed. The high watermark must then
+    be every record plus one COMMIT marker per transaction (the warm-up's included)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": "bench-txn", "linger.ms": 5}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(TXN_TOPIC, b"warm-up", partition=0)
+    producer.commit_transaction(30)
+    took = []
+    t0 = time.perf_counter()
+    for _ in range(transactions):
+        s0 = time.perf_counter()
+        producer.begin_transaction()
+        for _ in range(records):
+            producer.produce(TXN_TOPIC, TXN_RECORD, partition=0)
+        producer.commit_transaction(30)
+        took.append((time.perf_counter() - s0) * 1000)
+    elapsed = time.perf_counter() - t0
+    del producer  # closed before its broker stops, so that it does not reconnect
+    want = 1 + transactions * records + (1 + transactions)
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-txn-probe"})
+    deadline = time.monotonic() + 10  # the last marker may be written after EndTxn's answer
+    while True:
+        _, high = probe.get_watermark_offsets(TopicPartition(TXN_TOPIC, 0), timeout=10)
+        if high == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    probe.close()
+    if high != want:
+        raise RuntimeError(f"high watermark {high}, expected {want} (records + markers)")
+    return {
+        "txn_s": transactions / elapsed,
+        "records_s": transactions * records / elapsed,
+        "p50": percentile(took, 50),
+        "p99": percentile(took, 99),
+    }
+
+
+def bench_transactions(rep: Report) -> None:
+    """A confluent-kafka transactional producer committing N transactions of M records,
+    against kmock (defaults) and the librdkafka mock cluster, interleaved."""
+    shapes, reps = p("txn_shapes"), p("txn_reps")
+    res: dict[tuple[int, int, str], list[dict[str, Any]]] = {}
+    errors: list[str] = []
+    for r in range(reps):
+        for i, (n, m) in enumerate(shapes):
+            for who in _rotated(["mock", "kmock"], r + i):
+                log(f"transactions {who} {n} x {m} records (rep {r + 1}/{reps})")
+                server = MockProcess() if who == "mock" else KmockProcess()
+                try:
+                    with server as target:
+                        res.setdefault((n, m, who), []).append(_txn_run(target.bootstrap, n, m))
+                except Exception as e:  # one failed repetition is reported, not fatal
+                    errors.append(f"{who} {n} x {m} rep {r + 1}: {type(e).__name__}: {e}")
+    rows = []
+    for n, m in shapes:
+        per = {who: res.get((n, m, who), []) for who in ("mock", "kmock")}
+        rate = {who: median([o["txn_s"] for o in os_]) for who, os_ in per.items()}
+        for who, os_ in per.items():
+            rows.append(
+                [
+                    f"{n:,} x {m:,}",
+                    "librdkafka mock" if who == "mock" else "kmock",
+                    fmt(rate[who]),
+                    fmt(median([o["records_s"] for o in os_])),
+                    fmt(median([o["p50"] for o in os_]), 2),
+                    fmt(median([o["p99"] for o in os_]), 2),
+                    ratio(rate["kmock"], rate["mock"]) if who == "kmock" else "-",
+                    raw([o["txn_s"] for o in os_]),
+                ]
+            )
+        records = {who: median([o["records_s"] for o in os_]) for who, os_ in per.items()}
+        rep.row(
+            "11",
+            f"transactional produce, {n:,} transactions x {m:,} records (confluent-kafka)",
+            f"{fmt(rate['kmock'])} txn/s, {fmt(records['kmock'])} records/s",
+            f"{fmt(rate['mock'])} txn/s, {fmt(records['mock'])} records/s (librdkafka mock)",
+            ratio(rate["kmock"], rate["mock"]),
+            "-",
+            None,
+        )
+    err_text = ("\n**Errors:**\n\n" + "\n".join(f"* {e}" for e in errors) + "\n") if errors else ""
+    rep.section(f"""## 11. Transactional produce (confluent-kafka)
+
+One confluent-kafka producer with a `transactional.id` (linger.ms=5, otherwise librdkafka's
+defaults: idempotent, acks=all) runs `init_transactions()`, one untimed warm-up transaction
+(the topic is created, the transaction coordinator found), then N transactions of M records
+of {len(TXN_RECORD)} B, all to partition 0: `begin_transaction()`, M x `produce()`,
+`commit_transaction()` (which flushes the records, then sends EndTxn; the COMMIT marker
+lands in the partition as the coordinator completes the transaction). Timed from the first
+begin to the last commit's return; per-transaction latency is begin to commit's return.
+Afterwards the partition's high watermark must be every record plus one marker per
+transaction. Against `kmock serve` with
+its defaults (a fresh data dir) and the librdkafka mock cluster (`bench/mock_holder.py`,
+which implements the transaction coordinator and writes the markers too), a fresh server per
+run, the client in the bench process; {reps} repetition(s), the order rotating, medians. No
+target: the row is there to follow.
+
+{table(TXN_HEADER, rows)}{err_text}""")
+
+
 # --- main ---------------------------------------------------------------------------------
 
 SECTIONS = [
@@ -1225,6 +1351,7 @@ SECTIONS = [
     ("8", "sync round trip", bench_sync_round_trip),
     ("9", "side by side", bench_side_by_side),
     ("10", "controls, unused", bench_controls),
+    ("11", "transactional produce", bench_transactions),
 ]
 
 
