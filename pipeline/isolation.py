@@ -24,6 +24,7 @@ __all__ = [
     "ISOLATION_LEVELS",
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
+    "check_isolation",
     "first_open_offsets",
     "read_committed",
 ]
