@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import jobs
+from pipeline import cli, jobs
 from protocol.records import ControlRecordType
 from tests.pipeline.logdata import batch, commit, marker, txn, values, write_segment
 
@@ -86,3 +87,33 @@ def test_lag_ends_at_the_last_stable_offset_when_reading_committed(spark, data_d
     assert row["lag"] == 5
     (row,) = jobs.lag(spark, data_dir, isolation="read_uncommitted").collect()
     assert (row["log_end_offset"], row["last_stable_offset"], row["lag"]) == (12, None, 8)
+
+
+def test_report_lag_and_export_take_the_isolation_level(
+    spark, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert cli.main(["report", "lag", "--data-dir", str(data_dir)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "GROUP  TOPIC   PARTITION  COMMITTED  LOG-END  LAST-STABLE  LAG",
+        "g      orders  0          4          12       9            5",
+    ]
+    argv = ["report", "lag", "--data-dir", str(data_dir), "--isolation", "read_uncommitted"]
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[1].split() == [
+        "g",
+        "orders",
+        "0",
+        "4",
+        "12",
+        "-",
+        "8",
+    ]
+    out = tmp_path / "out"
+    argv = ["report", "export", "--data-dir", str(data_dir), "--out", str(out), "--topic", "orders"]
+    assert cli.main([*argv, "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["partitions"][0]["rows"] == 6
+    assert cli.main([*argv, "--isolation", "read_uncommitted", "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["partitions"][0]["rows"] == 12
+    with pytest.raises(SystemExit):
+        cli.main([*argv, "--isolation", "dirty"])
+    assert "invalid choice: 'dirty'" in capsys.readouterr().err
