@@ -4,6 +4,8 @@
     group_history(spark, dirs)  every GroupMetadata record: generations, joins, leaves,
                                 assignment changes
     snapshot(spark, dirs)       __consumer_offsets as Kafka's log cleaner would leave it
+    records(spark, dirs)        records as a read_committed (default) or read_uncommitted
+                                consumer reads them (pipeline.isolation)
     export(spark, dirs, out)    topics to Parquet, partitioned by topic and partition
     skipped(spark, dirs)        what the readers skip (torn tails, corrupt batches)
 
