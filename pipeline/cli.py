@@ -1,11 +1,13 @@
 """`kmock report lag|groups|snapshot|export`: the pipeline's jobs from the command line.
 
     kmock report lag --data-dir ./data [--group G] [--png lag.png] [--output json]
+                     [--isolation read_committed|read_uncommitted]
                      [--master URL] [--conf key=value ...]
     kmock report groups --data-dir ./data [--group G] [--output json]
     kmock report snapshot --data-dir ./data [--group G] [--output json]
     kmock report export --data-dir ./data --out ./export [--topic T] [--partition N]
                         [--start-offset N] [--end-offset N] [--check crc|records]
+                        [--isolation read_committed|read_uncommitted] [--schemas]
 
 cli/main.py adds these with `register(subparsers)`; each
 subcommand sets `func(args, out) -> exit status`, where `out` is cli.output's Output (only
@@ -82,6 +84,14 @@ def register(subparsers: Any) -> None:
     common.add_argument(
         "--output", choices=("table", "json"), default="table", help="output format (default table)"
     )
+    isolation = argparse.ArgumentParser(add_help=False)
+    isolation.add_argument(
+        "--isolation",
+        choices=("read_committed", "read_uncommitted"),
+        default="read_committed",
+        help="read_committed (default): leave out transaction markers and the records of aborted"
+        " or open transactions, and end lag at the last stable offset; read_uncommitted: read all",
+    )
 
     report = subparsers.add_parser(
         "report",
@@ -95,7 +105,9 @@ def register(subparsers: Any) -> None:
         parser_class=type(report),
     )
 
-    p = jobs.add_parser("lag", parents=[common], help="consumer lag per group, topic and partition")
+    p = jobs.add_parser(
+        "lag", parents=[common, isolation], help="consumer lag per group, topic and partition"
+    )
     p.add_argument("--group", action="append", metavar="GROUP", help="only this group; repeatable")
     p.add_argument("--png", metavar="FILE", help="also draw the lag as a bar chart PNG")
     p.set_defaults(func=_run_lag)
@@ -113,7 +125,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run_snapshot)
 
     p = jobs.add_parser(
-        "export", parents=[common], help="export topics to Parquet by topic and partition"
+        "export",
+        parents=[common, isolation],
+        help="export topics to Parquet by topic and partition",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced)")
     p.add_argument("--topic", action="append", metavar="TOPIC", help="only this topic; repeatable")
@@ -131,6 +145,12 @@ def register(subparsers: Any) -> None:
         choices=("crc", "records"),
         default="crc",
         help="what the skipped-data report checks: framing and CRCs (default), or records too",
+    )
+    p.add_argument(
+        "--schemas",
+        action="store_true",
+        help="also write the schema registry's latest schema of each subject (from _schemas)"
+        " to _schemas.json in --out",
     )
     p.set_defaults(func=_run_export)
 
@@ -197,7 +217,10 @@ def _run_lag(args: argparse.Namespace, out: Any) -> int:
     from pipeline import jobs
 
     def job(spark: Any, dirs: list[str]) -> int:
-        rows = [r.asDict() for r in jobs.lag(spark, dirs, groups=args.group).collect()]
+        rows = [
+            r.asDict()
+            for r in jobs.lag(spark, dirs, groups=args.group, isolation=args.isolation).collect()
+        ]
         topics = sorted({r["topic"] for r in rows} | {OFFSETS_TOPIC})
         skipped = jobs.skipped(spark, dirs, topics=topics)
         if args.png:
@@ -207,7 +230,7 @@ def _run_lag(args: argparse.Namespace, out: Any) -> int:
         else:
             _write_table(
                 out,
-                ["GROUP", "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG"],
+                ["GROUP", "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAST-STABLE", "LAG"],
                 [
                     [
                         r["group"],
@@ -215,6 +238,7 @@ def _run_lag(args: argparse.Namespace, out: Any) -> int:
                         r["partition"],
                         r["committed_offset"],
                         r["log_end_offset"],
+                        r["last_stable_offset"],
                         r["lag"],
                     ]
                     for r in rows
@@ -372,23 +396,35 @@ def _run_export(args: argparse.Namespace, out: Any) -> int:
             start_offset=args.start_offset,
             end_offset=args.end_offset,
             progress=progress,
+            isolation=args.isolation,
         )
         counts = jobs.parquet_counts(spark, path)
+        schemas = None
+        if args.schemas:
+            from pipeline.registry import export_schemas
+
+            try:
+                schemas = export_schemas(spark, dirs, path)
+            except ValueError as e:
+                out.stderr.write(f"kmock report: --schemas: {e}\n")
+                return _EXIT_FAILED
         skipped = jobs.skipped(spark, dirs, topics=args.topic, check=args.check)
         if args.output == "json":
-            _write_json(
-                out,
-                {
-                    "path": path,
-                    "skipped": skipped,
-                    "partitions": [{"topic": t, "partition": p, "rows": n} for t, p, n in counts],
-                },
-            )
+            document: dict[str, Any] = {
+                "path": path,
+                "skipped": skipped,
+                "partitions": [{"topic": t, "partition": p, "rows": n} for t, p, n in counts],
+            }
+            if schemas is not None:
+                document["schemas"] = schemas
+            _write_json(out, document)
             return 0
         _write_table(
             out, ["TOPIC", "PARTITION", "ROWS"], [list(c) for c in counts], empty="no records"
         )
         out.stdout.write(f"exported {sum(n for _, _, n in counts):,} records to {path}\n")
+        if schemas is not None:
+            out.stdout.write(f"exported the latest schema of each subject to {schemas}\n")
         if not counts and args.topic:
             _write_absent_topics(out, dirs, args.topic)
         _write_skipped(out, skipped)

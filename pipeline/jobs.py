@@ -4,6 +4,8 @@
     group_history(spark, dirs)  every GroupMetadata record: generations, joins, leaves,
                                 assignment changes
     snapshot(spark, dirs)       __consumer_offsets as Kafka's log cleaner would leave it
+    records(spark, dirs)        records as a read_committed (default) or read_uncommitted
+                                consumer reads them (pipeline.isolation)
     export(spark, dirs, out)    topics to Parquet, partitioned by topic and partition
     skipped(spark, dirs)        what the readers skip (torn tails, corrupt batches)
 
@@ -23,6 +25,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from pipeline.isolation import (
+    READ_COMMITTED,
+    check_isolation,
+    first_open_offsets,
+    read_committed,
+)
 from pipeline.session import register
 from protocol.records import ControlRecordType
 
@@ -38,6 +46,7 @@ __all__ = [
     "offset_commits",
     "parquet_counts",
     "read",
+    "records",
     "skipped",
     "snapshot",
 ]
@@ -222,28 +231,52 @@ def log_end_offsets(spark: Any, dirs: Dirs, *, topics: Iterable[str] | None = No
     )
 
 
-def lag(spark: Any, dirs: Dirs, *, groups: Iterable[str] | None = None) -> Any:
+def lag(
+    spark: Any,
+    dirs: Dirs,
+    *,
+    groups: Iterable[str] | None = None,
+    isolation: str = READ_COMMITTED,
+) -> Any:
     """Consumer lag per group, topic and partition, ordered by them.
 
     Columns: group, topic, partition, committed_offset (from `committed_offsets`),
-    log_end_offset, lag, commit_timestamp, metadata. lag = log_end_offset -
+    log_end_offset, last_stable_offset, lag, commit_timestamp, metadata. lag = end -
     committed_offset, as Kafka's kafka-consumer-groups computes it: not clamped, and null
     when the partition is not on disk. Only partitions with a committed offset appear (the
     log does not record assignments without commits). Log end offsets come from batch
     headers (mode=segments) of every partition, in the same query.
+
+    The end is the log end offset with isolation "read_uncommitted", and the last stable
+    offset with "read_committed" (the default): the first offset of the partition's
+    earliest open transaction, else the log end offset (read from batch headers,
+    mode=batches; pipeline.isolation.first_open_offsets). A read_committed consumer cannot
+    read past it. last_stable_offset is null with read_uncommitted, which does not read it.
     """
     from pyspark.sql import functions as F
 
+    check_isolation(isolation)
     commits = committed_offsets(spark, dirs, groups=groups)
+    ends = log_end_offsets(spark, dirs)
+    if isolation == READ_COMMITTED:
+        open_txns = first_open_offsets(read(spark, dirs, mode="batches"))
+        ends = ends.join(open_txns, ["topic", "partition"], "left").withColumn(
+            "last_stable_offset", F.coalesce("first_open_offset", "log_end_offset")
+        )
+        end = F.col("last_stable_offset")
+    else:
+        ends = ends.withColumn("last_stable_offset", F.lit(None).cast("long"))
+        end = F.col("log_end_offset")
     return (
-        commits.join(log_end_offsets(spark, dirs), ["topic", "partition"], "left")
+        commits.join(ends, ["topic", "partition"], "left")
         .select(
             "group",
             "topic",
             "partition",
             F.col("offset").alias("committed_offset"),
             "log_end_offset",
-            (F.col("log_end_offset") - F.col("offset")).alias("lag"),
+            "last_stable_offset",
+            (end - F.col("offset")).alias("lag"),
             "commit_timestamp",
             "metadata",
         )
@@ -390,7 +423,50 @@ def group_history(spark: Any, dirs: Dirs, *, groups: Iterable[str] | None = None
     return out.orderBy("group", "log_partition", "log_offset")
 
 
-# --- export -----------------------------------------------------------------------------
+# --- records, export ---------------------------------------------------------------------
+
+
+def records(
+    spark: Any,
+    dirs: Dirs,
+    *,
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[int] | None = None,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    isolation: str = READ_COMMITTED,
+) -> Any:
+    """Records (schema RECORDS) in `[start_offset, end_offset)`, as `isolation` reads them.
+
+    read_committed (the default) leaves out transaction markers, the records of aborted
+    transactions and those of transactions still open at the end of the log (past the last
+    stable offset), as a read_committed consumer does (pipeline.isolation). A transaction
+    whose marker lies past `end_offset` is decided by that marker. When no batch in the
+    selection is transactional, only markers could be left out and no window is needed:
+    one query over batch headers tells.
+    """
+    from pyspark.sql import functions as F
+
+    check_isolation(isolation)
+    topics = None if topics is None else sorted(topics)
+    partitions = None if partitions is None else sorted(partitions)
+    df = read(
+        spark,
+        dirs,
+        topics=topics,
+        partitions=partitions,
+        start_offset=start_offset,
+        end_offset=end_offset,
+    )
+    if isolation != READ_COMMITTED:
+        return df
+    headers = read(spark, dirs, mode="batches", topics=topics, partitions=partitions)
+    if headers.where(F.col("is_transactional")).limit(1).count() == 0:
+        return df.where(~F.col("is_control"))
+    markers = None
+    if end_offset is not None:
+        markers = read(spark, dirs, topics=topics, partitions=partitions, start_offset=end_offset)
+    return read_committed(df, markers)
 
 
 def export(
@@ -403,6 +479,7 @@ def export(
     start_offset: int | None = None,
     end_offset: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    isolation: str = READ_COMMITTED,
 ) -> str:
     """Write records (schema RECORDS) to Parquet under `out`, partitioned by topic and partition.
 
@@ -415,14 +492,18 @@ def export(
     (topic and partition included) and no rows: Spark writes no file at all for an empty
     partitioned write, and a directory without one cannot be read back (Spark fails with
     UNABLE_TO_INFER_SCHEMA), where an empty export should read as empty.
+
+    `isolation` is "read_committed" (the default: see `records`) or "read_uncommitted"
+    (every record, transaction markers and aborted transactions included).
     """
-    df = read(
+    df = records(
         spark,
         dirs,
         topics=topics,
         partitions=partitions,
         start_offset=start_offset,
         end_offset=end_offset,
+        isolation=isolation,
     )
     target = os.path.abspath(os.fspath(out))
     writer = df.write.mode("overwrite").partitionBy("topic", "partition")

@@ -78,9 +78,9 @@ def test_report_lag_table_reports_what_it_skipped(
     assert cli.main(["report", "lag", "--data-dir", str(data_dir), "--group", "g1"]) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines() == [
-        "GROUP  TOPIC   PARTITION  COMMITTED  LOG-END  LAG",
-        "g1     orders  0          60         80       20",
-        "g1     orders  1          20         20       0",
+        "GROUP  TOPIC   PARTITION  COMMITTED  LOG-END  LAST-STABLE  LAG",
+        "g1     orders  0          60         80       80           20",
+        "g1     orders  1          20         20       20           0",
     ]
     assert "skipped" in captured.err
     assert "orders-1" in captured.err
