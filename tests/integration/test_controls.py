@@ -118,9 +118,18 @@ while True:
 @deadline(90)
 def test_kafka_python_member_killed_expires_on_virtual_advance(fresh_broker: Any) -> None:
     from kafka import KafkaConsumer
+    from kafka.admin import KafkaAdminClient, NewTopic
 
-    broker = fresh_broker(**CONTROLS, **{"kmock.clock": "virtual", "num.partitions": 4})
+    broker = fresh_broker(**CONTROLS, **{"kmock.clock": "virtual"})
     topic, group = unique("controls-clock"), unique("controls-clock-g")
+    # The topic exists before the first member subscribes: an auto-created one can reach
+    # kafka-python after its first join (assigned nothing), and it learns of the partitions
+    # only at its next metadata refresh, minutes later.
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, client_id="setup")
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])
+    finally:
+        admin.close()
     base = {"group_id": group, "heartbeat_interval_ms": 200}
     # The member to be killed has the shortest session the broker takes; the survivor a
     # long one, so that one advance expires only the first.
