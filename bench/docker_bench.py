@@ -20,6 +20,7 @@ docker-test`, which also provides the base image where the registry is unreachab
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
@@ -53,12 +54,12 @@ def free_port() -> int:
 def wait_ready(url: str) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
+        with (
+            contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError),
+            urllib.request.urlopen(url, timeout=1) as answer,
+        ):
+            if answer.status == 200:
+                return
         time.sleep(0.005)
     raise TimeoutError(f"{url} not ready in {READY_TIMEOUT_S} s")
 

@@ -105,16 +105,17 @@ async def serve_secured(
         authz(broker).end(connection_id)
 
 
+# How a stream of the relay ends: the peer went away or the other side closed it.
+_GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
 async def _linger(transport: trio.abc.Stream) -> None:
     """Let the client close first, for at most LINGER_S: a client that reads our last answer
     (SASL_AUTHENTICATION_FAILED) and the close in one go may report only the close
     (kafka-python does, now and then)."""
-    with trio.move_on_after(LINGER_S):
-        try:
-            while await transport.receive_some(RELAY_BYTES):
-                pass
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
+    with trio.move_on_after(LINGER_S), contextlib.suppress(*_GONE):
+        while await transport.receive_some(RELAY_BYTES):
+            continue  # drained and dropped
 
 
 async def _serve_relayed(
@@ -130,20 +131,16 @@ async def _serve_relayed(
     relay = trio.SocketStream(trio.socket.from_stdlib_socket(far))
 
     async def client_to_broker() -> None:
-        try:
+        with contextlib.suppress(*_GONE):
             while data := await outer.receive_some(RELAY_BYTES):
                 await relay.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
         with contextlib.suppress(OSError):
             relay.socket.shutdown(socket.SHUT_WR)  # broker.connection reads its end to EOF
 
     async def broker_to_client() -> None:
-        try:
+        with contextlib.suppress(*_GONE):
             while data := await relay.receive_some(RELAY_BYTES):
                 await outer.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
         await trio.aclose_forcefully(outer)  # the client's side ends with the broker's
 
     try:

@@ -15,6 +15,7 @@ empty before paths were made absolute on the driver.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -103,10 +104,9 @@ class Daemon:
     def stop(self) -> None:
         """SIGTERM to the group (the daemon and any executor it started), SIGKILL if need be."""
         try:
-            os.killpg(self._proc.pid, signal.SIGTERM)
-            self._proc.wait(STOP_S)
-        except ProcessLookupError:
-            pass
+            with contextlib.suppress(ProcessLookupError):  # already gone
+                os.killpg(self._proc.pid, signal.SIGTERM)
+                self._proc.wait(STOP_S)
         except subprocess.TimeoutExpired:
             os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait(STOP_S)
