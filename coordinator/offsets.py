@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from coordinator.classic.group import (
     CONSUMER_PROTOCOL_TYPE,
@@ -79,6 +79,7 @@ _S = GroupState
 _E = ErrorCode
 
 _Topic = TypeVar("_Topic", OffsetFetchResponseTopic, OffsetFetchResponseTopics)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,21 +317,10 @@ class OffsetManager:
         the partitions written carry the error, those refused before keep theirs, as
         Kafka's GroupMetadataManager.storeOffsets answers (OFFSET_METADATA_TOO_LARGE stays)."""
         assert isinstance(response, OffsetCommitResponse), response
-        error = _offset_write_error(code)
         return OffsetCommitResponse(
-            topics=[
-                OffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=error if p.error_code == _E.NONE else p.error_code,
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in response.topics
-            ]
+            topics=_failed_topics(
+                response.topics, code, OffsetCommitResponseTopic, OffsetCommitResponsePartition
+            )
         )
 
     # --- TxnOffsetCommit ----------------------------------------------------------------
@@ -430,21 +420,13 @@ class OffsetManager:
     def failed_txn_commit(self, response: object, code: ErrorCode) -> TxnOffsetCommitResponse:
         """A TxnOffsetCommit answer whose records were not written: as `failed_commit`."""
         assert isinstance(response, TxnOffsetCommitResponse), response
-        error = _offset_write_error(code)
         return TxnOffsetCommitResponse(
-            topics=[
-                TxnOffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        TxnOffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=error if p.error_code == _E.NONE else p.error_code,
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in response.topics
-            ]
+            topics=_failed_topics(
+                response.topics,
+                code,
+                TxnOffsetCommitResponseTopic,
+                TxnOffsetCommitResponsePartition,
+            )
         )
 
     # --- OffsetDelete, and a group's end ------------------------------------------------
@@ -653,6 +635,31 @@ def _commit_done(effect: CommitWrite) -> None:
     pending[effect.partition] -= 1
     if pending[effect.partition] <= 0:
         del pending[effect.partition]
+
+
+def _failed_topics(
+    topics: Sequence[Any],
+    code: ErrorCode,
+    topic_type: Callable[..., _T],
+    partition_type: Callable[..., object],
+) -> list[_T]:
+    """The topics of a commit answer whose records were not written: the partitions written
+    carry the write error, those refused before keep theirs (OffsetCommit and
+    TxnOffsetCommit answer alike)."""
+    error = _offset_write_error(code)
+    return [
+        topic_type(
+            name=t.name,
+            partitions=[
+                partition_type(
+                    partition_index=p.partition_index,
+                    error_code=error if p.error_code == _E.NONE else p.error_code,
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in topics
+    ]
 
 
 def _offset_write_error(code: ErrorCode) -> ErrorCode:
