@@ -13,13 +13,11 @@ from typing import Any
 from cli.commands.admin import connect, describe_group, print_offset_rows
 from cli.output import EXIT_OK, Failed, Output, Refused, UsageError
 from client import EARLIEST, LATEST, KafkaClient
+from coordinator.offset_reset import inactive_refusal, plan_offsets
 from protocol.errors import ErrorCode
 from protocol.record_file import parse_datetime_ms
 
 __all__ = ["ACTIONS"]
-
-# Group states in which offsets may be reset (no members).
-_GROUP_INACTIVE = ("Empty", "Dead")
 
 
 def cmd_offsets_show(args: argparse.Namespace, out: Output) -> int:
@@ -165,12 +163,9 @@ def _existing(
 
 def _inactive_or_refuse(group: Any) -> None:
     # ConsumerGroupCommand.resetOffsets: only Empty and Dead groups, with its message.
-    if group.group_state not in _GROUP_INACTIVE:
-        raise Refused(
-            f"Assignments can only be reset if the group '{group.group_id}' is inactive, but "
-            f"the current state is {group.group_state}. It has {len(group.members)} "
-            f"member(s): stop its consumers first."
-        )
+    refusal = inactive_refusal(group.group_id, group.group_state, len(group.members))
+    if refusal is not None:
+        raise Refused(refusal)
 
 
 def cmd_offsets_reset(args: argparse.Namespace, out: Output) -> int:
@@ -221,26 +216,23 @@ def cmd_offsets_reset(args: argparse.Namespace, out: Output) -> int:
         starts = client.list_offsets(keys, EARLIEST)
         ends = client.list_offsets(keys, LATEST)
 
-        def clamp(k: tuple[str, int], offset: int) -> int:
-            # ResetOffsets' checkOffsetsRange: within [log start, log end].
-            return min(max(offset, starts[k]), ends[k])
-
+        current = {k: c.offset for k, c in committed.items()}
+        options: dict[str, Any]
         if args.to_earliest:
-            new = dict(starts)
+            to, options = "earliest", {}
         elif args.to_latest:
-            new = dict(ends)
+            to, options = "latest", {}
         elif args.to_current:
-            new = {k: committed[k].offset if k in committed else ends[k] for k in keys}
+            to, options = "current", {}
         elif timestamp is not None:
-            found = client.list_offsets(keys, timestamp)
-            # No record at or after the time: the log end, as Kafka's tool does.
-            new = {k: o if o >= 0 else ends[k] for k, o in found.items()}
+            to, options = "timestamp", {"found": client.list_offsets(keys, timestamp)}
         elif args.shift_by is not None:
-            new = {k: clamp(k, committed[k].offset + args.shift_by) for k in keys}
+            to, options = "shift", {"shift_by": args.shift_by}
         elif file_plan is not None:
-            new = {k: clamp(k, file_plan[k][0]) for k in keys}
+            to, options = "offset", {"offset": {k: file_plan[k][0] for k in keys}}
         else:
-            new = {k: clamp(k, args.to_offset) for k in keys}
+            to, options = "offset", {"offset": args.to_offset}
+        new = plan_offsets(to, keys, starts=starts, ends=ends, committed=current, **options)
         plan: list[dict[str, Any]] = [
             {
                 "topic": t,
