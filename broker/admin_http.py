@@ -7,7 +7,9 @@
                    and type (classic, consumer),
                    and consumer lag (log end offset - committed offset, per group/partition)
     /v1/...        the test controls, JSON: faults, clock, journal, connections
-                   (broker.controls.api, docs/controls.md)
+                   (broker.controls.api, docs/controls.md), and the web console's API:
+                   brokers, topics, messages, groups (broker.console.api)
+    GET /, /console/*   the web console's pages (broker.console)
 
 A deliberately tiny HTTP/1.1 server rather than a dependency: it reads one request head
 (at most MAX_REQUEST_BYTES, within REQUEST_TIMEOUT_S), answers GET or HEAD, and closes the
@@ -35,9 +37,11 @@ PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _REASONS = {
     200: "OK",
     400: "Bad Request",
+    403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
     408: "Request Timeout",
+    409: "Conflict",
     411: "Length Required",
     413: "Content Too Large",
     431: "Request Header Fields Too Large",
@@ -145,6 +149,7 @@ async def _control(
     """A /v1 control request (broker.controls.api): JSON in, JSON out."""
     import json
 
+    from broker.console import api as console
     from broker.controls.api import PATHS, handle
 
     parts = head.split(b"\n", 1)[0].rstrip(b"\r").split(b" ")
@@ -155,17 +160,22 @@ async def _control(
     except UnicodeDecodeError:
         return ("GET", *_plain(400, "bad request\n"))
     path, _, query = target.partition("?")
-    if path not in PATHS:
+    allowed = PATHS.get(path) or console.methods(path)
+    if allowed is None:
         status, obj = 404, {"error": f"no such control: {path}"}
-    elif method not in PATHS[path]:
-        status, obj = 405, {"error": f"{path} takes {', '.join(PATHS[path])}"}
+    elif method not in allowed:
+        status, obj = 405, {"error": f"{path} takes {', '.join(allowed)}"}
     elif isinstance(body, int):
         status, obj = body, {"error": _REASONS[body].lower()}
-    else:
+    elif path in PATHS:
         status, obj = await handle(broker, method, path, query, body)
+    elif console.origin_refused(head, method):
+        status, obj = 403, {"error": "a request from another origin may not change anything"}
+    else:
+        status, obj = await console.handle(broker, method, path, query, body)
     headers = [("Content-Type", "application/json")]
     if status == 405:
-        headers.append(("Allow", ", ".join(PATHS[path])))
+        headers.append(("Allow", ", ".join(allowed or ())))
     return method, status, headers, (json.dumps(obj) + "\n").encode()
 
 
@@ -181,7 +191,7 @@ def _answer(broker: Any, head: bytes) -> tuple[str, int, list[tuple[str, str]], 
         return ("GET", *_plain(400, "bad request\n"))
     path = target.split("?", 1)[0]
     if path not in ("/healthz", "/readyz", "/metrics"):
-        return (method, *_plain(404, "not found\n"))
+        return _console_page(method, path)
     if method not in ("GET", "HEAD"):
         status, headers, body = _plain(405, "method not allowed\n")
         return (method, status, [*headers, ("Allow", "GET, HEAD")], body)
@@ -200,6 +210,25 @@ def _answer(broker: Any, head: bytes) -> tuple[str, int, list[tuple[str, str]], 
         log.exception("rendering /metrics failed")
         return (method, *_plain(500, "internal error\n"))
     return (method, 200, [("Content-Type", PROMETHEUS_CONTENT_TYPE)], body)
+
+
+def _console_page(method: str, path: str) -> tuple[str, int, list[tuple[str, str]], bytes]:
+    from broker.console import static_file
+
+    found = static_file(path)
+    if found is None:
+        return (method, *_plain(404, "not found\n"))
+    if method not in ("GET", "HEAD"):
+        status, headers, body = _plain(405, "method not allowed\n")
+        return (method, status, [*headers, ("Allow", "GET, HEAD")], body)
+    content_type, body = found
+    headers = [
+        ("Content-Type", content_type),
+        ("Cache-Control", "no-cache"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:"),
+    ]
+    return (method, 200, headers, body)
 
 
 def _plain(status: int, text: str) -> tuple[int, list[tuple[str, str]], bytes]:

@@ -58,6 +58,7 @@ KEY_FIELDS = frozenset(
         "producer_id",
         "protocol_name",
         "protocol_type",
+        "reason",  # LeaveGroup v5+, JoinGroup v8+: the client's own words (KIP-800)
         "rebalance_timeout_ms",
         "replication_factor",
         "retention_time_ms",
