@@ -23,6 +23,8 @@ ATHERIS_SECONDS ?= 300
 
 JS_DIR := tests/integration/js
 JS_STAMP := $(JS_DIR)/node_modules/.installed-stamp
+CONSOLE_DIR := tests/integration/console
+CONSOLE_STAMP := $(CONSOLE_DIR)/node_modules/.installed-stamp
 SARAMA_DIR := tests/integration/sarama
 SARAMA_BIN := $(SARAMA_DIR)/sarama-check
 # Debian's golang-github-shopify-sarama-dev ships sarama 1.22.1 and its dependencies as Go
@@ -54,16 +56,24 @@ $(VENV_STAMP): pyproject.toml
 	$(VENV)/bin/python -m compileall -q protocol coordinator storage schemas broker pipeline client cli >/dev/null
 	touch $@
 
-system-deps: ## Install kcat, java, go + sarama source, node (Debian; skips what is there)
+system-deps: ## Install kcat, java, go + sarama source, node, chromium (Debian; skips what is there)
 	@scripts/install-system-deps.sh
 
-node-deps: $(JS_STAMP) ## Install kafkajs from package-lock.json (npm ci)
+node-deps: $(JS_STAMP) $(CONSOLE_STAMP) ## Install kafkajs and playwright-core from their package-lock.json (npm ci)
 
 $(JS_STAMP): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json | system-deps
 	@if command -v npm >/dev/null 2>&1; then \
 		cd $(JS_DIR) && npm ci --no-audit --no-fund --loglevel=error && touch $(CURDIR)/$@; \
 	else \
 		echo "node-deps: npm not found, kafkajs not installed (see make system-deps)" >&2; \
+	fi
+
+# playwright-core drives Debian's chromium (make system-deps); it downloads no browser.
+$(CONSOLE_STAMP): $(CONSOLE_DIR)/package.json $(CONSOLE_DIR)/package-lock.json | system-deps
+	@if command -v npm >/dev/null 2>&1; then \
+		cd $(CONSOLE_DIR) && npm ci --no-audit --no-fund --loglevel=error && touch $(CURDIR)/$@; \
+	else \
+		echo "node-deps: npm not found, playwright-core not installed (see make system-deps)" >&2; \
 	fi
 
 sarama: $(SARAMA_BIN) ## Build the sarama-check client from Debian's Go packages, offline
@@ -125,4 +135,4 @@ clean: ## Remove build output, caches and the sarama binary (keeps .venv and ./d
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean ## Also remove .venv, node_modules and ./data
-	rm -rf $(VENV) $(JS_DIR)/node_modules data
+	rm -rf $(VENV) $(JS_DIR)/node_modules $(CONSOLE_DIR)/node_modules data

@@ -7,6 +7,8 @@
 #   golang-go                          builds tests/integration/sarama (GOPATH mode, offline)
 #   golang-github-shopify-sarama-dev   sarama 1.22.1 and its dependencies as Go source
 #   nodejs, npm                        only if missing; kafkajs runs on them
+#   chromium                           the browser playwright-core drives in the web console's
+#                                      acceptance test (tests/integration/test_console.py)
 #
 # Runs apt-get update once, and only when something needs installing. Uses sudo only when
 # not root. On a machine without apt-get it prints what is missing and exits 0, so that the
@@ -33,9 +35,10 @@ have go || missing+=(golang-go)
 [ -f "$SARAMA_SRC/sarama.go" ] || missing+=(golang-github-shopify-sarama-dev)
 have node || missing+=(nodejs)
 have npm || missing+=(npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "system deps: all present (kcat, java >= 17, go, sarama source, node, npm)"
+    echo "system deps: all present (kcat, java >= 17, go, sarama source, node, npm, chromium)"
     exit 0
 fi
 

@@ -208,7 +208,8 @@ def test_console_in_a_browser(fresh_broker: Any, console_check: list[str]) -> No
         for shot in (e["path"] for e in check.events() if e.get("event") == "screenshot"):
             print(f"console screenshot: {shot}")
     failed = [e for e in check.events() if e.get("event") == "failed"]
-    assert rc == 0 and not failed, f"console check failed: {failed}\n{check.output()}"
+    assert not failed, f"console check failed: {failed}\n{check.output()}"
+    assert rc == 0, check.output()
     checks = [e["check"] for e in check.events() if e.get("event") == "ok"]
     assert "reset: partition 1 committed at 0" in checks, check.output()
     assert any(c.startswith("timeline: a later one") for c in checks), check.output()
