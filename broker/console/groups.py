@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from broker.console.api import (
+from broker.console.params import (
     Caller,
     ConsoleError,
     check_params,
@@ -32,7 +32,7 @@ from coordinator.offset_reset import inactive_refusal, plan_offsets
 from protocol.errors import ErrorCode
 from protocol.schema import DecodeError
 
-__all__ = ["describe_group", "group_row", "list_groups", "reset_offsets"]
+__all__ = ["decoded_assignment", "describe_group", "group_row", "list_groups", "reset_offsets"]
 
 _TYPES = ("classic", "consumer")
 
@@ -96,7 +96,7 @@ def _group_or_404(coordinator: Any, group_id: str) -> dict[str, Any]:
     return row
 
 
-def _assignment(data: bytes) -> dict[str, list[int]]:
+def decoded_assignment(data: bytes) -> dict[str, list[int]]:
     from protocol.consumer_protocol import decode_assignment
 
     if not data:
@@ -142,8 +142,8 @@ async def _members(broker: Any, row: dict[str, Any]) -> list[dict[str, Any]]:
         ]
     from protocol.messages.describe_groups import DescribeGroupsRequest
 
-    request = DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False)
-    described = runtime.describe_groups(Caller(5), request).groups[0]
+    describe = DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False)
+    described = runtime.describe_groups(Caller(5), describe).groups[0]
     consumer = row["protocol_type"] == "consumer"
     return [
         {
@@ -152,13 +152,15 @@ async def _members(broker: Any, row: dict[str, Any]) -> list[dict[str, Any]]:
             "client_id": m.client_id,
             "client_host": m.client_host,
             "subscription": _subscription(m.member_metadata) if consumer else [],
-            "assignment": _assignment(m.member_assignment) if consumer else {},
+            "assignment": decoded_assignment(m.member_assignment) if consumer else {},
         }
         for m in described.members
     ]
 
 
-def _offsets(broker: Any, coordinator: Any, group_id: str, members: list[dict[str, Any]]):
+def _offsets(
+    broker: Any, coordinator: Any, group_id: str, members: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """One row per partition committed or assigned: committed offset, high watermark, lag,
     and the member that holds it."""
     group = coordinator.group(group_id)
@@ -211,7 +213,9 @@ async def describe_group(
 # --- reset --------------------------------------------------------------------------------
 
 
-def _partitions(broker: Any, spec: dict[str, Any], committed: dict[tuple[str, int], int]):
+def _partitions(
+    broker: Any, spec: dict[str, Any], committed: dict[tuple[str, int], int]
+) -> list[tuple[str, int]]:
     """The partitions a reset names: `topics` (every partition of each), or `topic` and
     `partitions`, or by default every partition the group has committed. Each must exist."""
     keys: set[tuple[str, int]] = set()

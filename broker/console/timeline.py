@@ -28,7 +28,8 @@ from typing import Any
 
 import trio
 
-from broker.console.api import ConsoleError, check_params, int_param, ready_coordinator
+from broker.console.groups import decoded_assignment
+from broker.console.params import ConsoleError, check_params, int_param, ready_coordinator
 from protocol.consumer_offsets import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -139,13 +140,9 @@ def _is_consumer(records: list[tuple[int, int, Any, Any]]) -> bool:
     return any(isinstance(k, ConsumerGroupMetadataKey) for _, _, k, _ in records)
 
 
-def _assignment(data: bytes) -> dict[str, list[int]]:
-    from broker.console.groups import _assignment as decode
-
-    return decode(data)
-
-
-def _history(broker: Any, records: list[tuple[int, int, Any, Any]]):
+def _history(
+    broker: Any, records: list[tuple[int, int, Any, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(generations, commits) from the group's records, in log order."""
     generations: list[dict[str, Any]] = []
     commits: list[dict[str, Any]] = []
@@ -189,7 +186,7 @@ def _history(broker: Any, records: list[tuple[int, int, Any, Any]]):
                         "client_host": m.client_host,
                         "session_timeout_ms": m.session_timeout,
                         "rebalance_timeout_ms": m.rebalance_timeout,
-                        "assignment": _assignment(m.assignment)
+                        "assignment": decoded_assignment(m.assignment)
                         if value.protocol_type == "consumer"
                         else {},
                     }
@@ -241,7 +238,9 @@ def _history(broker: Any, records: list[tuple[int, int, Any, Any]]):
     return generations, commits
 
 
-def _generation(offset: int, timestamp: int, generation: int | None, event: str | None):
+def _generation(
+    offset: int, timestamp: int, generation: int | None, event: str | None
+) -> dict[str, Any]:
     return {
         "generation": generation,
         "log_offset": offset,

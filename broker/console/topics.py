@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 
-from broker.console.api import (
+from broker.console.params import (
     ConsoleError,
     check_params,
     int_param,
@@ -44,7 +44,9 @@ MAX_SHOWN_BYTES = 16_384  # of a key, value or header value; longer ones are cut
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-async def brokers(broker: Any, method: str, args: list[str], params: dict[str, str], body: bytes):
+async def brokers(
+    broker: Any, method: str, args: list[str], params: dict[str, str], body: bytes
+) -> dict[str, Any]:
     check_params(params, set())
     listeners = []
     for e in broker.listener_setup.listeners:
@@ -96,7 +98,7 @@ def _summary(topic: Any) -> dict[str, Any]:
 
 async def list_topics(
     broker: Any, method: str, args: list[str], params: dict[str, str], body: bytes
-):
+) -> dict[str, Any]:
     check_params(params, {"filter", "offset", "limit", "internal"})
     needle = params.get("filter", "").lower()
     internal = params.get("internal", "true").lower()
@@ -117,7 +119,7 @@ async def list_topics(
 
 async def describe_topic(
     broker: Any, method: str, args: list[str], params: dict[str, str], body: bytes
-):
+) -> dict[str, Any]:
     from broker.config import TOPIC_CONFIGS
     from broker.topic_configs import ConfigSource, effective_topic_source, topic_value
 
@@ -160,7 +162,7 @@ def _context(broker: Any, api_version: int) -> Any:
 
 async def create_topic(
     broker: Any, method: str, args: list[str], params: dict[str, str], body: bytes
-):
+) -> dict[str, Any]:
     from broker.handlers import create_topics
     from protocol.messages.create_topics import (
         CreatableTopic,
@@ -206,7 +208,7 @@ async def create_topic(
 
 async def delete_topic(
     broker: Any, method: str, args: list[str], params: dict[str, str], body: bytes
-):
+) -> dict[str, Any]:
     from broker.handlers import delete_topics
     from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
 
@@ -230,7 +232,9 @@ async def delete_topic(
 # --- the message browser ------------------------------------------------------------------
 
 
-async def messages(broker: Any, method: str, args: list[str], params: dict[str, str], body: bytes):
+async def messages(
+    broker: Any, method: str, args: list[str], params: dict[str, str], body: bytes
+) -> dict[str, Any]:
     check_params(params, {"partition", "offset", "timestamp", "limit", "wait_ms"})
     topic = _topic(broker, args[0])
     index = int_param(params, "partition", 0)
