@@ -432,9 +432,11 @@ async function pageTimeline(main, id) {
       { "data-testid": "commits" }));
 }
 
-// The chart: time runs left to right; a lane per member holds a bar from the generation it
-// joined to the one it was gone from (a red mark: left or timed out); dashed lines are the
-// generations; green dots along the bottom are commits.
+// The chart: generations are evenly spaced from left to right (dashed lines), whatever the
+// time between them, so that a burst of rebalances stays readable; anything else in time
+// (commits) sits between the generations it came between, in proportion. A lane per member
+// holds a bar from the generation it joined to the one it was gone from (a red mark: left
+// or timed out, the reason in its tooltip); green dots along the bottom are commits.
 function drawTimeline(t) {
   const gens = t.generations;
   const times = gens.map((g) => g.time_ms).concat(t.commits.map((c) => c.time_ms)).filter((x) => x > 0);
@@ -447,23 +449,32 @@ function drawTimeline(t) {
     }
     for (const l of g.left) if (spans[l.member_id]) { spans[l.member_id].to = i; spans[l.member_id].gone = l; }
   });
-  const left = 220, right = 30, lane = 26, top = 30;
-  const width = 900;
+  const left = 230, right = 30, lane = 26, top = 34;
+  const width = Math.max(900, left + right + 90 * (gens.length + 1));
   const height = top + lane * (members.length + 1) + 40;
-  let t0 = Math.min(...times), t1 = Math.max(...times);
-  if (t1 === t0) { t0 -= 1000; t1 += 1000; }
-  const pad = (t1 - t0) * 0.05;
-  t0 -= pad; t1 += pad;
-  const x = (ms) => left + ((ms - t0) / (t1 - t0)) * (width - left - right);
-  const end = x(t1);
+  // Anchors: each generation at its slot, and the last time seen at the right end.
+  const slot = (width - left - right) / (gens.length + 1);
+  const anchors = gens.map((g, i) => [g.time_ms, left + slot * (i + 0.5)]);
+  const last = Math.max(...times);
+  anchors.push([Math.max(last, anchors.length ? anchors[anchors.length - 1][0] : last), width - right]);
+  const x = (ms) => {
+    if (ms <= anchors[0][0]) return anchors[0][1];
+    for (let i = 1; i < anchors.length; i++) {
+      const [t0, x0] = anchors[i - 1], [t1, x1] = anchors[i];
+      if (ms <= t1) return t1 === t0 ? x1 : x0 + ((ms - t0) / (t1 - t0)) * (x1 - x0);
+    }
+    return width - right;
+  };
+  const end = width - right;
   const chart = svg("svg", { class: "timeline", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "data-testid": "timeline-chart", "aria-label": `timeline of ${t.group_id}` });
   chart.append(svg("line", { class: "axis", x1: left, x2: end, y1: height - 30, y2: height - 30 }));
-  chart.append(svg("text", { x: left, y: height - 12 }, when(t0).replace("T", " ").slice(0, 19)));
-  chart.append(svg("text", { x: end, y: height - 12, "text-anchor": "end" }, when(t1).replace("T", " ").slice(0, 19)));
+  chart.append(svg("text", { x: left, y: height - 12 }, when(Math.min(...times)).replace("T", " ").slice(0, 19)));
+  chart.append(svg("text", { x: end, y: height - 12, "text-anchor": "end" }, when(last).replace("T", " ").slice(0, 19)));
   for (const g of gens) {
     const gx = x(g.time_ms);
     chart.append(svg("line", { class: "gen", x1: gx, x2: gx, y1: top - 12, y2: height - 30 }));
-    chart.append(svg("text", { x: gx + 3, y: top - 16, "data-generation": g.generation === null ? "deleted" : g.generation }, g.generation === null ? "deleted" : `gen ${g.generation}`));
+    chart.append(svg("text", { x: gx, y: top - 18, "text-anchor": "middle", "data-generation": g.generation === null ? "deleted" : g.generation },
+      g.generation === null ? "deleted" : `gen ${g.generation}`, svg("title", {}, `${when(g.time_ms)}: ${g.members.length} member(s)`)));
   }
   members.forEach((id, row) => {
     const s = spans[id];
