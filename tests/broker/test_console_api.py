@@ -571,3 +571,69 @@ async def test_bad_resets_are_refused_and_commit_nothing(
             # Nothing was written to __consumer_offsets.
             assert broker.topics.get("__consumer_offsets").partitions[0].log.high_watermark == end
             await client.aclose()
+
+
+async def test_a_kip848_consumer_group_its_members_and_epochs(tmp_path: Path) -> None:
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+
+    def beat(member_id: str, epoch: int, owned: list[int] | None = None) -> Any:
+        from protocol.messages.consumer_group_heartbeat import TopicPartitions
+
+        return ConsumerGroupHeartbeatRequest(
+            group_id="cg",
+            member_id=member_id,
+            member_epoch=epoch,
+            rebalance_timeout_ms=30_000 if epoch == 0 else -1,
+            subscribed_topic_names=["t"] if epoch == 0 else None,
+            topic_partitions=[]
+            if epoch == 0
+            else None
+            if owned is None
+            else [TopicPartitions(topic_id=topic_id, partitions=owned)],
+        )
+
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path) as broker:
+            await create_topic(broker, "t", 2)
+            topic_id = broker.topics.get("t").topic_id
+            client = await WireClient.connect(broker)
+            one = await client.call(beat("m1", 0), 1)
+            assert one.error_code == ErrorCode.NONE
+            two = await client.call(beat("m2", 0), 1)
+            assert two.member_epoch == 2
+            # m1 gives up a partition, then m2 gets it.
+            revoke = await client.call(beat("m1", one.member_epoch, [0, 1]), 1)
+            kept = [p for t in revoke.assignment.topic_partitions for p in t.partitions]
+            settled = await client.call(beat("m1", revoke.member_epoch, kept), 1)
+            assert settled.member_epoch == 2
+            got = await client.call(beat("m2", two.member_epoch, []), 1)
+            assert got.error_code == ErrorCode.NONE
+
+            status, detail = await http(broker, "GET", "/v1/groups/cg")
+            assert status == 200
+            assert (detail["type"], detail["epoch"], detail["members"]) == ("consumer", 2, 2)
+            assignments = {m["member_id"]: m["assignment"] for m in detail["member_list"]}
+            assert sorted(p for a in assignments.values() for p in a.get("t", [])) == [0, 1]
+            listed = (await http(broker, "GET", "/v1/groups?type=consumer"))[1]["groups"]
+            assert [g["group_id"] for g in listed] == ["cg"]
+
+            leave = await client.call(beat("m2", -1), 1)
+            assert leave.error_code == ErrorCode.NONE
+            status, timeline = await http(broker, "GET", "/v1/groups/cg/timeline")
+            assert status == 200
+            assert timeline["type"] == "consumer"
+            gens = timeline["generations"]
+            assert [g["generation"] for g in gens] == [1, 2, 3]
+            assert [sorted(m["member_id"] for m in g["members"]) for g in gens] == [
+                ["m1"],
+                ["m1", "m2"],
+                ["m1"],
+            ]
+            assert {m["member_id"]: m["assignment"] for m in gens[1]["members"]} == {
+                "m1": {"t": kept},
+                "m2": {"t": [p for p in (0, 1) if p not in kept]},
+            }
+            (gone,) = gens[2]["left"]
+            assert (gone["member_id"], gone["how"]) == ("m2", "left")
+            assert "member_epoch -1" in gone["why"]
+            await client.aclose()
