@@ -8,8 +8,9 @@ LeaveGroup), commits some offsets and empties. Then the browser checks that the 
 the topic, finds a message by offset, shows the lag confluent-kafka's AdminClient reports
 (list_consumer_group_offsets against the watermarks), resets the offsets to earliest (a dry
 run first, then for real; the AdminClient sees them at 0 afterwards), and draws both
-rebalances on the group's timeline with their members; bad input in its forms shows a
-message and changes nothing. A screenshot of each page is kept under
+rebalances on the group's timeline with their members, and follows a partition live (a
+record produced while it waits appears); bad input in its forms shows a message and changes
+nothing. A screenshot of each page is kept under
 tests/integration/console/artifacts/ (or $KMOCK_CONSOLE_ARTIFACTS) and its path printed.
 """
 
@@ -109,6 +110,16 @@ def _produce(bootstrap: str, topic: str) -> None:
     assert not errors, errors
 
 
+def _produce_one(bootstrap: str, topic: str, partition: int, value: bytes) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, client_id="console-live")
+    try:
+        producer.send(topic, value=value, partition=partition).get(30)
+    finally:
+        producer.close(10)
+
+
 @deadline(240)
 def test_console_in_a_browser(fresh_broker: Any, console_check: list[str]) -> None:
     from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
@@ -196,13 +207,26 @@ def test_console_in_a_browser(fresh_broker: Any, console_check: list[str]) -> No
         "group": group,
         "lags": lags,
         "message": {"partition": 0, "offset": 3, "text": '"by": "kafka-python"'},
+        "follow": {"partition": 1, "offset": N, "text": "arrived-live"},
         "members": ["console-a", "console-b"],
         "artifacts": str(ARTIFACTS),
         "chromium": CHROMIUM,
         "timeout_ms": 15_000,
     }
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # only this run's screenshots
     check = Proc([*console_check, json.dumps(spec)], "console-check", cwd=CONSOLE_DIR)
     try:
+        wait_until(
+            lambda: (
+                check.popen.poll() is not None
+                or any(e.get("event") == "follow-waiting" for e in check.events())
+            ),
+            BROWSER_TIMEOUT_S,
+            "the console's live follow",
+            check.output,
+        )
+        if check.popen.poll() is None:
+            _produce_one(bootstrap, topic, 1, b"arrived-live")
         rc = check.wait(BROWSER_TIMEOUT_S)
     finally:
         for shot in (e["path"] for e in check.events() if e.get("event") == "screenshot"):

@@ -1,7 +1,10 @@
 // Drives the kmock web console in Debian's Chromium (headless) with playwright-core, for
 // tests/integration/test_console.py. One argument: a JSON object
 //   {url, topic, group, lags: {partition: lag}, message: {partition, offset, text},
-//    members: [client ids], artifacts: dir, chromium: path, timeout_ms}
+//    follow: {partition, offset, text}, members: [client ids], artifacts: dir,
+//    chromium: path, timeout_ms}
+// For "follow live" it prints {"event": "follow-waiting"} once its long-poll is in flight:
+// the test then produces the record it waits for.
 // Prints one JSON line per check ({"event": "ok", "check": ...}) and a screenshot path per
 // page ({"event": "screenshot", "path": ...}); the first failed check ends it with exit code
 // 1 and {"event": "failed", "check": ..., "error": ...}.
@@ -205,6 +208,24 @@ async function main() {
     check("timeline chart: a lane per member", lanes.some((l) => l.startsWith(a)) && lanes.some((l) => l.startsWith(b)), JSON.stringify(lanes));
     await shot("11-timeline");
 
+    current = "follow live";
+    const f = spec.follow;
+    await go(`#/topics/${encodeURIComponent(spec.topic)}/messages`, "[data-testid=message-form]");
+    await page.selectOption("[data-testid=message-form] select[name=partition]", String(f.partition));
+    await page.fill("[data-testid=message-form] input[name=offset]", String(f.offset));
+    await page.click("[data-testid=message-form] button[type=submit]");
+    await page.waitForFunction((o) => document.querySelector("[data-testid=message-status]").textContent.includes(`next offset ${o}`), f.offset);
+    const polling = page.waitForRequest((r) => r.url().includes("wait_ms="));
+    await page.check("[data-testid=follow]");
+    await polling;
+    say({ event: "follow-waiting" }); // the test produces one record now
+    const live = page.locator(`[data-testid=messages] tbody tr[data-offset="${f.offset}"]`);
+    await live.waitFor({ timeout: 30000 });
+    const liveText = await live.textContent();
+    check("follow live: the record produced meanwhile appears", liveText.includes(f.text), liveText);
+    await shot("12-follow-live");
+    await page.uncheck("[data-testid=follow]");
+
     current = "controls";
     await go("#/controls", "[data-testid=faults]");
     await page.fill("[data-testid=fault-form] input[name=api]", "Nope");
@@ -213,7 +234,7 @@ async function main() {
     message = await errorText();
     check("a fault for an unknown API: message", message.includes("api"), message);
     check("the bad fault was not added", (await api("GET", "/v1/faults")).body.faults.length === 0);
-    await shot("12-controls");
+    await shot("13-controls");
 
     check("no script error on any page", consoleErrors.length === 0, consoleErrors.join("; "));
   } catch (e) {
