@@ -502,7 +502,11 @@ async function pageControls(main) {
   const [faults, clock, connections] = await Promise.all([
     api("GET", "/v1/faults"), api("GET", "/v1/clock"), api("GET", "/v1/connections")]);
   let journal = null;
-  try { journal = await api("GET", "/v1/journal?limit=1000"); } catch (e) { journal = { entries: [], error: e.message }; }
+  try {
+    // The latest 50: the journal answers oldest first from `since`.
+    const last = (await api("GET", "/v1/journal?limit=1")).last_seq;
+    journal = await api("GET", `/v1/journal?since=${Math.max(0, last - 50)}`);
+  } catch (e) { journal = { entries: [], error: e.message }; }
   const faultForm = el("form", { "data-testid": "fault-form", onsubmit: (e) => {
     e.preventDefault();
     const v = formValues(e.target);
