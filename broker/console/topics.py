@@ -113,7 +113,16 @@ async def list_topics(
     return {
         "total": len(names),
         "offset": window.start,
-        "topics": [_summary(broker.topics.topics[n]) for n in names[window]],
+        "topics": [
+            {
+                **_summary(t),
+                # [log start, high watermark] of each partition, in partition order
+                "partition_offsets": [
+                    [p.log.log_start_offset, p.log.high_watermark] for p in t.partitions
+                ],
+            }
+            for t in (broker.topics.topics[n] for n in names[window])
+        ],
     }
 
 

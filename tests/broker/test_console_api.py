@@ -141,11 +141,14 @@ async def test_topics_are_created_listed_filtered_paged_described_and_deleted(
             assert answer["total"] == 5
             assert [t["name"] for t in answer["topics"]] == ["orders-1", "orders-2"]
             assert [t["partitions"] for t in answer["topics"]] == [2, 3]
+            assert answer["topics"][0]["partition_offsets"] == [[0, 0], [0, 0]]
             names = [t["name"] for t in (await http(broker, "GET", "/v1/topics"))[1]["topics"]]
             assert "payments" in names
 
             client = await WireClient.connect(broker)
             await produce(client, "payments", [(b"k", b"v" * 100, (), T0)] * 3, partition=1)
+            listed = (await http(broker, "GET", "/v1/topics?filter=payments"))[1]["topics"]
+            assert listed[0]["partition_offsets"] == [[0, 0], [0, 3]]
             status, detail = await http(broker, "GET", "/v1/topics/payments")
             assert status == 200
             assert detail["messages"] == 3
@@ -636,4 +639,38 @@ async def test_a_kip848_consumer_group_its_members_and_epochs(tmp_path: Path) ->
             (gone,) = gens[2]["left"]
             assert (gone["member_id"], gone["how"]) == ("m2", "left")
             assert "member_epoch -1" in gone["why"]
+            await client.aclose()
+
+
+async def test_hundreds_of_topics_and_groups_page_and_filter_on_the_server(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(60):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            for i in range(150):
+                await create_topic(broker, f"t{i:03}")
+            for i in range(300):
+                assert await commit(client, f"g{i:03}", "t000", 0) == ErrorCode.NONE
+            for kind, total in (("topics", 151), ("groups", 300)):  # 151: __consumer_offsets too
+                seen: list[str] = []
+                offset = 0
+                while True:
+                    path = f"/v1/{kind}?offset={offset}&limit=64"
+                    status, page = await http(broker, "GET", path)
+                    assert status == 200
+                    assert page["total"] == total
+                    rows = page[kind]
+                    assert len(rows) <= 64
+                    if not rows:
+                        break
+                    seen += [r["name" if kind == "topics" else "group_id"] for r in rows]
+                    offset += len(rows)
+                assert seen == sorted(seen)
+                assert len(set(seen)) == total  # every one once, in order
+            status, page = await http(broker, "GET", "/v1/topics?filter=t14&internal=false")
+            assert [t["name"] for t in page["topics"]] == [f"t14{i}" for i in range(10)]
+            status, page = await http(broker, "GET", "/v1/groups?filter=g29&limit=5")
+            assert page["total"] == 10
+            assert [g["group_id"] for g in page["groups"]] == [f"g29{i}" for i in range(5)]
             await client.aclose()
