@@ -310,6 +310,15 @@ async function pageMessages(main, name) {
     guard(async () => { if ((await read(false)) && form.follow.checked && !follow) startFollow(); });
   });
   more.addEventListener("click", () => guard(() => read(true)));
+  form.partition.addEventListener("change", () => {
+    // Another partition: its offsets are not this one's; stop following and start over.
+    if (follow) { follow.abort(); follow = null; }
+    form.follow.checked = false;
+    next = null;
+    body.replaceChildren();
+    more.hidden = true;
+    status.textContent = "";
+  });
   form.follow.addEventListener("change", () => {
     if (form.follow.checked) {
       guard(async () => { if (next === null) await read(false); startFollow(); });
