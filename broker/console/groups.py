@@ -28,7 +28,7 @@ from broker.console.params import (
     ready_coordinator,
     timestamp_ms,
 )
-from coordinator.offset_reset import inactive_refusal, plan_offsets
+from coordinator.offset_reset import TARGETS, inactive_refusal, plan_offsets
 from protocol.errors import ErrorCode
 from protocol.schema import DecodeError
 
@@ -278,10 +278,8 @@ async def reset_offsets(
     coordinator = ready_coordinator(broker)
     group_id = args[0]
     to = spec.get("to")
-    if to not in ("earliest", "latest", "current", "offset", "timestamp", "shift"):
-        raise ConsoleError(
-            400, "to", f"expected earliest, latest, current, offset, timestamp or shift, not {to!r}"
-        )
+    if to not in TARGETS:
+        raise ConsoleError(400, "to", f"expected one of {', '.join(TARGETS)}, not {to!r}")
     dry_run = spec.get("dry_run", True)
     if not isinstance(dry_run, bool):
         raise ConsoleError(400, "dry_run", f"expected true or false, not {dry_run!r}")
