@@ -34,7 +34,9 @@ function svg(tag, attrs, ...children) {
 function table(headers, rows, attrs) {
   return el("table", attrs || {},
     el("thead", {}, el("tr", {}, headers.map((h) => el("th", { class: /^(#|offset|lag|size|messages|partitions|members|epoch|committed|high watermark|log start|new offset|current offset|generation)$/i.test(h) ? "num" : null }, h)))),
-    el("tbody", {}, rows.map((r) => r instanceof Node ? r : el("tr", {}, r.map((c) => (c instanceof Node && c.tagName === "TD") ? c : el("td", {}, c))))));
+    el("tbody", {}, rows.length
+      ? rows.map((r) => r instanceof Node ? r : el("tr", {}, r.map((c) => (c instanceof Node && c.tagName === "TD") ? c : el("td", {}, c))))
+      : el("tr", {}, el("td", { class: "muted", colspan: String(headers.length) }, "none"))));
 }
 
 function num(v) { return el("td", { class: "num" }, v === null || v === undefined ? "–" : String(v)); }
