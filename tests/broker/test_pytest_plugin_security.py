@@ -120,7 +120,7 @@ def test_aiokafka_scram(kmock):
 @SCRAM
 def test_wrong_password_is_refused(kmock, caplog):
     with pytest.raises(KpError):
-        KafkaProducer(**kmock.kafka_python_config(password="wrong"), max_block_ms=3000)
+        KafkaProducer(**kmock.kafka_python_config(password="wrong"), bootstrap_timeout_ms=3000)
     assert "SaslAuthenticationFailedError" in caplog.text
     errors = confluent_errors(kmock.confluent_config(user="bob", password="wrong"))
     assert any("Authentication failed" in e for e in errors), errors
