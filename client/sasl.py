@@ -1,7 +1,7 @@
 """The client side of SASL PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC 7677), as
-Kafka's PlainSaslClient and ScramSaslClient run them. Pure: tokens in, tokens out; the
-connection (client.kafka) carries them in SaslAuthenticate requests after a v1
-SaslHandshake.
+Kafka's PlainSaslClient and ScramSaslClient run them (with ScramSaslClient's messages).
+Pure: tokens in, tokens out; the connection (client.kafka) carries them in SaslAuthenticate
+requests after a v1 SaslHandshake.
 
     client-first   n,,n=<user>,r=<client nonce>
     server-first   r=<client nonce><server nonce>,s=<salt>,i=<iterations>
@@ -19,9 +19,9 @@ import secrets
 __all__ = ["SaslProtocolError", "ScramClient", "plain_token"]
 
 _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-# ScramMechanism.maxIterations is 16384 for credentials; a server asking for far more
-# would make the client spin (a denial of service): Kafka's ScramSaslClient refuses
-# fewer than minIterations and we refuse absurd counts too.
+# Kafka's ScramSaslClient refuses fewer than ScramMechanism.minIterations (4096). It sets no
+# upper bound; kmock's client also refuses absurd counts (credentials hold at most 16384,
+# ScramMechanism.maxIterations), which would keep it hashing for minutes.
 _MIN_ITERATIONS = 4096
 _MAX_ITERATIONS = 1 << 20
 
@@ -60,22 +60,31 @@ class ScramClient:
         text = server_first.decode("utf-8", "replace")
         attrs = _attrs(text)
         if "e" in attrs:
-            raise SaslProtocolError(f"{self.mechanism}: the server refused: {attrs['e']}")
-        nonce, salt, count = attrs.get("r", ""), attrs.get("s"), attrs.get("i", "")
-        if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
-            raise SaslProtocolError(f"{self.mechanism}: the server's nonce is not ours extended")
-        if salt is None or not count.isdigit():
-            raise SaslProtocolError(f"{self.mechanism}: no salt or iteration count from the server")
-        iterations = int(count)
-        if not _MIN_ITERATIONS <= iterations <= _MAX_ITERATIONS:
             raise SaslProtocolError(
-                f"{self.mechanism}: the server asks for {iterations} iterations "
-                f"(this client accepts {_MIN_ITERATIONS} to {_MAX_ITERATIONS})"
+                f"Sasl authentication using {self.mechanism} failed with error: {attrs['e']}"
+            )
+        nonce, salt, count = attrs.get("r", ""), attrs.get("s"), attrs.get("i", "")
+        if not nonce.startswith(self._nonce):
+            raise SaslProtocolError("Invalid server nonce: does not start with client nonce")
+        if salt is None or not count.isdigit():
+            raise SaslProtocolError("Invalid server first message: no salt or iterations")
+        iterations = int(count)
+        if iterations < _MIN_ITERATIONS:
+            raise SaslProtocolError(
+                f"Requested iterations {iterations} is less than the minimum "
+                f"{_MIN_ITERATIONS} for {self.mechanism}"
+            )
+        if iterations > _MAX_ITERATIONS:
+            raise SaslProtocolError(
+                f"Requested iterations {iterations} is more than the maximum "
+                f"{_MAX_ITERATIONS} kmock's client computes for {self.mechanism}"
             )
         try:
             salt_bytes = base64.b64decode(salt, validate=True)
         except ValueError:
-            raise SaslProtocolError(f"{self.mechanism}: the salt is not base64") from None
+            raise SaslProtocolError(
+                "Invalid server first message: the salt is not base64"
+            ) from None
         salted = hashlib.pbkdf2_hmac(self.algo, self._password.encode(), salt_bytes, iterations)
         client_key = _hmac(self.algo, salted, b"Client Key")
         stored_key = hashlib.new(self.algo, client_key).digest()
@@ -92,13 +101,15 @@ class ScramClient:
         """Check the server's signature: it proves the server knows the credential."""
         attrs = _attrs(server_final.decode("utf-8", "replace"))
         if "e" in attrs:
-            raise SaslProtocolError(f"{self.mechanism}: the server refused: {attrs['e']}")
+            raise SaslProtocolError(
+                f"Sasl authentication using {self.mechanism} failed with error: {attrs['e']}"
+            )
         try:
             given = base64.b64decode(attrs.get("v", ""), validate=True)
         except ValueError:
             given = b""
         if not self._server_signature or not hmac.compare_digest(given, self._server_signature):
-            raise SaslProtocolError(f"{self.mechanism}: the server's signature is wrong")
+            raise SaslProtocolError("Invalid server signature in server final message")
 
 
 def _hmac(algo: str, key: bytes, msg: bytes) -> bytes:

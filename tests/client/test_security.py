@@ -150,15 +150,17 @@ def test_scram_client_and_kmocks_server_agree_and_a_forged_server_is_caught(
     # a server that does not know the credential cannot sign the exchange
     client = ScramClient(mechanism, "bob", "bob-pw")
     client.final(ScramServer(mechanism, store).evaluate(client.first()))
-    with pytest.raises(SaslProtocolError, match="signature is wrong"):
+    with pytest.raises(SaslProtocolError, match="Invalid server signature in server final"):
         client.verify(b"v=" + base64.b64encode(bytes(64)))
-    with pytest.raises(SaslProtocolError, match="the server refused: other-error"):
+    with pytest.raises(SaslProtocolError, match=r"SCRAM-SHA-.* failed with error: other-error"):
         client.verify(b"e=other-error")
     client = ScramClient(mechanism, "bob", "bob-pw", nonce="abc")
-    with pytest.raises(SaslProtocolError, match="nonce is not ours"):
+    with pytest.raises(SaslProtocolError, match="Invalid server nonce: does not start with"):
         client.final(b"r=zzz,s=c2FsdA==,i=4096")
-    with pytest.raises(SaslProtocolError, match="asks for 100000000 iterations"):
+    with pytest.raises(SaslProtocolError, match="Requested iterations 100000000 is more than"):
         client.final(b"r=abcdef,s=c2FsdA==,i=100000000")
+    with pytest.raises(SaslProtocolError, match="Requested iterations 4095 is less than"):
+        client.final(b"r=abcdef,s=c2FsdA==,i=4095")
 
 
 # --- against the broker ------------------------------------------------------------------
