@@ -78,6 +78,7 @@ __all__ = [
     "CommittedOffset",
     "ConnectionFailed",
     "KafkaClient",
+    "Unreachable",
     "default_partition",
     "parse_host_port",
 ]
@@ -102,6 +103,10 @@ _INT16 = struct.Struct(">h")
 
 class ConnectionFailed(Exception):
     """The broker could not be reached, closed the connection, or did not answer in time."""
+
+
+class Unreachable(ConnectionFailed):
+    """No TCP connection to the broker at all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +174,7 @@ class KafkaClient:
         try:
             self._sock = socket.create_connection((host, port), timeout=self.timeout_s)
         except OSError as e:
-            raise ConnectionFailed(f"cannot connect to {host}:{port}: {_reason(e)}") from None
+            raise Unreachable(f"cannot connect to {host}:{port}: {_reason(e)}") from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if context is not None:
             try:
@@ -330,11 +335,25 @@ class KafkaClient:
     def metadata(
         self, topics: Iterable[str] | None = None, *, allow_auto_topic_creation: bool = False
     ) -> MetadataResponse:
-        """Brokers and topics; `topics=None` lists every topic."""
+        """Brokers and topics; `topics=None` lists every topic.
+
+        Raises:
+          ConnectionFailed: an answer without any broker. A broker always lists itself; it
+            lists none in the error response to a request it refuses whole, as a SASL
+            listener refuses any request before authentication (ILLEGAL_SASL_STATE, whose
+            code Metadata has no top-level place for), before it closes the connection.
+        """
         wanted = None if topics is None else [MetadataRequestTopic(name=t) for t in topics]
-        return self.send(
+        response: MetadataResponse = self.send(
             MetadataRequest(topics=wanted, allow_auto_topic_creation=allow_auto_topic_creation)
-        )  # type: ignore[no-any-return]
+        )
+        if not response.brokers:
+            self.close()
+            raise ConnectionFailed(
+                f"{self._name()}: Metadata answered without any broker: the request was "
+                "refused (a SASL listener refuses requests before authentication)"
+            )
+        return response
 
     def partition_count(self, topic: str, *, allow_auto_topic_creation: bool = False) -> int:
         """Partitions of `topic`. Raises KafkaError (UNKNOWN_TOPIC_OR_PARTITION, ...)."""

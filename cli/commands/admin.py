@@ -18,6 +18,7 @@ from typing import Any
 
 from cli.output import Failed, Output, UsageError
 from client import LATEST, ClientSecurity, ConnectionFailed, KafkaClient, read_properties
+from client.kafka import Unreachable
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -69,7 +70,10 @@ def connect(args: argparse.Namespace) -> Iterator[KafkaClient]:
             raise UsageError(f"--command-config: {e}") from None
         yield client
     except ConnectionFailed as e:
-        raise Failed(str(e)) from e
+        hint = ""
+        if client.security.security_protocol == "PLAINTEXT" and not isinstance(e, Unreachable):
+            hint = " (if the listener uses TLS or SASL, give --command-config client.properties)"
+        raise Failed(f"{e}{hint}") from e
     finally:
         client.close()
 

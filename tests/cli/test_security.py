@@ -263,8 +263,11 @@ async def test_every_command_authenticates_with_command_config(nursery, tmp_path
     ), err
     assert "hush" not in out + err
     # without the file: a SASL_SSL listener is not spoken to in plain text
-    code, out, err = await cli("acls", "list", *bootstrap, "--request-timeout-ms", "3000")
+    code, out, err = await cli("topics", "list", *bootstrap, "--request-timeout-ms", "3000")
     assert code == 1, err
+    assert err.strip().endswith(
+        "(if the listener uses TLS or SASL, give --command-config client.properties)"
+    ), err
     # a file that is wrong names the key, exit 2, nothing sent
     bad = tmp_path / "bad.properties"
     bad.write_text(f"security.protocol=SASL_SSL\nsasl.jaas.config={SCRAM_JAAS} username=x;\n")

@@ -303,3 +303,10 @@ async def test_tls_failures_are_named(secured: Any, tmp_path: Path) -> None:
         )
     # the broker served all of that without harm
     await _metadata(secured, "SSL", _security(secured, "SSL"))
+
+
+async def test_plain_text_on_a_sasl_listener_is_not_an_empty_answer(secured: Any) -> None:
+    """Without SASL, the broker answers Metadata with ILLEGAL_SASL_STATE (no brokers, no
+    topics) and closes: the client says so rather than reporting no topics."""
+    with pytest.raises(ConnectionFailed, match="Metadata answered without any broker"):
+        await _metadata(secured, "SASL_PLAINTEXT", ClientSecurity())
