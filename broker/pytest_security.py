@@ -50,6 +50,7 @@ class Certs(NamedTuple):
     server: Path  # the broker's chain and key (ssl.keystore.location)
     client_cert: Path  # principal User:CN=client,O=kmock
     client_key: Path
+    client_keystore: Path  # client_cert and client_key in one file (ssl.keystore.location)
 
 
 @dataclass(frozen=True)
@@ -195,15 +196,8 @@ class FixtureSecurity:
             props["ssl.truststore.type"] = "PEM"
             props["ssl.truststore.location"] = str(self.certs.ca)
             if self._client_cert:
-                # a PEM keystore is one file with the chain and the key
-                keystore = self.certs.client_cert.with_name("client.pem")
-                if not keystore.exists():
-                    keystore.write_text(
-                        self.certs.client_cert.read_text() + self.certs.client_key.read_text()
-                    )
-                    keystore.chmod(0o600)
                 props["ssl.keystore.type"] = "PEM"
-                props["ssl.keystore.location"] = str(keystore)
+                props["ssl.keystore.location"] = str(self.certs.client_keystore)
         if self.sasl_mechanism:
             name, secret = self._login(user, password)
             module = (

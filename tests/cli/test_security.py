@@ -25,8 +25,14 @@ async def test_certs_then_serve_with_add_scram_over_sasl_ssl(tmp_path: Path) -> 
     code, out, err = await cli("certs", str(tmp_path / "certs"))
     assert code == 0, err
     written = dict(line.split("\t") for line in out.splitlines())
-    assert set(written) == {"ca", "server", "client_cert", "client_key"}
+    assert set(written) == {"ca", "server", "client_cert", "client_key", "client_keystore"}
     assert (tmp_path / "certs" / "server.pem").stat().st_mode & 0o077 == 0
+    keystore = (tmp_path / "certs" / "client.pem").read_text()
+    assert keystore == (
+        (tmp_path / "certs" / "client.crt").read_text()
+        + (tmp_path / "certs" / "client.key").read_text()
+    )
+    assert (tmp_path / "certs" / "client.pem").stat().st_mode & 0o077 == 0
     argv = [
         sys.executable, "-m", "cli.main", "serve",
         "--listeners", "SASL_SSL://127.0.0.1:0",
