@@ -107,16 +107,22 @@ class KmockBroker:
         *,
         topics: str | Iterable[str] | None = None,
         schema_registry: bool = False,
-        **security: Any,
+        security_protocol: str = "PLAINTEXT",
+        sasl_mechanism: str | None = None,
+        users: Mapping[str, str] | None = None,
+        ssl_client_auth: str | None = None,
     ) -> None:
         from broker.config import load_config
-        from broker.pytest_security import OPTIONS, FixtureSecurity
+        from broker.pytest_security import FixtureSecurity
 
-        unknown = sorted(set(security) - set(OPTIONS))
-        if unknown:
-            raise TypeError(f"KmockBroker() got unexpected keyword arguments {unknown}")
         # broker.pytest_security: a TLS or SASL listener, its certificates and users
-        self.security, secured = FixtureSecurity.prepare(Path(data_dir), **security)
+        self.security, secured = FixtureSecurity.prepare(
+            Path(data_dir),
+            security_protocol=security_protocol,
+            sasl_mechanism=sasl_mechanism,
+            users=users,
+            ssl_client_auth=ssl_client_auth,
+        )
         self._overrides: dict[str, Any] = {
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": str(data_dir),
