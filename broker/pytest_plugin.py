@@ -36,6 +36,14 @@ a port the OS picks and pinned like the broker's, with `schema_registry=True`:
 `KAFKA_*` environment variables are not read: a test suite gets the same broker on every
 machine.
 
+A TLS or SASL broker, and each client's settings for it (broker.pytest_security):
+
+    @pytest.mark.kmock_config(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+                              users={"alice": "secret"}, ssl_client_auth="required")
+    def test_secured(kmock):
+        producer = KafkaProducer(**kmock.kafka_python_config())
+        # kmock.confluent_config(), kmock.aiokafka_config(), kmock.certs.ca, ...
+
 Seed data, produced before the test body runs and read back by any client like produced data:
   * `kmock.seed("orders", [{"key": "k", "value": "v", "headers": {"h": "1"}}, b"raw", ...])`
   * `kmock.seed_file("tests/data/orders.jsonl")` (the jsonl, lines and keyed formats of
@@ -99,12 +107,26 @@ class KmockBroker:
         *,
         topics: str | Iterable[str] | None = None,
         schema_registry: bool = False,
+        security_protocol: str = "PLAINTEXT",
+        sasl_mechanism: str | None = None,
+        users: Mapping[str, str] | None = None,
+        ssl_client_auth: str | None = None,
     ) -> None:
         from broker.config import load_config
+        from broker.pytest_security import FixtureSecurity
 
+        # broker.pytest_security: a TLS or SASL listener, its certificates and users
+        self.security, secured = FixtureSecurity.prepare(
+            Path(data_dir),
+            security_protocol=security_protocol,
+            sasl_mechanism=sasl_mechanism,
+            users=users,
+            ssl_client_auth=ssl_client_auth,
+        )
         self._overrides: dict[str, Any] = {
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": str(data_dir),
+            **secured,
             **(overrides or {}),
         }
         if topics is not None:
@@ -141,6 +163,41 @@ class KmockBroker:
         if address is None:
             raise RuntimeError("kmock's schema registry is not running (schema_registry=True)")
         return f"http://{address[0]}:{address[1]}"
+
+    # --- client settings for a secured broker (broker.pytest_security) --------------------
+
+    @property
+    def certs(self) -> Any:
+        """The PEM files (`.ca`, `.client_cert`, `.client_key`, `.server`) of a TLS broker."""
+        if self.security.certs is None:
+            raise RuntimeError("kmock has no certificates: security_protocol is not SSL/SASL_SSL")
+        return self.security.certs
+
+    def kafka_python_config(
+        self, user: str | None = None, password: str | None = None
+    ) -> dict[str, Any]:
+        """kafka-python's keyword arguments (bootstrap_servers, security_protocol, ssl_*,
+        sasl_*): `KafkaProducer(**kmock.kafka_python_config())`."""
+        return self.security.kafka_python(self.bootstrap_servers, user, password)
+
+    def confluent_config(
+        self, user: str | None = None, password: str | None = None
+    ) -> dict[str, Any]:
+        """confluent-kafka's (librdkafka's) config: `Producer(kmock.confluent_config())`."""
+        return self.security.confluent(self.bootstrap_servers, user, password)
+
+    def aiokafka_config(
+        self, user: str | None = None, password: str | None = None
+    ) -> dict[str, Any]:
+        """aiokafka's keyword arguments, TLS as an ssl.SSLContext (`ssl_context`)."""
+        return self.security.aiokafka(self.bootstrap_servers, user, password)
+
+    def client_properties(self, user: str | None = None, password: str | None = None) -> str:
+        """A Kafka client.properties (security.protocol, sasl.*, ssl.* with PEM stores), for
+        Java tools and `kmock ... --command-config`; write it to a file."""
+        from broker.pytest_security import properties_text
+
+        return properties_text(self.security.properties(user, password))
 
     @property
     def port(self) -> int:
@@ -524,10 +581,13 @@ _SETTINGS_KEY = pytest.StashKey[dict[str, Any]]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kmock_config(settings=None, *, topics=None, schema_registry=False, **kw): broker "
-        "settings (Kafka names; `_` for `.` in keywords) for this test's `kmock` fixture; "
-        "topics=['orders:3', ...] creates topics before the test starts (kmock.create.topics); "
-        "schema_registry=True serves kmock.schema_registry_url",
+        "kmock_config(settings=None, *, topics=None, schema_registry=False, "
+        "security_protocol=None, sasl_mechanism=None, users=None, ssl_client_auth=None, **kw): "
+        "broker settings (Kafka names; `_` for `.` in keywords) for this test's `kmock` "
+        "fixture; topics=['orders:3', ...] creates topics before the test starts "
+        "(kmock.create.topics); schema_registry=True serves kmock.schema_registry_url; "
+        "security_protocol='SASL_SSL' etc. starts a TLS or SASL broker whose client settings "
+        "kmock.kafka_python_config() / confluent_config() / aiokafka_config() give",
     )
     config.addinivalue_line(
         "markers",
@@ -561,16 +621,28 @@ def _session_overrides(config: pytest.Config) -> dict[str, Any]:
 
 
 def _marker_overrides(node: pytest.Item) -> dict[str, Any]:
+    from broker.pytest_security import OPTIONS
+
     out: dict[str, Any] = {}
     for marker in reversed(list(node.iter_markers("kmock_config"))):  # closest wins
         for settings in marker.args:
             out.update(settings)
-        kwargs = dict(marker.kwargs)
+        kwargs = {k: v for k, v in marker.kwargs.items() if k not in OPTIONS}
         if "topics" in kwargs:
             out["kmock.create.topics"] = _topics_setting(kwargs.pop("topics"))
         if kwargs.pop("schema_registry", False):
             out["kmock.schema.registry.port"] = 0
         out.update({k.replace("_", "."): v for k, v in kwargs.items()})
+    return out
+
+
+def _marker_security(node: pytest.Item) -> dict[str, Any]:
+    """The security options of the `kmock_config` marks (broker.pytest_security)."""
+    from broker.pytest_security import OPTIONS
+
+    out: dict[str, Any] = {}
+    for marker in reversed(list(node.iter_markers("kmock_config"))):  # closest wins
+        out.update({k: v for k, v in marker.kwargs.items() if k in OPTIONS})
     return out
 
 
@@ -605,7 +677,9 @@ def kmock(
         **_session_overrides(pytestconfig),
         **_marker_overrides(request.node),
     }
-    broker = KmockBroker(tmp_path_factory.mktemp("kmock"), overrides)
+    broker = KmockBroker(
+        tmp_path_factory.mktemp("kmock"), overrides, **_marker_security(request.node)
+    )
     broker.start()
     try:
         _seed_from_markers(broker, request)

@@ -39,8 +39,10 @@ def register(sub: Any) -> None:
         help="list, add and remove ACLs",
         description="The ACLs of a broker with an authorizer (authorizer.class.name), as "
         "kafka-acls manages them. The request's principal must be allowed to ALTER (add, "
-        "remove) or DESCRIBE (list) the cluster: kmock's client connects without SASL, as "
-        "User:ANONYMOUS, so list it in super.users or grant it.",
+        "remove) or DESCRIBE (list) the cluster: authenticate as a super user (super.users) "
+        "or a granted one with --command-config client.properties (security.protocol, "
+        "sasl.mechanism, sasl.jaas.config, ssl.*); without it kmock's client is "
+        "User:ANONYMOUS on a PLAINTEXT listener.",
     )
     asub = acls.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=Parser)
     for action, text in (

@@ -18,7 +18,8 @@ def register(sub: Any) -> None:
         help="write a throwaway CA, server and client certificates",
         description="Write ca.pem (the truststore), server.pem (ssl.keystore.location: the "
         "server's chain and key, for localhost and 127.0.0.1), client.crt and client.key "
-        "(principal User:CN=client,O=kmock) into DIR. For tests: the CA key is not kept.",
+        "(principal User:CN=client,O=kmock), and client.pem (both: a client's "
+        "ssl.keystore.location) into DIR. For tests: the CA key is not kept.",
     )
     p.add_argument("dir", type=Path)
     p.add_argument(

@@ -19,6 +19,14 @@ def client_options() -> Parser:
         help=f"the broker to talk to (default {DEFAULT_BOOTSTRAP})",
     )
     common.add_argument(
+        "--command-config",
+        metavar="client.properties",
+        help="a Kafka client properties file, as Kafka's tools take it: security.protocol, "
+        "sasl.mechanism, sasl.jaas.config (PlainLoginModule or ScramLoginModule with "
+        "username and password), ssl.truststore.location, ssl.keystore.location (PEM), "
+        "ssl.endpoint.identification.algorithm",
+    )
+    common.add_argument(
         "--request-timeout-ms",
         type=int,
         default=30000,

@@ -2,8 +2,10 @@
 
 Owns: connecting to one broker, version negotiation, and the requests the `kmock` admin
 commands, the reliability checks and the fuzzers send (`client.kafka.KafkaClient`).
-Imports only `protocol` (and the standard library); never `broker`, `coordinator`, `storage`
-or trio, so that it talks to any Kafka broker exactly as it talks to kmock.
+It connects in plain text, over TLS, or with SASL PLAIN or SCRAM (`client.security`,
+`client.sasl`). Imports only `protocol` (and the standard library); never `broker`,
+`coordinator`, `storage` or trio, so that it talks to any Kafka broker exactly as it talks
+to kmock.
 """
 
 from client.kafka import (
@@ -17,15 +19,18 @@ from client.kafka import (
     default_partition,
     parse_host_port,
 )
+from client.security import ClientSecurity, read_properties
 
 __all__ = [
     "EARLIEST",
     "LATEST",
     "RESOURCE_BROKER",
     "RESOURCE_TOPIC",
+    "ClientSecurity",
     "CommittedOffset",
     "ConnectionFailed",
     "KafkaClient",
     "default_partition",
     "parse_host_port",
+    "read_properties",
 ]

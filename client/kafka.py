@@ -14,16 +14,24 @@ the highest version both sides support, capped where this client only speaks the
 shape (Fetch by topic name, not topic id; OffsetFetch for one group). A top-level or
 per-partition error in a response is raised as `KafkaError`; a socket failure or timeout as
 `ConnectionFailed`.
+
+Security (client.security.ClientSecurity, from the keys of a Kafka client properties file):
+TLS wraps the socket before the first request; SASL PLAIN and SCRAM-SHA-256/512 run after
+ApiVersions, as SaslHandshake v1 then SaslAuthenticate (client.sasl), before any other
+request. The session is not renewed (KIP-368): the admin commands' connections are short.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from client.sasl import SaslProtocolError, ScramClient, plain_token
+from client.security import ClientSecurity
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import encode_request, frame_size, parse_response_frame
 from protocol.messages import response_class
@@ -56,6 +64,8 @@ from protocol.messages.offset_commit import (
 )
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.partitioner import default_partition
 from protocol.primitives import DecodeError
 from protocol.schema import Message, decode
@@ -68,6 +78,7 @@ __all__ = [
     "CommittedOffset",
     "ConnectionFailed",
     "KafkaClient",
+    "Unreachable",
     "default_partition",
     "parse_host_port",
 ]
@@ -92,6 +103,10 @@ _INT16 = struct.Struct(">h")
 
 class ConnectionFailed(Exception):
     """The broker could not be reached, closed the connection, or did not answer in time."""
+
+
+class Unreachable(ConnectionFailed):
+    """No TCP connection to the broker at all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +147,13 @@ class KafkaClient:
         *,
         timeout_s: float = 30.0,
         client_id: str = DEFAULT_CLIENT_ID,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.address = parse_host_port(bootstrap_server)
         self.timeout_s = timeout_s
         self.client_id = client_id
+        self.security = security or ClientSecurity()
+        self.principal: str | None = None  # "User:alice" once SASL authenticated
         self._sock: socket.socket | None = None
         self._correlation_id = 0
         self.api_versions: dict[int, range] = {}
@@ -143,13 +161,69 @@ class KafkaClient:
     # --- connection ----------------------------------------------------------------------
 
     def connect(self) -> None:
+        """Connect, negotiate versions, then authenticate if the security settings say so.
+
+        Raises:
+          ConnectionFailed: no connection, or the TLS handshake failed (named so).
+          KafkaError: SASL refused (SASL_AUTHENTICATION_FAILED with the broker's message,
+            UNSUPPORTED_SASL_MECHANISM, ...); the connection is closed.
+          ValueError: a truststore or keystore that cannot be read, naming its setting.
+        """
         host, port = self.address
+        context = self.security.ssl_context() if self.security.uses_tls else None
         try:
             self._sock = socket.create_connection((host, port), timeout=self.timeout_s)
         except OSError as e:
-            raise ConnectionFailed(f"cannot connect to {host}:{port}: {_reason(e)}") from None
+            raise Unreachable(f"cannot connect to {host}:{port}: {_reason(e)}") from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if context is not None:
+            try:
+                self._sock = context.wrap_socket(self._sock, server_hostname=host)
+            except (ssl.SSLError, ssl.CertificateError, OSError) as e:
+                self.close()
+                raise ConnectionFailed(
+                    f"TLS handshake with {host}:{port} failed: {_tls_reason(e)}"
+                ) from None
         self._negotiate()
+        if self.security.uses_sasl:
+            try:
+                self._authenticate()
+            except BaseException:
+                self.close()
+                raise
+
+    def _authenticate(self) -> None:
+        """SaslHandshake v1, then SaslAuthenticate rounds (Kafka's SaslClientAuthenticator:
+        the handshake names the mechanism; the tokens travel in SaslAuthenticate)."""
+        mechanism = self.security.sasl_mechanism or "PLAIN"
+        user, password = self.security.username or "", self.security.password or ""
+        what = f"SASL {mechanism} authentication as {user!r} to {self._name()}"
+        handshake = self.send(SaslHandshakeRequest(mechanism=mechanism), 1)
+        if handshake.error_code:
+            offered = ", ".join(handshake.mechanisms) or "none"
+            raise KafkaError(
+                ErrorCode(handshake.error_code),
+                f"{what}: the broker enables {offered} (sasl.enabled.mechanisms)",
+            )
+
+        def exchange(token: bytes) -> bytes:
+            response = self.send(SaslAuthenticateRequest(auth_bytes=token))
+            if response.error_code:
+                raise KafkaError(
+                    ErrorCode(response.error_code),
+                    f"{what} failed: {response.error_message or 'no message'}",
+                )
+            return bytes(response.auth_bytes)
+
+        try:
+            if mechanism == "PLAIN":
+                exchange(plain_token(user, password))
+            else:
+                scram = ScramClient(mechanism, user, password)
+                scram.verify(exchange(scram.final(exchange(scram.first()))))
+        except SaslProtocolError as e:
+            raise KafkaError(ErrorCode.SASL_AUTHENTICATION_FAILED, f"{what}: {e}") from None
+        self.principal = f"User:{user}"
 
     def close(self) -> None:
         if self._sock is not None:
@@ -261,11 +335,25 @@ class KafkaClient:
     def metadata(
         self, topics: Iterable[str] | None = None, *, allow_auto_topic_creation: bool = False
     ) -> MetadataResponse:
-        """Brokers and topics; `topics=None` lists every topic."""
+        """Brokers and topics; `topics=None` lists every topic.
+
+        Raises:
+          ConnectionFailed: an answer without any broker. A broker always lists itself; it
+            lists none in the error response to a request it refuses whole, as a SASL
+            listener refuses any request before authentication (ILLEGAL_SASL_STATE, whose
+            code Metadata has no top-level place for), before it closes the connection.
+        """
         wanted = None if topics is None else [MetadataRequestTopic(name=t) for t in topics]
-        return self.send(
+        response: MetadataResponse = self.send(
             MetadataRequest(topics=wanted, allow_auto_topic_creation=allow_auto_topic_creation)
-        )  # type: ignore[no-any-return]
+        )
+        if not response.brokers:
+            self.close()
+            raise ConnectionFailed(
+                f"{self._name()}: Metadata answered without any broker: the request was "
+                "refused (a SASL listener refuses requests before authentication)"
+            )
+        return response
 
     def partition_count(self, topic: str, *, allow_auto_topic_creation: bool = False) -> int:
         """Partitions of `topic`. Raises KafkaError (UNKNOWN_TOPIC_OR_PARTITION, ...)."""
@@ -527,6 +615,19 @@ class KafkaClient:
             self._set_timeout(self.timeout_s)
         _check(response.error_code, f"fetch from {topic}")
         return {p.partition_index: p for t in response.responses for p in t.partitions}
+
+
+def _tls_reason(e: Exception) -> str:
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return (
+            f"certificate verify failed: {e.verify_message} "
+            "(see ssl.truststore.* and ssl.endpoint.identification.algorithm)"
+        )
+    if isinstance(e, ssl.SSLError):
+        return str(e.reason or e)
+    if isinstance(e, OSError):
+        return _reason(e)
+    return str(e)
 
 
 def _reason(e: OSError) -> str:

@@ -5,6 +5,8 @@
     server.pem    the server's certificate and key (ssl.keystore.location)
     client.crt    the client's certificate, CN=client,O=kmock (principal User:CN=client,O=kmock)
     client.key    its key (unencrypted)
+    client.pem    both in one file: a client's PEM keystore (ssl.keystore.location of a Kafka
+                  client.properties, `kmock ... --command-config`)
 The server certificate names localhost and 127.0.0.1 (and any `hosts` given), so clients
 that check host names accept it. Keys are EC P-256; certificates last `days` days. The keys
 are written readable by their owner only. Not for production: the CA key is thrown away.
@@ -108,7 +110,8 @@ def write_certs(
     directory: str | Path, hosts: tuple[str, ...] = (), days: int = 365
 ) -> dict[str, Path]:
     """Write a CA, server and client certificates into `directory` (created if missing).
-    Returns {"ca": ..., "server": ..., "client_cert": ..., "client_key": ...}."""
+    Returns {"ca": ..., "server": ..., "client_cert": ..., "client_key": ...,
+    "client_keystore": ...}."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -139,9 +142,11 @@ def write_certs(
         "server": out / "server.pem",
         "client_cert": out / "client.crt",
         "client_key": out / "client.key",
+        "client_keystore": out / "client.pem",
     }
     _write(paths["ca"], _pem(ca))
     _write(paths["server"], _pem(server) + _pem(ca) + _key_pem(server_key), private=True)
     _write(paths["client_cert"], _pem(client))
     _write(paths["client_key"], _key_pem(client_key), private=True)
+    _write(paths["client_keystore"], _pem(client) + _key_pem(client_key), private=True)
     return paths

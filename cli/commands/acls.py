@@ -8,11 +8,18 @@ import re
 from broker.security.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from cli.commands.admin import connect
 from cli.output import Failed, Output
+from protocol.errors import ErrorCode
 from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 from protocol.messages.describe_acls import DescribeAclsRequest
 
 __all__ = ["ACTIONS"]
+
+
+def _failure(api: str, code: int, message: str | None) -> str:
+    """ "DescribeAcls: CLUSTER_AUTHORIZATION_FAILED: <the broker's message>"."""
+    name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+    return f"{api}: {name}: {message}" if message else f"{api}: {name}"
 
 
 def _op(name: str) -> AclOperation:
@@ -78,7 +85,7 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
                 )
             )
             if response.error_code:
-                raise Failed(f"DescribeAcls: {response.error_message or response.error_code}")
+                raise Failed(_failure("DescribeAcls", response.error_code, response.error_message))
             rows += _rows(response.resources)
     if args.output == "json":
         out.json([dict(zip(COLUMNS, row, strict=True)) for row in rows])
@@ -108,7 +115,7 @@ def cmd_add(args: argparse.Namespace, out: Output) -> int:
         response = client.send(CreateAclsRequest(creations=creations))
     failed = [r for r in response.results if r.error_code]
     for r in failed:
-        out.error(f"CreateAcls: {r.error_message or r.error_code}")
+        out.error(_failure("CreateAcls", r.error_code, r.error_message))
     if not failed:
         out.line(f"added {len(creations)} ACL(s)")
     return 1 if failed else 0
@@ -141,7 +148,7 @@ def cmd_remove(args: argparse.Namespace, out: Output) -> int:
     removed = 0
     for r in response.filter_results:
         if r.error_code:
-            raise Failed(f"DeleteAcls: {r.error_message or r.error_code}")
+            raise Failed(_failure("DeleteAcls", r.error_code, r.error_message))
         removed += len(r.matching_acls)
     out.line(f"removed {removed} ACL(s)")
     return 0

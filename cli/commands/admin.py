@@ -1,7 +1,8 @@
 """What the commands that talk to a broker share: the connection, and the committed-offset
 rows that `groups describe` and `offsets show` both print.
 
-They talk to a live broker (`--bootstrap-server`, `cli.options`) through `client`,
+They talk to a live broker (`--bootstrap-server`, `cli.options`; secured as
+`--command-config client.properties` says) through `client`,
 kmock's own small Kafka client, and work against any Kafka broker that supports
 the same API versions. Output is rich tables for people and `--output json` for scripts
 (one JSON document; `consume` writes one JSON object per record and line).
@@ -12,10 +13,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from cli.output import Failed, Output
-from client import LATEST, ConnectionFailed, KafkaClient
+from cli.output import Failed, Output, UsageError
+from client import LATEST, ClientSecurity, ConnectionFailed, KafkaClient, read_properties
+from client.kafka import Unreachable
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -30,15 +33,47 @@ __all__ = [
 ]
 
 
+def client_security(path: str | None) -> ClientSecurity:
+    """The security settings of `--command-config` (plain text without it).
+
+    Raises:
+      UsageError: the file cannot be read or a setting is wrong; the message names the
+        file and the key, never a password.
+    """
+    if not path:
+        return ClientSecurity()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise UsageError(f"--command-config: cannot read {path}: {why}") from None
+    try:
+        return ClientSecurity.from_properties(read_properties(text), f"--command-config {path}")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
 @contextlib.contextmanager
 def connect(args: argparse.Namespace) -> Iterator[KafkaClient]:
-    """A connected client; a broker that cannot be reached or goes away raises `Failed`."""
-    client = KafkaClient(args.bootstrap_server, timeout_s=args.request_timeout_ms / 1000)
+    """A connected client, authenticated as `--command-config` says; a broker that cannot
+    be reached or goes away raises `Failed`, refused credentials a KafkaError
+    (SASL_AUTHENTICATION_FAILED with the broker's message)."""
+    client = KafkaClient(
+        args.bootstrap_server,
+        timeout_s=args.request_timeout_ms / 1000,
+        security=client_security(getattr(args, "command_config", None)),
+    )
     try:
-        client.connect()
+        try:
+            client.connect()
+        except ValueError as e:  # a truststore or keystore that cannot be read (names it)
+            raise UsageError(f"--command-config: {e}") from None
         yield client
     except ConnectionFailed as e:
-        raise Failed(str(e)) from e
+        hint = ""
+        if client.security.security_protocol == "PLAINTEXT" and not isinstance(e, Unreachable):
+            hint = " (if the listener uses TLS or SASL, give --command-config client.properties)"
+        raise Failed(f"{e}{hint}") from e
     finally:
         client.close()
 

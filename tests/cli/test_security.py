@@ -25,8 +25,14 @@ async def test_certs_then_serve_with_add_scram_over_sasl_ssl(tmp_path: Path) -> 
     code, out, err = await cli("certs", str(tmp_path / "certs"))
     assert code == 0, err
     written = dict(line.split("\t") for line in out.splitlines())
-    assert set(written) == {"ca", "server", "client_cert", "client_key"}
+    assert set(written) == {"ca", "server", "client_cert", "client_key", "client_keystore"}
     assert (tmp_path / "certs" / "server.pem").stat().st_mode & 0o077 == 0
+    keystore = (tmp_path / "certs" / "client.pem").read_text()
+    assert keystore == (
+        (tmp_path / "certs" / "client.crt").read_text()
+        + (tmp_path / "certs" / "client.key").read_text()
+    )
+    assert (tmp_path / "certs" / "client.pem").stat().st_mode & 0o077 == 0
     argv = [
         sys.executable, "-m", "cli.main", "serve",
         "--listeners", "SASL_SSL://127.0.0.1:0",
@@ -146,3 +152,136 @@ async def test_kmock_acls_add_list_remove(nursery, tmp_path: Path) -> None:
     )
     assert code == 1
     assert "Could not parse principal from `alice`" in err
+
+
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required"
+PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+
+
+def _command_config(path: Path, ca: Path, jaas: str, mechanism: str) -> str:
+    """A client.properties as Kafka's docs write one (the JAAS line continued)."""
+    module, options = jaas.split(" username=")
+    path.write_text(
+        "# for kafka-acls --command-config\n"
+        "security.protocol=SASL_SSL\n"
+        f"sasl.mechanism={mechanism}\n"
+        f"sasl.jaas.config={module} \\\n"
+        f"    username={options}\n"
+        f"ssl.truststore.location={ca}\n"
+        "ssl.truststore.type=PEM\n"
+        "ssl.endpoint.identification.algorithm=https\n"
+    )
+    return str(path)
+
+
+async def test_every_command_authenticates_with_command_config(nursery, tmp_path: Path) -> None:
+    """kmock acls list/add/remove as a super user over SASL_SSL with SCRAM-SHA-512, the
+    other commands that connect with the same file; a wrong password and a user without
+    the right are refused with the broker's message and exit 1."""
+    from broker.security.certs import write_certs
+    from broker.security.scram import ScramStore, make_credential
+    from broker.server import serve
+    from tests.conftest import broker_config
+
+    certs = write_certs(tmp_path / "certs")
+    data = tmp_path / "data"
+    data.mkdir()
+    store = ScramStore(data / STORE_FILE)
+    store.set("SCRAM-SHA-512", "admin", make_credential("SCRAM-SHA-512", "admin-hush"))
+    store.save()
+    broker = await nursery.start(
+        serve,
+        broker_config(
+            data,
+            **{
+                "listeners": "SASL_SSL://127.0.0.1:0",
+                "listener.security.protocol.map": "SASL_SSL:SASL_SSL",
+                "ssl.keystore.location": str(certs["server"]),
+                "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+                "listener.name.sasl_ssl.plain.sasl.jaas.config": f"{PLAIN_JAAS} "
+                'user_alice="alice-hush";',
+                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users": "User:admin",
+                "connection.failed.authentication.delay.ms": 0,
+            },
+        ),
+    )
+    await broker.ready.wait()
+    bootstrap = ("--bootstrap-server", broker.bootstrap_servers)
+    admin = _command_config(
+        tmp_path / "admin.properties",
+        certs["ca"],
+        f'{SCRAM_JAAS} username="admin" password="admin-hush";',
+        "SCRAM-SHA-512",
+    )
+    as_admin = (*bootstrap, "--command-config", admin)
+    code, out, err = await cli(
+        "acls", "add", *as_admin, "--topic", "orders", "--allow-principal", "User:alice",
+        "--operation", "Read", "--operation", "Describe",
+    )  # fmt: skip
+    assert (code, out.strip()) == (0, "added 2 ACL(s)"), err
+    code, out, err = await cli("acls", "list", *as_admin, "--output", "json")
+    assert code == 0, err
+    assert sorted((r["name"], r["principal"], r["operation"]) for r in json.loads(out)) == [
+        ("orders", "User:alice", "DESCRIBE"),
+        ("orders", "User:alice", "READ"),
+    ]
+    # alice authenticates, but may not describe the cluster's ACLs
+    alice = _command_config(
+        tmp_path / "alice.properties",
+        certs["ca"],
+        f'{PLAIN_JAAS} username="alice" password="alice-hush";',
+        "PLAIN",
+    )
+    code, out, err = await cli("acls", "list", *bootstrap, "--command-config", alice)
+    assert code == 1
+    assert err.startswith("kmock: DescribeAcls: CLUSTER_AUTHORIZATION_FAILED"), err
+    # every other command that connects takes the same file
+    for argv in [
+        ("topics", "create", "orders", "--partitions", "2"),
+        ("produce", "orders", "--key-separator", ":"),
+        ("consume", "orders", "--from-beginning", "--max-messages", "1", "--timeout-ms", "5000"),
+        ("offsets", "reset", "g1", "--topic", "orders", "--to-earliest", "--execute"),
+        ("offsets", "show", "g1"),
+        ("groups", "list"),
+        ("groups", "describe", "g1"),
+        ("topics", "list"),
+    ]:
+        code, out, err = await cli(*argv, *as_admin, stdin="k:v\n")
+        assert code == 0, (argv, err)
+        if argv[0] == "consume":
+            assert out.splitlines() == ["v"], out
+    code, out, err = await cli("acls", "remove", *as_admin, "--topic", "orders")
+    assert (code, out.strip()) == (0, "removed 2 ACL(s)"), err
+    # a wrong password: the broker's message, exit 1, the password nowhere
+    wrong = _command_config(
+        tmp_path / "wrong.properties",
+        certs["ca"],
+        f'{SCRAM_JAAS} username="admin" password="wrong-hush";',
+        "SCRAM-SHA-512",
+    )
+    code, out, err = await cli("acls", "list", *bootstrap, "--command-config", wrong)
+    assert code == 1
+    assert err.strip().endswith(
+        f"SASL_AUTHENTICATION_FAILED: SASL SCRAM-SHA-512 authentication as 'admin' to "
+        f"{broker.bootstrap_servers} failed: Authentication failed during authentication due "
+        "to invalid credentials with SASL mechanism SCRAM-SHA-512"
+    ), err
+    assert "hush" not in out + err
+    # without the file: a SASL_SSL listener is not spoken to in plain text
+    code, out, err = await cli("topics", "list", *bootstrap, "--request-timeout-ms", "3000")
+    assert code == 1, err
+    assert err.strip().endswith(
+        "(if the listener uses TLS or SASL, give --command-config client.properties)"
+    ), err
+    # a file that is wrong names the key, exit 2, nothing sent
+    bad = tmp_path / "bad.properties"
+    bad.write_text(f"security.protocol=SASL_SSL\nsasl.jaas.config={SCRAM_JAAS} username=x;\n")
+    code, out, err = await cli("topics", "list", *bootstrap, "--command-config", str(bad))
+    assert code == 2
+    assert f"--command-config {bad}: sasl.mechanism: GSSAPI (the default)" in err, err
+    code, out, err = await cli("topics", "list", *bootstrap, "--command-config", "/nonexistent")
+    assert (code, err.strip()) == (
+        2,
+        "kmock: --command-config: cannot read /nonexistent: No such file or directory",
+    ), err

@@ -1,18 +1,25 @@
 // kafkajs over SASL (optionally inside TLS): produce three records, consume them in a group,
 // commit. Prints one JSON line: {"ok": true, "values": [...], "committed": "3"} or
 // {"ok": false, "error": "<name>: <message>"}.
-// usage: node kafkajs-sasl.js BROKER MECHANISM USER PASSWORD TOPIC GROUP [CA_FILE]
+// usage: node kafkajs-sasl.js BROKER MECHANISM USER PASSWORD TOPIC GROUP [CA_FILE [CERT KEY]]
+// MECHANISM "none": no SASL (TLS only, with the client certificate CERT/KEY if given).
 "use strict";
 const fs = require("fs");
 const { Kafka, logLevel } = require("kafkajs");
 
 async function main() {
-  const [broker, mechanism, username, password, topic, groupId, ca] = process.argv.slice(2);
+  const [broker, mechanism, username, password, topic, groupId, ca, cert, key] =
+    process.argv.slice(2);
+  const ssl = ca ? { ca: [fs.readFileSync(ca, "utf-8")], servername: "localhost" } : false;
+  if (ssl && cert) {
+    ssl.cert = fs.readFileSync(cert, "utf-8");
+    ssl.key = fs.readFileSync(key, "utf-8");
+  }
   const kafka = new Kafka({
     clientId: "kafkajs-sasl",
     brokers: [broker],
-    ssl: ca ? { ca: [fs.readFileSync(ca, "utf-8")], servername: "localhost" } : false,
-    sasl: { mechanism: mechanism.toLowerCase(), username, password },
+    ssl,
+    sasl: mechanism === "none" ? undefined : { mechanism: mechanism.toLowerCase(), username, password },
     logLevel: logLevel.NOTHING,
     retry: { retries: password === "wrong" ? 0 : 5 },
     connectionTimeout: 10000,
