@@ -445,12 +445,12 @@ async def _consumer_group_describe(c: _Call) -> Any:
     response = await _split(c, "group_ids", _groups(c, Op.DESCRIBE), "groups")
     groups = []
     for g in response.groups:
-        hidden = sorted({n for n in _assigned_topics(g) if n and not c.may(Op.DESCRIBE, T, n)})
+        hidden = any(n and not c.may(Op.DESCRIBE, T, n) for n in _assigned_topics(g))
         if not g.error_code and hidden:
             g = type(g)(
                 error_code=TOPIC_FAILED,
-                error_message="The group has described topic(s) that the client is not "
-                f"authorized to describe: {hidden}",
+                error_message="The described group uses topics that the client is not "
+                "authorized to describe.",
                 group_id=g.group_id,
             )
         groups.append(g)
