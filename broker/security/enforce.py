@@ -65,6 +65,7 @@ CLUSTER_FAILED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_FAILED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 INTERNAL_TOPICS = frozenset((OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC))
 ZERO_UUID = uuid.UUID(int=0)
+NOT_REQUESTED = -(2**31)  # an authorized-operations field's value when not asked for
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 ErrorResponse = Callable[[Any, ErrorCode, int], Any]
@@ -161,13 +162,12 @@ async def _split(
     verdict: Verdict,
     answer_field: str,
     *,
-    request: Any = None,
     entries: Callable[[Any, ErrorCode], list[Any]] | None = None,
 ) -> Any:
     """Serve the entries of `request.<field>` that `verdict` allows; answer each other one
     with its code in the response's `answer_field` (the API's error_response for the denied
     entries, or `entries(denied_request, code)` where that does not carry them)."""
-    request = c.request if request is None else request
+    request = c.request
     items = getattr(request, field)
     codes = [verdict(item) for item in items]
     if not any(codes):
@@ -413,9 +413,11 @@ async def _offset_fetch(c: _Call) -> Any:
 
 
 def _group_ops(c: _Call, groups: list[Any]) -> list[Any]:
+    """The groups with the operations the ACLs allow wherever the handler reported them
+    (every operation, as without an authorizer)."""
     return [
         g
-        if g.error_code
+        if g.authorized_operations == NOT_REQUESTED
         else dataclasses.replace(g, authorized_operations=c.operations(G, g.group_id))
         for g in groups
     ]
