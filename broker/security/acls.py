@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -137,9 +138,9 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
 }
 
 
-def operations_field(operations: object) -> int:
+def operations_field(operations: Iterable[AclOperation]) -> int:
     """Kafka's Utils.to32BitField: bit n set for each operation of code n."""
-    return sum(1 << int(op) for op in set(operations))  # type: ignore[call-overload]
+    return sum(1 << int(op) for op in set(operations))
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,7 +176,7 @@ async def _split(
     for item, code in zip(items, codes, strict=True):
         if code is not None:
             denied.setdefault(code, []).append(item)
-    extra = []
+    extra: list[Any] = []
     for code, group in denied.items():
         narrowed = _with(request, field, group)
         extra += (
@@ -308,8 +308,8 @@ def _configs(op: AclOperation, answer_field: str) -> Callable[[_Call], Any]:
 
 
 def _whole(*needs: tuple[AclOperation, ResourceType, str, ErrorCode]) -> Any:
-    """A check of the whole request: each (operation, type, field naming the resource or
-    None for the cluster, code) in order."""
+    """A check of the whole request: each (operation, type, the request's field naming the
+    resource or "" for the cluster, code) in order."""
 
     async def check(c: _Call) -> Any:
         for op, rtype, field, code in needs:
