@@ -35,7 +35,6 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
     AddPartitionsToTxnResponse,
-    AddPartitionsToTxnResult,
     AddPartitionsToTxnTopic,
     AddPartitionsToTxnTopicResult,
 )
@@ -554,46 +553,17 @@ def _txn_topic_results(
 
 async def _add_partitions_to_txn(c: _Call) -> Any:
     # v0-3 (producers): WRITE on the transactional id, then on each topic. v4+ (brokers
-    # verifying): CLUSTER_ACTION, then the same per transaction, each answered on its own.
+    # verifying a transaction) need CLUSTER_ACTION only: "only request versions less than 4
+    # need write authorization since they come from clients" (KafkaApis).
     r = c.request
-    if c.version < 4:
-        c.require(Op.WRITE, X, r.v3_and_below_transactional_id, TXN_FAILED)
-        results = _txn_topic_results(c, r.v3_and_below_topics)
-        if results is None:
-            return await c.serve()
-        return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
-    c.require(Op.CLUSTER_ACTION, C, CLUSTER, CLUSTER_FAILED)
-    allowed, refused = [], []
-    for txn in r.transactions:
-        if not c.may(Op.WRITE, X, txn.transactional_id):
-            results = [
-                AddPartitionsToTxnTopicResult(
-                    name=t.name,
-                    results_by_partition=[
-                        AddPartitionsToTxnPartitionResult(
-                            partition_index=p, partition_error_code=TXN_FAILED
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in txn.topics
-            ]
-        else:
-            results = _txn_topic_results(c, txn.topics)
-        if results is None:
-            allowed.append(txn)
-        else:
-            refused.append(
-                AddPartitionsToTxnResult(
-                    transactional_id=txn.transactional_id, topic_results=results
-                )
-            )
-    if not refused:
+    if c.version >= 4:
+        c.require(Op.CLUSTER_ACTION, C, CLUSTER, CLUSTER_FAILED)
         return await c.serve()
-    if not allowed:
-        return AddPartitionsToTxnResponse(results_by_transaction=refused)
-    response = await c.serve(dataclasses.replace(r, transactions=allowed))
-    return _merged(response, "results_by_transaction", refused)
+    c.require(Op.WRITE, X, r.v3_and_below_transactional_id, TXN_FAILED)
+    results = _txn_topic_results(c, r.v3_and_below_topics)
+    if results is None:
+        return await c.serve()
+    return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
 
 
 async def _describe_transactions(c: _Call) -> Any:
