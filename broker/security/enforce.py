@@ -354,70 +354,88 @@ async def _offset_delete(c: _Call) -> Any:
     return await _split(c, "topics", _topics(c, Op.READ), "topics", entries=entries)
 
 
-def _fetch_partition(version: int, index: int, code: ErrorCode) -> Any:
-    cls = OffsetFetchResponsePartitions if version >= 8 else OffsetFetchResponsePartition
-    return cls(partition_index=index, committed_offset=-1, metadata="", error_code=code)
+def _denied_offsets(c: _Call, topics: list[Any]) -> list[Any]:
+    """The answer for named topics the principal may not DESCRIBE: offset -1 and
+    TOPIC_AUTHORIZATION_FAILED on each partition (KafkaApis.fetchOffsetsForGroup)."""
+    v8 = c.version >= 8
+    topic_cls = OffsetFetchResponseTopics if v8 else OffsetFetchResponseTopic
+    partition_cls = OffsetFetchResponsePartitions if v8 else OffsetFetchResponsePartition
+    return [
+        topic_cls(
+            name=t.name,
+            partitions=[
+                partition_cls(
+                    partition_index=p, committed_offset=-1, metadata="", error_code=TOPIC_FAILED
+                )
+                for p in t.partition_indexes
+            ],
+        )
+        for t in topics
+        if not c.may(Op.DESCRIBE, T, t.name)
+    ]
+
+
+def _offsets_shown(c: _Call, named: list[Any] | None, answered: list[Any], code: int) -> list[Any]:
+    """A group's answered topics as the principal may see them: asked for all topics, those
+    it may not DESCRIBE are left out; asked by name, the denied ones are added. Nothing is
+    added to a group answered with an error."""
+    if code:
+        return answered
+    if named is None:
+        return [t for t in answered if c.may(Op.DESCRIBE, T, t.name)]
+    return [*answered, *_denied_offsets(c, named)]
 
 
 async def _offset_fetch(c: _Call) -> Any:
-    # KafkaApis.handleOffsetFetchRequest: DESCRIBE on the group (v8+: per group, the others
-    # answered), then DESCRIBE per topic: a named topic denied gets the code on each of its
-    # partitions; asked for all topics, those denied are left out.
-    r, v = c.request, c.version
-    if v < 8:
+    # KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group (before v8 the one group:
+    # the request is refused; v8+: that group is answered GROUP_AUTHORIZATION_FAILED), then
+    # DESCRIBE per topic (fetchOffsetsForGroup, fetchAllOffsetsForGroup).
+    r = c.request
+
+    def allowed(topics: list[Any] | None) -> list[Any] | None:
+        return None if topics is None else [t for t in topics if c.may(Op.DESCRIBE, T, t.name)]
+
+    if c.version < 8:
         c.require(Op.DESCRIBE, G, r.group_id, GROUP_FAILED)
-        if r.topics is None:
-            response = await c.serve()
-            kept = [t for t in response.topics if c.may(Op.DESCRIBE, T, t.name)]
-            return dataclasses.replace(response, topics=kept)
-
-        def entries(request: Any, code: ErrorCode) -> list[Any]:
-            return [
-                OffsetFetchResponseTopic(
-                    name=t.name,
-                    partitions=[_fetch_partition(v, p, code) for p in t.partition_indexes],
-                )
-                for t in request.topics
-            ]
-
-        return await _split(c, "topics", _topics(c, Op.DESCRIBE), "topics", entries=entries)
-    groups, denied_topics, refused = [], {}, []
-    for g in r.groups:
-        if not c.may(Op.DESCRIBE, G, g.group_id):
-            refused.append(OffsetFetchResponseGroup(group_id=g.group_id, error_code=GROUP_FAILED))
-            continue
-        if g.topics is not None:
-            allowed = [t for t in g.topics if c.may(Op.DESCRIBE, T, t.name)]
-            denied_topics[g.group_id] = [
-                OffsetFetchResponseTopics(
-                    name=t.name,
-                    partitions=[_fetch_partition(v, p, TOPIC_FAILED) for p in t.partition_indexes],
-                )
-                for t in g.topics
-                if not c.may(Op.DESCRIBE, T, t.name)
-            ]
-            g = dataclasses.replace(g, topics=allowed)
-        groups.append(g)
-    response = await c.serve(dataclasses.replace(r, groups=groups)) if groups else None
-    answered = []
-    for group in [] if response is None else response.groups:
-        if group.group_id in denied_topics:
-            topics = [*group.topics, *denied_topics[group.group_id]]
+        if r.topics is not None and not allowed(r.topics):
+            response = c.refusal(dataclasses.replace(r, topics=[]), ErrorCode.NONE)
         else:
-            topics = [t for t in group.topics if c.may(Op.DESCRIBE, T, t.name)]
-        answered.append(dataclasses.replace(group, topics=topics))
-    if response is None:
+            response = await c.serve(dataclasses.replace(r, topics=allowed(r.topics)))
+        shown = _offsets_shown(c, r.topics, response.topics, response.error_code)
+        return dataclasses.replace(response, topics=shown)
+    asked, refused = [], []
+    for g in r.groups:
+        if c.may(Op.DESCRIBE, G, g.group_id):
+            asked.append(g)
+        else:
+            refused.append(OffsetFetchResponseGroup(group_id=g.group_id, error_code=GROUP_FAILED))
+    groups = []
+    if asked:
+        narrowed = [dataclasses.replace(g, topics=allowed(g.topics)) for g in asked]
+        response = await c.serve(dataclasses.replace(r, groups=narrowed))
+        named = {g.group_id: g.topics for g in asked}
+        groups = [
+            dataclasses.replace(
+                g, topics=_offsets_shown(c, named.get(g.group_id), g.topics, g.error_code)
+            )
+            for g in response.groups
+        ]
+    else:
         response = c.refusal(dataclasses.replace(r, groups=[]), ErrorCode.NONE)
-    return dataclasses.replace(response, groups=[*answered, *refused])
+    return dataclasses.replace(response, groups=[*groups, *refused])
 
 
 def _group_ops(c: _Call, groups: list[Any]) -> list[Any]:
-    """The groups with the operations the ACLs allow wherever the handler reported them
-    (every operation, as without an authorizer)."""
+    """The described groups with the operations the ACLs allow, where the handler reported
+    them (as without an authorizer): Kafka sets them on the groups described without error
+    and leaves the others' at "not requested"."""
     return [
         g
         if g.authorized_operations == NOT_REQUESTED
-        else dataclasses.replace(g, authorized_operations=c.operations(G, g.group_id))
+        else dataclasses.replace(
+            g,
+            authorized_operations=NOT_REQUESTED if g.error_code else c.operations(G, g.group_id),
+        )
         for g in groups
     ]
 
@@ -588,22 +606,29 @@ async def _list_transactions(c: _Call) -> Any:
 # --- metadata -----------------------------------------------------------------------------
 
 
-def _denied_topic(name: str) -> MetadataResponseTopic:
+def _denied_topic(name: str | None, topic_id: Any = ZERO_UUID, is_internal: bool = False) -> Any:
     return MetadataResponseTopic(
-        error_code=TOPIC_FAILED, name=name, topic_id=ZERO_UUID, is_internal=False, partitions=[]
+        error_code=TOPIC_FAILED,
+        name=name,
+        topic_id=topic_id,
+        is_internal=is_internal,
+        partitions=[],
     )
 
 
 async def _metadata(c: _Call) -> Any:
     # KafkaApis.handleTopicMetadataRequest: topics the principal may not DESCRIBE are left
-    # out of an answer for every topic and answered TOPIC_AUTHORIZATION_FAILED when named;
-    # a named topic that does not exist is auto-created only with CREATE on the cluster or
-    # on the topic (else TOPIC_AUTHORIZATION_FAILED, nothing created). Authorized operations
-    # are computed when asked (the cluster's only with DESCRIBE on it, else 0).
+    # out of an answer for every topic and answered TOPIC_AUTHORIZATION_FAILED when named
+    # (asked by id: with the id and no name, "topic IDs are not considered sensitive"); a
+    # named topic that does not exist is auto-created only with CREATE on the cluster or on
+    # the topic (else TOPIC_AUTHORIZATION_FAILED, nothing created). The refused come last,
+    # as in Kafka. Authorized operations are computed when asked (the cluster's only with
+    # DESCRIBE on it, else 0).
     r, v = c.request, c.version
     broker = c.ctx.broker
     every = r.topics is None or (v == 0 and not r.topics)
-    denied: list[str] = []
+    not_created: list[Any] = []
+    not_described: list[Any] = []
     if every:
         response = await c.serve()
         topics = [t for t in response.topics if t.name is None or c.may(Op.DESCRIBE, T, t.name)]
@@ -616,14 +641,19 @@ async def _metadata(c: _Call) -> Any:
         for t in r.topics:
             name = t.name or c.state.topic_names(t.topic_id)
             if name is None:
-                allowed.append(t)
-            elif not c.may(Op.DESCRIBE, T, name) or (
+                allowed.append(t)  # an unknown id: UNKNOWN_TOPIC_ID from the handler
+            elif not c.may(Op.DESCRIBE, T, name):
+                by_id = t.name is None
+                not_described.append(
+                    _denied_topic(None, t.topic_id) if by_id else _denied_topic(name)
+                )
+            elif (
                 create
                 and not cluster_create
                 and broker.topics.get(name) is None
                 and not c.may(Op.CREATE, T, name)
             ):
-                denied.append(name)
+                not_created.append(_denied_topic(name, is_internal=name in INTERNAL_TOPICS))
             else:
                 allowed.append(t)
         response = await c.serve(dataclasses.replace(r, topics=allowed))
@@ -635,11 +665,7 @@ async def _metadata(c: _Call) -> Any:
             else dataclasses.replace(t, topic_authorized_operations=c.operations(T, t.name))
             for t in topics
         ]
-    if denied:  # in the order asked (Kafka lists the refused ones last)
-        answers = {t.name: t for t in topics} | {n: _denied_topic(n) for n in denied}
-        named = [t.name or c.state.topic_names(t.topic_id) for t in r.topics]
-        topics = [answers.pop(n) for n in named if n in answers] + list(answers.values())
-    response = dataclasses.replace(response, topics=topics)
+    response = dataclasses.replace(response, topics=[*topics, *not_created, *not_described])
     if 8 <= v <= 10 and r.include_cluster_authorized_operations:
         ops = c.operations(C, CLUSTER) if c.may(Op.DESCRIBE, C, CLUSTER) else 0
         response = dataclasses.replace(response, cluster_authorized_operations=ops)

@@ -449,7 +449,7 @@ async def test_metadata_creates_a_topic_only_with_create(tmp_path: Path) -> None
 
 async def test_authorized_operations_follow_the_acls(tmp_path: Path) -> None:
     acls = [acl(TOPIC, "ok", R), acl(TOPIC, "ok", AclOperation.ALTER_CONFIGS)]
-    async with acl_broker(tmp_path, acls, "ok", "ro") as (_broker, client):
+    async with acl_broker(tmp_path, acls, "ok", "ro") as (broker, client):
         response = await client.call(
             MetadataRequest(
                 topics=None,
@@ -462,6 +462,15 @@ async def test_authorized_operations_follow_the_acls(tmp_path: Path) -> None:
         # READ, DESCRIBE (implied by READ), ALTER_CONFIGS, DESCRIBE_CONFIGS (implied)
         assert response.topics[0].topic_authorized_operations == sum(1 << b for b in (3, 8, 10, 11))
         assert response.cluster_authorized_operations == 0  # no DESCRIBE on the cluster
+        # asked by id: the refused one keeps its id and gets no name
+        ids = [broker.topics.get(n).topic_id for n in ("ro", "ok")]
+        by_id = await client.call(
+            MetadataRequest(topics=[MetadataRequestTopic(topic_id=i, name=None) for i in ids]), 12
+        )
+        assert [(t.name, t.topic_id, t.error_code) for t in by_id.topics] == [
+            ("ok", ids[1], E.NONE),
+            (None, ids[0], E.TOPIC_AUTHORIZATION_FAILED),
+        ]
         cluster = await client.call(
             DescribeClusterRequest(include_cluster_authorized_operations=True), 1
         )
