@@ -51,6 +51,7 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from protocol.records import BATCH_HEADER_SIZE, MAGIC, parse_batch_header
 from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 __all__ = ["Refused", "handle"]
@@ -200,14 +201,28 @@ def _topics(c: _Call, op: AclOperation, name: str = "name") -> Verdict:
 # --- topics -------------------------------------------------------------------------------
 
 
+def _has_transactional_records(request: Any) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: the first batch of some partition is
+    transactional (message format v2; older formats have no transactions)."""
+    for topic in request.topic_data:
+        for partition in topic.partition_data:
+            records = partition.records
+            if records is None or len(records) < BATCH_HEADER_SIZE or records[16] != MAGIC:
+                continue
+            if parse_batch_header(records).is_transactional:
+                return True
+    return False
+
+
 async def _produce(c: _Call) -> Any:
-    # KafkaApis.handleProduceRequest: the transactional id first, refusing the request
-    # whole; then WRITE per topic.
+    # KafkaApis.handleProduceRequest: transactional records need WRITE on the transactional
+    # id, refusing the request whole; then WRITE per topic.
     r = c.request
-    if r.transactional_id is not None and not c.may(Op.WRITE, X, r.transactional_id):
+    tid = r.transactional_id
+    if _has_transactional_records(r) and (tid is None or not c.may(Op.WRITE, X, tid)):
         if r.acks == 0:
-            raise Refused(f"{c.principal} may not WRITE TRANSACTIONAL_ID {r.transactional_id}")
-        raise KafkaError(TXN_FAILED, f"{c.principal} may not WRITE {r.transactional_id}")
+            raise Refused(f"{c.principal} may not WRITE TRANSACTIONAL_ID {tid}")
+        raise KafkaError(TXN_FAILED, f"{c.principal} may not WRITE TRANSACTIONAL_ID {tid}")
     return await _split(c, "topic_data", _topics(c, Op.WRITE), "responses")
 
 

@@ -103,18 +103,29 @@ async def acl_broker(
             await client.aclose()
 
 
-def produce(*topics: str, acks: int = 1, transactional_id: str | None = None) -> ProduceRequest:
+def produce(
+    *topics: str,
+    acks: int = 1,
+    transactional_id: str | None = None,
+    transactional: bool = False,
+) -> ProduceRequest:
+    batch = (
+        build_batch(
+            [(None, b"v", (), T0)],
+            producer_id=7,
+            producer_epoch=0,
+            base_sequence=0,
+            is_transactional=True,
+        )
+        if transactional
+        else build_batch([(None, b"v", (), T0)])
+    )
     return ProduceRequest(
         transactional_id=transactional_id,
         acks=acks,
         timeout_ms=5000,
         topic_data=[
-            TopicProduceData(
-                name=t,
-                partition_data=[
-                    PartitionProduceData(index=0, records=build_batch([(None, b"v", (), T0)]))
-                ],
-            )
+            TopicProduceData(name=t, partition_data=[PartitionProduceData(index=0, records=batch)])
             for t in topics
         ],
     )
@@ -145,10 +156,12 @@ async def test_produce_serves_the_allowed_topic_and_refuses_the_other(tmp_path: 
 
 async def test_transactional_produce_needs_write_on_the_transactional_id(tmp_path: Path) -> None:
     async with acl_broker(tmp_path, [acl(TOPIC, "ok", W)], "ok") as (broker, client):
-        response = await client.call(produce("ok", transactional_id="tx"), 9)
-        assert codes(response.responses, "partition_responses") == {
-            "ok": [E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
-        }
+        for tid in ("tx", None):  # transactional records without an id are refused too
+            request = produce("ok", transactional_id=tid, transactional=True)
+            response = await client.call(request, 9)
+            assert codes(response.responses, "partition_responses") == {
+                "ok": [E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+            }
         assert end_offset(broker, "ok") == 0
 
 
