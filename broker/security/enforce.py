@@ -466,16 +466,16 @@ async def _describe_groups(c: _Call) -> Any:
 
 def _assigned_topics(group: Any) -> Iterable[str]:
     for m in group.members:
-        yield from m.subscribed_topic_names
         for assignment in (m.assignment, m.target_assignment):
             for tp in assignment.topic_partitions:
                 yield tp.topic_name
 
 
 async def _consumer_group_describe(c: _Call) -> Any:
-    # KafkaApis.handleConsumerGroupDescribe: DESCRIBE per group; a group whose members name
-    # a topic the principal may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED (clients
-    # are not shown topics they may not see); the authorized operations when asked.
+    # KafkaApis.handleConsumerGroupDescribe: DESCRIBE per group; a group whose members'
+    # assignments (current or target) hold a topic the principal may not DESCRIBE is answered
+    # TOPIC_AUTHORIZATION_FAILED ("clients are not allowed to see topics that are not
+    # authorized for Describe"); the authorized operations when asked.
     response = await _split(c, "group_ids", _groups(c, Op.DESCRIBE), "groups")
     groups = []
     for g in response.groups:
@@ -483,7 +483,7 @@ async def _consumer_group_describe(c: _Call) -> Any:
         if not g.error_code and hidden:
             g = type(g)(
                 error_code=TOPIC_FAILED,
-                error_message="The described group uses topics that the client is not "
+                error_message="The group has described topic(s) that the client is not "
                 "authorized to describe.",
                 group_id=g.group_id,
             )
@@ -616,6 +616,13 @@ async def _list_transactions(c: _Call) -> Any:
     response = await c.serve()
     kept = [s for s in response.transaction_states if c.may(Op.DESCRIBE, X, s.transactional_id)]
     return dataclasses.replace(response, transaction_states=kept)
+
+
+async def _write_txn_markers(c: _Call) -> Any:
+    # KafkaApis.handleWriteTxnMarkersRequest: ALTER on the cluster, or else CLUSTER_ACTION.
+    if not c.may(Op.ALTER, C, CLUSTER):
+        c.require(Op.CLUSTER_ACTION, C, CLUSTER, CLUSTER_FAILED)
+    return await c.serve()
 
 
 # --- metadata -----------------------------------------------------------------------------
@@ -767,7 +774,7 @@ APIS: dict[str, Callable[[_Call], Awaitable[Any]]] = {
     "TxnOffsetCommitRequest": _txn_offset_commit,
     "DescribeTransactionsRequest": _describe_transactions,
     "ListTransactionsRequest": _list_transactions,
-    "WriteTxnMarkersRequest": _whole((Op.CLUSTER_ACTION, C, "", CLUSTER_FAILED)),
+    "WriteTxnMarkersRequest": _write_txn_markers,
     "DescribeAclsRequest": _whole((D, C, "", CLUSTER_FAILED)),
     "CreateAclsRequest": _whole((Op.ALTER, C, "", CLUSTER_FAILED)),
     "DeleteAclsRequest": _whole((Op.ALTER, C, "", CLUSTER_FAILED)),

@@ -358,3 +358,39 @@ async def test_an_acks_all_produce_waiting_for_its_fsync_still_answers_each_topi
         }
         assert (end_offset(broker, "ok"), end_offset(broker, "ro")) == (1, 0)
         assert broker.topics.partition("ok", 0).log.flushed_offset >= 1
+
+
+async def test_write_txn_markers_needs_alter_or_cluster_action_on_the_cluster(
+    tmp_path: Path,
+) -> None:
+    from protocol.messages.write_txn_markers import (
+        WritableTxnMarker,
+        WritableTxnMarkerTopic,
+        WriteTxnMarkersRequest,
+    )
+
+    request = WriteTxnMarkersRequest(
+        markers=[
+            WritableTxnMarker(
+                producer_id=42,
+                producer_epoch=0,
+                transaction_result=False,
+                topics=[WritableTxnMarkerTopic(name="ok", partition_indexes=[0])],
+                coordinator_epoch=0,
+            )
+        ]
+    )
+
+    def answers(response: object) -> list[int]:
+        return [p.error_code for m in response.markers for t in m.topics for p in t.partitions]  # type: ignore[attr-defined]
+
+    async with acl_broker(tmp_path, [acl(TOPIC, "ok", AclOperation.ALL)], "ok") as (
+        broker,
+        client,
+    ):
+        assert answers(await client.call(request, 1)) == [E.CLUSTER_AUTHORIZATION_FAILED]
+        assert end_offset(broker, "ok") == 0
+        for op in (AclOperation.ALTER, AclOperation.CLUSTER_ACTION):
+            set_acls(broker, [acl(CLUSTER, "kafka-cluster", op)])
+            assert answers(await client.call(request, 1)) == [E.NONE]
+        assert end_offset(broker, "ok") == 2  # two ABORT markers
