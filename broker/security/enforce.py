@@ -166,7 +166,8 @@ async def _split(
 ) -> Any:
     """Serve the entries of `request.<field>` that `verdict` allows; answer each other one
     with its code in the response's `answer_field` (the API's error_response for the denied
-    entries, or `entries(denied_request, code)` where that does not carry them)."""
+    entries, or `entries(denied_request, code)` where that does not carry them). With none
+    allowed the handler is not called."""
     request = c.request
     items = getattr(request, field)
     codes = [verdict(item) for item in items]
@@ -349,24 +350,29 @@ async def _txn_offset_commit(c: _Call) -> Any:
 
 
 async def _offset_delete(c: _Call) -> Any:
-    # KafkaApis.handleOffsetDeleteRequest: DELETE on the group, then READ per topic.
-    c.require(Op.DELETE, G, c.request.group_id, GROUP_FAILED)
-
-    def entries(request: Any, code: ErrorCode) -> list[Any]:
-        return [
-            OffsetDeleteResponseTopic(
-                name=t.name,
-                partitions=[
-                    OffsetDeleteResponsePartition(
-                        partition_index=p.partition_index, error_code=code
-                    )
-                    for p in t.partitions
-                ],
-            )
-            for t in request.topics
-        ]
-
-    return await _split(c, "topics", _topics(c, Op.READ), "topics", entries=entries)
+    # KafkaApis.handleOffsetDeleteRequest: DELETE on the group, then READ per topic. The
+    # coordinator is asked even with no topic left; an answer with a group error replaces
+    # the refused topics (OffsetDeleteResponse.Builder.merge).
+    r = c.request
+    c.require(Op.DELETE, G, r.group_id, GROUP_FAILED)
+    allowed = [t for t in r.topics if c.may(Op.READ, T, t.name)]
+    refused = [
+        OffsetDeleteResponseTopic(
+            name=t.name,
+            partitions=[
+                OffsetDeleteResponsePartition(
+                    partition_index=p.partition_index, error_code=TOPIC_FAILED
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in r.topics
+        if not c.may(Op.READ, T, t.name)
+    ]
+    response = await c.serve(dataclasses.replace(r, topics=allowed))
+    if response.error_code or not refused:
+        return response
+    return dataclasses.replace(response, topics=[*response.topics, *refused])
 
 
 def _denied_offsets(c: _Call, topics: list[Any]) -> list[Any]:

@@ -213,6 +213,21 @@ async def test_offset_apis_per_topic(tmp_path: Path) -> None:
         )
         assert deleted.error_code == E.NONE
         assert codes(deleted.topics) == {"ok": [E.NONE], "ro": [E.TOPIC_AUTHORIZATION_FAILED]}
+        # a group error from the coordinator is the whole answer, as in Kafka
+        set_acls(broker, [*acls, acl(GROUP, "nobody", AclOperation.DELETE)])
+        unknown = await client.call(
+            OffsetDeleteRequest(
+                group_id="nobody",
+                topics=[
+                    OffsetDeleteRequestTopic(
+                        name="ro", partitions=[OffsetDeleteRequestPartition(partition_index=0)]
+                    )
+                ],
+            ),
+            0,
+        )
+        assert (unknown.error_code, unknown.topics) == (E.GROUP_ID_NOT_FOUND, [])
+        set_acls(broker, acls)
         epochs = await client.call(
             OffsetForLeaderEpochRequest(
                 replica_id=-1,
