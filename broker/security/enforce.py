@@ -1,36 +1,45 @@
 """What each API asks of the authorizer, and how a refusal is answered: Kafka 4.1's KafkaApis
-(ControllerApis for the topic APIs a broker forwards to its controller), API by API.
+(ControllerApis for the topic APIs a broker forwards to its controller), API by API, in one
+table (APIS). A request is checked whole, per resource, or answered with what the principal
+may not DESCRIBE left out (Metadata or DescribeTopicPartitions for every topic, ListGroups,
+ListTransactions, the topics of DescribeTransactions); broker.security.checks holds the
+machinery, broker.security.visible Metadata and the authorized-operations fields.
 
-A request is checked in one of three ways, as Kafka checks it:
-- whole: JoinGroup needs READ on its group, EndTxn WRITE on its transactional id, ...; a
-  refusal is the API's error response with the code (KafkaError, answered by the dispatch);
-- per resource (`_split`): the topics of a Produce, the groups of DescribeGroups, the
-  resources of DescribeConfigs, ...; the handler serves the request narrowed to the allowed
-  entries and each denied entry gets its own answer with the code (TOPIC_, GROUP_, CLUSTER_
-  or TRANSACTIONAL_ID_AUTHORIZATION_FAILED), built by the API's error_response for just the
-  denied entries. When nothing is allowed the handler is not called at all (Kafka answers
-  at once: a Fetch does not wait, an OffsetCommit touches no group);
-- filtered: Metadata or DescribeTopicPartitions for every topic, ListGroups,
-  ListTransactions and the topics of DescribeTransactions leave out what the principal may
-  not DESCRIBE.
-The authorized-operations fields (Metadata, DescribeCluster, DescribeGroups,
-ConsumerGroupDescribe, DescribeTopicPartitions) are computed from the ACLs (Kafka's
-AuthHelper.authorizedOperations); without an authorizer nothing here runs and the handlers
-report every operation the resource type supports, as Kafka does.
-
-A Produce with acks=0 has no response to carry a refusal: Kafka closes the connection after
-serving the allowed topics, and `Refused` tells the dispatch to do the same.
+Without an authorizer nothing here runs and the handlers report every operation a resource
+type supports in the authorized-operations fields, as Kafka does.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from broker.security.acls import AclOperation, ResourceType
-from broker.security.authz import ANONYMOUS, CLUSTER, Authz, authz
+from broker.security import visible
+from broker.security.acls import AclOperation
+from broker.security.authz import authz
+from broker.security.checks import (
+    CLUSTER,
+    CLUSTER_FAILED,
+    GROUP_FAILED,
+    INTERNAL_TOPICS,
+    NOT_REQUESTED,
+    TOPIC_FAILED,
+    TXN_FAILED,
+    C,
+    Call,
+    ErrorResponse,
+    G,
+    Handler,
+    Op,
+    Refused,
+    T,
+    Verdict,
+    X,
+    split,
+    topics_verdict,
+    whole,
+)
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
@@ -39,7 +48,6 @@ from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnTopicResult,
 )
 from protocol.messages.fetch import FetchableTopicResponse, PartitionData
-from protocol.messages.metadata import MetadataResponseTopic
 from protocol.messages.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
@@ -52,75 +60,8 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponseTopics,
 )
 from protocol.records import BATCH_HEADER_SIZE, MAGIC, parse_batch_header
-from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
-__all__ = ["Refused", "handle"]
-
-T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
-X = ResourceType.TRANSACTIONAL_ID
-Op = AclOperation
-TOPIC_FAILED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-GROUP_FAILED = ErrorCode.GROUP_AUTHORIZATION_FAILED
-CLUSTER_FAILED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-TXN_FAILED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-INTERNAL_TOPICS = frozenset((OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC))
-ZERO_UUID = uuid.UUID(int=0)
-NOT_REQUESTED = -(2**31)  # an authorized-operations field's value when not asked for
-
-Handler = Callable[[Any, Any], Awaitable[Any]]
-ErrorResponse = Callable[[Any, ErrorCode, int], Any]
-Verdict = Callable[[Any], ErrorCode | None]  # an entry -> None (allowed) or its code
-
-
-class Refused(Exception):
-    """The request has no response to carry its refusal (Produce with acks=0): the
-    connection must be closed, as Kafka's KafkaApis.handleProduceRequest closes it."""
-
-
-class _Call:
-    """One request on its way to its handler, and the principal asking."""
-
-    __slots__ = ("ctx", "error_response", "handler", "host", "principal", "request", "state")
-
-    def __init__(
-        self, ctx: Any, request: Any, handler: Handler, error_response: ErrorResponse
-    ) -> None:
-        self.ctx = ctx
-        self.request = request
-        self.handler = handler
-        self.error_response = error_response
-        self.state: Authz = authz(ctx.broker)
-        self.principal = self.state.principals.get(ctx.connection_id, ANONYMOUS)
-        self.host = ctx.client_host.lstrip("/")
-
-    @property
-    def version(self) -> int:
-        return int(self.ctx.api_version)
-
-    def may(self, op: AclOperation, rtype: ResourceType, name: str) -> bool:
-        return self.state.allowed(self.principal, self.host, op, rtype, name)
-
-    def require(self, op: AclOperation, rtype: ResourceType, name: str, code: ErrorCode) -> None:
-        if not self.may(op, rtype, name):
-            raise KafkaError(code, f"{self.principal} may not {op.name} {rtype.name} {name}")
-
-    def operations(self, rtype: ResourceType, name: str) -> int:
-        return self.state.operations(self.principal, self.host, rtype, name)
-
-    def topic(self, op: AclOperation, name: str | None, topic_id: Any = None) -> ErrorCode | None:
-        """TOPIC_AUTHORIZATION_FAILED unless `op` is allowed on the topic (named, or by id;
-        an id no topic has is left to the handler, which answers UNKNOWN_TOPIC_ID)."""
-        if not name and topic_id is not None:
-            name = self.state.topic_names(topic_id)
-        if not name:
-            return None
-        return None if self.may(op, T, name) else TOPIC_FAILED
-
-    async def serve(self, request: Any = None) -> Any:
-        return await self.handler(self.ctx, self.request if request is None else request)
-
-    def refusal(self, request: Any, code: ErrorCode) -> Any:
-        return self.error_response(request, code, self.version)
+__all__ = ["APIS", "Refused", "handle"]
 
 
 async def handle(ctx: Any, request: Any, handler: Handler, error_response: ErrorResponse) -> Any:
@@ -132,71 +73,7 @@ async def handle(ctx: Any, request: Any, handler: Handler, error_response: Error
     api = APIS.get(type(request).__name__)
     if api is None:
         return await handler(ctx, request)
-    return await api(_Call(ctx, request, handler, error_response))
-
-
-# --- serving the allowed part -------------------------------------------------------------
-
-
-def _with(request: Any, field: str, items: list[Any]) -> Any:
-    return dataclasses.replace(request, **{field: items})
-
-
-def _merged(response: Any, field: str, extra: list[Any]) -> Any:
-    """`response` with `extra` entries added to its list `field`."""
-    if response is None:
-        raise Refused("a Produce with acks=0 named a topic the principal may not WRITE")
-    finish = getattr(response, "finish", None)
-    if finish is not None:  # a Deferred (broker.handlers): merge once it is ready
-
-        async def merged() -> Any:
-            return _merged(await finish(), field, extra)
-
-        return type(response)(merged)
-    return dataclasses.replace(response, **{field: [*getattr(response, field), *extra]})
-
-
-async def _split(
-    c: _Call,
-    field: str,
-    verdict: Verdict,
-    answer_field: str,
-    *,
-    entries: Callable[[Any, ErrorCode], list[Any]] | None = None,
-) -> Any:
-    """Serve the entries of `request.<field>` that `verdict` allows; answer each other one
-    with its code in the response's `answer_field` (the API's error_response for the denied
-    entries, or `entries(denied_request, code)` where that does not carry them). With none
-    allowed the handler is not called."""
-    request = c.request
-    items = getattr(request, field)
-    codes = [verdict(item) for item in items]
-    if not any(codes):
-        return await c.serve(request)
-    denied: dict[ErrorCode, list[Any]] = {}
-    for item, code in zip(items, codes, strict=True):
-        if code is not None:
-            denied.setdefault(code, []).append(item)
-    extra: list[Any] = []
-    for code, group in denied.items():
-        narrowed = _with(request, field, group)
-        extra += (
-            entries(narrowed, code)
-            if entries is not None
-            else getattr(c.refusal(narrowed, code), answer_field)
-        )
-    allowed = [item for item, code in zip(items, codes, strict=True) if code is None]
-    if allowed:
-        response = await c.serve(_with(request, field, allowed))
-    elif getattr(request, "acks", None) == 0:
-        raise Refused("a Produce with acks=0 named only topics the principal may not WRITE")
-    else:
-        response = c.refusal(_with(request, field, []), ErrorCode.NONE)
-    return _merged(response, answer_field, extra)
-
-
-def _topics(c: _Call, op: AclOperation, name: str = "name") -> Verdict:
-    return lambda t: c.topic(op, getattr(t, name), getattr(t, "topic_id", None))
+    return await api(Call(ctx, request, handler, error_response))
 
 
 # --- topics -------------------------------------------------------------------------------
@@ -215,7 +92,7 @@ def _has_transactional_records(request: Any) -> bool:
     return False
 
 
-async def _produce(c: _Call) -> Any:
+async def _produce(c: Call) -> Any:
     # KafkaApis.handleProduceRequest: transactional records need WRITE on the transactional
     # id, refusing the request whole; then WRITE per topic.
     r = c.request
@@ -224,7 +101,7 @@ async def _produce(c: _Call) -> Any:
         if r.acks == 0:
             raise Refused(f"{c.principal} may not WRITE TRANSACTIONAL_ID {tid}")
         raise KafkaError(TXN_FAILED, f"{c.principal} may not WRITE TRANSACTIONAL_ID {tid}")
-    return await _split(c, "topic_data", _topics(c, Op.WRITE), "responses")
+    return await split(c, "topic_data", topics_verdict(c, Op.WRITE), "responses")
 
 
 def _fetch_entries(request: Any, code: ErrorCode) -> list[Any]:
@@ -242,7 +119,7 @@ def _fetch_entries(request: Any, code: ErrorCode) -> list[Any]:
     ]
 
 
-async def _fetch(c: _Call) -> Any:
+async def _fetch(c: Call) -> Any:
     # KafkaApis.handleFetchRequest: a follower's fetch needs CLUSTER_ACTION (every partition
     # TOPIC_AUTHORIZATION_FAILED without it), a consumer's READ per topic.
     r = c.request
@@ -251,30 +128,30 @@ async def _fetch(c: _Call) -> Any:
         code = None if c.may(Op.CLUSTER_ACTION, C, CLUSTER) else TOPIC_FAILED
         verdict = lambda t: code  # noqa: E731
     else:
-        verdict = _topics(c, Op.READ, "topic")
-    return await _split(c, "topics", verdict, "responses", entries=_fetch_entries)
+        verdict = topics_verdict(c, Op.READ, "topic")
+    return await split(c, "topics", verdict, "responses", entries=_fetch_entries)
 
 
-async def _offset_for_leader_epoch(c: _Call) -> Any:
+async def _offset_for_leader_epoch(c: Call) -> Any:
     if c.may(Op.CLUSTER_ACTION, C, CLUSTER):
         return await c.serve()
-    return await _split(c, "topics", _topics(c, Op.DESCRIBE, "topic"), "topics")
+    return await split(c, "topics", topics_verdict(c, Op.DESCRIBE, "topic"), "topics")
 
 
-def _per_topic(op: AclOperation, answer_field: str = "topics") -> Callable[[_Call], Any]:
-    async def check(c: _Call) -> Any:
-        return await _split(c, "topics", _topics(c, op), answer_field)
+def _per_topic(op: AclOperation, answer_field: str = "topics") -> Callable[[Call], Any]:
+    async def check(c: Call) -> Any:
+        return await split(c, "topics", topics_verdict(c, op), answer_field)
 
     return check
 
 
-async def _create_topics(c: _Call) -> Any:
+async def _create_topics(c: Call) -> Any:
     # ControllerApis.createTopics: CREATE on the cluster allows every topic, else CREATE per
     # topic; a created topic's configs are shown only with DESCRIBE_CONFIGS on it.
     if c.may(Op.CREATE, C, CLUSTER):
         response = await c.serve()
     else:
-        response = await _split(c, "topics", _topics(c, Op.CREATE), "topics")
+        response = await split(c, "topics", topics_verdict(c, Op.CREATE), "topics")
     if c.version < 5:
         return response
     topics = [
@@ -286,11 +163,11 @@ async def _create_topics(c: _Call) -> Any:
     return dataclasses.replace(response, topics=topics)
 
 
-async def _delete_topics(c: _Call) -> Any:
+async def _delete_topics(c: Call) -> Any:
     # ControllerApis.deleteTopics: DELETE per topic (by name, or by id once resolved).
     if c.version >= 6:
-        return await _split(c, "topics", _topics(c, Op.DELETE), "responses")
-    return await _split(c, "topic_names", lambda n: c.topic(Op.DELETE, n), "responses")
+        return await split(c, "topics", topics_verdict(c, Op.DELETE), "responses")
+    return await split(c, "topic_names", lambda n: c.topic(Op.DELETE, n), "responses")
 
 
 # DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: the resource types (Kafka's
@@ -304,8 +181,8 @@ _CONFIG_RESOURCES = {
 }
 
 
-def _configs(op: AclOperation, answer_field: str) -> Callable[[_Call], Any]:
-    async def check(c: _Call) -> Any:
+def _configs(op: AclOperation, answer_field: str) -> Callable[[Call], Any]:
+    async def check(c: Call) -> Any:
         def verdict(resource: Any) -> ErrorCode | None:
             kind = _CONFIG_RESOURCES.get(resource.resource_type)
             if kind is None:
@@ -314,7 +191,7 @@ def _configs(op: AclOperation, answer_field: str) -> Callable[[_Call], Any]:
             name = CLUSTER if rtype is C else resource.resource_name
             return None if c.may(op, rtype, name) else code
 
-        return await _split(c, "resources", verdict, answer_field)
+        return await split(c, "resources", verdict, answer_field)
 
     return check
 
@@ -322,34 +199,25 @@ def _configs(op: AclOperation, answer_field: str) -> Callable[[_Call], Any]:
 # --- groups and offsets -------------------------------------------------------------------
 
 
-def _whole(*needs: tuple[AclOperation, ResourceType, str, ErrorCode]) -> Any:
-    """A check of the whole request: each (operation, type, the request's field naming the
-    resource or "" for the cluster, code) in order."""
-
-    async def check(c: _Call) -> Any:
-        for op, rtype, field, code in needs:
-            c.require(op, rtype, getattr(c.request, field) if field else CLUSTER, code)
-        return await c.serve()
-
-    return check
+# --- groups and offsets -------------------------------------------------------------------
 
 
-async def _offset_commit(c: _Call) -> Any:
+async def _offset_commit(c: Call) -> Any:
     # KafkaApis.handleOffsetCommitRequest: READ on the group for the whole request, then
     # READ per topic.
     c.require(Op.READ, G, c.request.group_id, GROUP_FAILED)
-    return await _split(c, "topics", _topics(c, Op.READ), "topics")
+    return await split(c, "topics", topics_verdict(c, Op.READ), "topics")
 
 
-async def _txn_offset_commit(c: _Call) -> Any:
+async def _txn_offset_commit(c: Call) -> Any:
     # KafkaApis.handleTxnOffsetCommitRequest: the transactional id, the group, then topics.
     r = c.request
     c.require(Op.WRITE, X, r.transactional_id, TXN_FAILED)
     c.require(Op.READ, G, r.group_id, GROUP_FAILED)
-    return await _split(c, "topics", _topics(c, Op.READ), "topics")
+    return await split(c, "topics", topics_verdict(c, Op.READ), "topics")
 
 
-async def _offset_delete(c: _Call) -> Any:
+async def _offset_delete(c: Call) -> Any:
     # KafkaApis.handleOffsetDeleteRequest: DELETE on the group, then READ per topic. The
     # coordinator is asked even with no topic left; an answer with a group error replaces
     # the refused topics (OffsetDeleteResponse.Builder.merge).
@@ -375,7 +243,7 @@ async def _offset_delete(c: _Call) -> Any:
     return dataclasses.replace(response, topics=[*response.topics, *refused])
 
 
-def _denied_offsets(c: _Call, topics: list[Any]) -> list[Any]:
+def _denied_offsets(c: Call, topics: list[Any]) -> list[Any]:
     """The answer for named topics the principal may not DESCRIBE: offset -1 and
     TOPIC_AUTHORIZATION_FAILED on each partition (KafkaApis.fetchOffsetsForGroup)."""
     v8 = c.version >= 8
@@ -396,7 +264,7 @@ def _denied_offsets(c: _Call, topics: list[Any]) -> list[Any]:
     ]
 
 
-def _offsets_shown(c: _Call, named: list[Any] | None, answered: list[Any], code: int) -> list[Any]:
+def _offsets_shown(c: Call, named: list[Any] | None, answered: list[Any], code: int) -> list[Any]:
     """A group's answered topics as the principal may see them: asked for all topics, those
     it may not DESCRIBE are left out; asked by name, the denied ones are added. Nothing is
     added to a group answered with an error."""
@@ -407,7 +275,7 @@ def _offsets_shown(c: _Call, named: list[Any] | None, answered: list[Any], code:
     return [*answered, *_denied_offsets(c, named)]
 
 
-async def _offset_fetch(c: _Call) -> Any:
+async def _offset_fetch(c: Call) -> Any:
     # KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group (before v8 the one group:
     # the request is refused; v8+: that group is answered GROUP_AUTHORIZATION_FAILED), then
     # DESCRIBE per topic (fetchOffsetsForGroup, fetchAllOffsetsForGroup).
@@ -446,7 +314,7 @@ async def _offset_fetch(c: _Call) -> Any:
     return dataclasses.replace(response, groups=[*groups, *refused])
 
 
-def _group_ops(c: _Call, groups: list[Any]) -> list[Any]:
+def _group_ops(c: Call, groups: list[Any]) -> list[Any]:
     """The described groups with the operations the ACLs allow, where the handler reported
     them (as without an authorizer): Kafka sets them on the groups described without error
     and leaves the others' at "not requested"."""
@@ -461,10 +329,10 @@ def _group_ops(c: _Call, groups: list[Any]) -> list[Any]:
     ]
 
 
-async def _describe_groups(c: _Call) -> Any:
+async def _describe_groups(c: Call) -> Any:
     # KafkaApis.handleDescribeGroupsRequest: DESCRIBE per group; the authorized operations
     # of each described group when asked.
-    response = await _split(c, "groups", _groups(c, Op.DESCRIBE), "groups")
+    response = await split(c, "groups", _groups(c, Op.DESCRIBE), "groups")
     if not c.request.include_authorized_operations:
         return response
     return dataclasses.replace(response, groups=_group_ops(c, response.groups))
@@ -477,12 +345,12 @@ def _assigned_topics(group: Any) -> Iterable[str]:
                 yield tp.topic_name
 
 
-async def _consumer_group_describe(c: _Call) -> Any:
+async def _consumer_group_describe(c: Call) -> Any:
     # KafkaApis.handleConsumerGroupDescribe: DESCRIBE per group; a group whose members'
     # assignments (current or target) hold a topic the principal may not DESCRIBE is answered
     # TOPIC_AUTHORIZATION_FAILED ("clients are not allowed to see topics that are not
     # authorized for Describe"); the authorized operations when asked.
-    response = await _split(c, "group_ids", _groups(c, Op.DESCRIBE), "groups")
+    response = await split(c, "group_ids", _groups(c, Op.DESCRIBE), "groups")
     groups = []
     for g in response.groups:
         hidden = any(n and not c.may(Op.DESCRIBE, T, n) for n in _assigned_topics(g))
@@ -499,11 +367,11 @@ async def _consumer_group_describe(c: _Call) -> Any:
     return dataclasses.replace(response, groups=groups)
 
 
-def _groups(c: _Call, op: AclOperation) -> Verdict:
+def _groups(c: Call, op: AclOperation) -> Verdict:
     return lambda group_id: None if c.may(op, G, group_id) else GROUP_FAILED
 
 
-async def _list_groups(c: _Call) -> Any:
+async def _list_groups(c: Call) -> Any:
     # KafkaApis.handleListGroupsRequest: every group with DESCRIBE on the cluster, else the
     # groups the principal may DESCRIBE.
     response = await c.serve()
@@ -513,7 +381,7 @@ async def _list_groups(c: _Call) -> Any:
     return dataclasses.replace(response, groups=kept)
 
 
-async def _find_coordinator(c: _Call) -> Any:
+async def _find_coordinator(c: Call) -> Any:
     # KafkaApis.handleFindCoordinatorRequest: DESCRIBE on each key's group or transactional
     # id (v4+: each key answered on its own).
     r = c.request
@@ -525,10 +393,10 @@ async def _find_coordinator(c: _Call) -> Any:
         c.require(Op.DESCRIBE, rtype, r.key, code)
         return await c.serve()
     verdict: Verdict = lambda key: None if c.may(Op.DESCRIBE, rtype, key) else code  # noqa: E731
-    return await _split(c, "coordinator_keys", verdict, "coordinators")
+    return await split(c, "coordinator_keys", verdict, "coordinators")
 
 
-async def _consumer_group_heartbeat(c: _Call) -> Any:
+async def _consumer_group_heartbeat(c: Call) -> Any:
     # KafkaApis.handleConsumerGroupHeartbeatRequest: READ on the group, then DESCRIBE on
     # every subscribed topic name (TOPIC_AUTHORIZATION_FAILED for the request).
     r = c.request
@@ -541,7 +409,7 @@ async def _consumer_group_heartbeat(c: _Call) -> Any:
 # --- transactions -------------------------------------------------------------------------
 
 
-async def _init_producer_id(c: _Call) -> Any:
+async def _init_producer_id(c: Call) -> Any:
     # KafkaApis.handleInitProducerIdRequest: WRITE on the transactional id; without one
     # (idempotence), IDEMPOTENT_WRITE on the cluster or WRITE on any topic (Kafka 3.x+).
     r = c.request
@@ -555,7 +423,7 @@ async def _init_producer_id(c: _Call) -> Any:
 
 
 def _txn_topic_results(
-    c: _Call, topics: list[AddPartitionsToTxnTopic]
+    c: Call, topics: list[AddPartitionsToTxnTopic]
 ) -> list[AddPartitionsToTxnTopicResult] | None:
     """KafkaApis.handleAddPartitionsToTxnRequest: unless WRITE is allowed on every topic
     (never on an internal one), the answer for every partition: TOPIC_AUTHORIZATION_FAILED
@@ -590,7 +458,7 @@ def _txn_topic_results(
     ]
 
 
-async def _add_partitions_to_txn(c: _Call) -> Any:
+async def _add_partitions_to_txn(c: Call) -> Any:
     # v0-3 (producers): WRITE on the transactional id, then on each topic. v4+ (brokers
     # verifying a transaction) need CLUSTER_ACTION only: "only request versions less than 4
     # need write authorization since they come from clients" (KafkaApis).
@@ -605,11 +473,11 @@ async def _add_partitions_to_txn(c: _Call) -> Any:
     return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
 
 
-async def _describe_transactions(c: _Call) -> Any:
+async def _describe_transactions(c: Call) -> Any:
     # KafkaApis.handleDescribeTransactionsRequest: DESCRIBE per transactional id; of each
     # transaction's topics only those the principal may DESCRIBE.
     verdict: Verdict = lambda tid: None if c.may(Op.DESCRIBE, X, tid) else TXN_FAILED  # noqa: E731
-    response = await _split(c, "transactional_ids", verdict, "transaction_states")
+    response = await split(c, "transactional_ids", verdict, "transaction_states")
     states = [
         dataclasses.replace(s, topics=[t for t in s.topics if c.may(Op.DESCRIBE, T, t.topic)])
         for s in response.transaction_states
@@ -617,132 +485,25 @@ async def _describe_transactions(c: _Call) -> Any:
     return dataclasses.replace(response, transaction_states=states)
 
 
-async def _list_transactions(c: _Call) -> Any:
+async def _list_transactions(c: Call) -> Any:
     # KafkaApis.handleListTransactionsRequest: only the ids the principal may DESCRIBE.
     response = await c.serve()
     kept = [s for s in response.transaction_states if c.may(Op.DESCRIBE, X, s.transactional_id)]
     return dataclasses.replace(response, transaction_states=kept)
 
 
-async def _write_txn_markers(c: _Call) -> Any:
+async def _write_txn_markers(c: Call) -> Any:
     # KafkaApis.handleWriteTxnMarkersRequest: ALTER on the cluster, or else CLUSTER_ACTION.
     if not c.may(Op.ALTER, C, CLUSTER):
         c.require(Op.CLUSTER_ACTION, C, CLUSTER, CLUSTER_FAILED)
     return await c.serve()
 
 
-# --- metadata -----------------------------------------------------------------------------
-
-
-def _denied_topic(name: str | None, topic_id: Any = ZERO_UUID, is_internal: bool = False) -> Any:
-    return MetadataResponseTopic(
-        error_code=TOPIC_FAILED,
-        name=name,
-        topic_id=topic_id,
-        is_internal=is_internal,
-        partitions=[],
-    )
-
-
-async def _metadata(c: _Call) -> Any:
-    # KafkaApis.handleTopicMetadataRequest: topics the principal may not DESCRIBE are left
-    # out of an answer for every topic and answered TOPIC_AUTHORIZATION_FAILED when named
-    # (asked by id: with the id and no name, "topic IDs are not considered sensitive"); a
-    # named topic that does not exist is auto-created only with CREATE on the cluster or on
-    # the topic (else TOPIC_AUTHORIZATION_FAILED, nothing created). The refused come last,
-    # as in Kafka. Authorized operations are computed when asked (the cluster's only with
-    # DESCRIBE on it, else 0).
-    r, v = c.request, c.version
-    broker = c.ctx.broker
-    every = r.topics is None or (v == 0 and not r.topics)
-    not_created: list[Any] = []
-    not_described: list[Any] = []
-    if every:
-        response = await c.serve()
-        topics = [t for t in response.topics if t.name is None or c.may(Op.DESCRIBE, T, t.name)]
-    else:
-        create = broker.config["auto.create.topics.enable"] and (
-            v < 4 or r.allow_auto_topic_creation
-        )
-        cluster_create = create and c.may(Op.CREATE, C, CLUSTER)
-        allowed = []
-        for t in r.topics:
-            name = t.name or c.state.topic_names(t.topic_id)
-            if name is None:
-                allowed.append(t)  # an unknown id: UNKNOWN_TOPIC_ID from the handler
-            elif not c.may(Op.DESCRIBE, T, name):
-                by_id = t.name is None
-                not_described.append(
-                    _denied_topic(None, t.topic_id) if by_id else _denied_topic(name)
-                )
-            elif (
-                create
-                and not cluster_create
-                and broker.topics.get(name) is None
-                and not c.may(Op.CREATE, T, name)
-            ):
-                not_created.append(_denied_topic(name, is_internal=name in INTERNAL_TOPICS))
-            else:
-                allowed.append(t)
-        response = await c.serve(dataclasses.replace(r, topics=allowed))
-        topics = response.topics if allowed else []
-    if r.include_topic_authorized_operations:
-        topics = [
-            t
-            if t.name is None
-            else dataclasses.replace(t, topic_authorized_operations=c.operations(T, t.name))
-            for t in topics
-        ]
-    response = dataclasses.replace(response, topics=[*topics, *not_created, *not_described])
-    if 8 <= v <= 10 and r.include_cluster_authorized_operations:
-        ops = c.operations(C, CLUSTER) if c.may(Op.DESCRIBE, C, CLUSTER) else 0
-        response = dataclasses.replace(response, cluster_authorized_operations=ops)
-    return response
-
-
-async def _describe_cluster(c: _Call) -> Any:
-    # AuthHelper.computeDescribeClusterResponse: the cluster's operations when asked, 0
-    # without DESCRIBE on it.
-    response = await c.serve()
-    if not c.request.include_cluster_authorized_operations:
-        return response
-    ops = c.operations(C, CLUSTER) if c.may(Op.DESCRIBE, C, CLUSTER) else 0
-    return dataclasses.replace(response, cluster_authorized_operations=ops)
-
-
-async def _describe_topic_partitions(c: _Call) -> Any:
-    # DescribeTopicPartitionsRequestHandler: as Metadata (no auto-creation); the answer's
-    # topics in name order with their authorized operations.
-    r = c.request
-    if not r.topics:
-        response = await c.serve()
-        topics = [t for t in response.topics if c.may(Op.DESCRIBE, T, t.name)]
-        denied = []
-    else:
-        allowed = [t for t in r.topics if c.may(Op.DESCRIBE, T, t.name)]
-        denied = c.refusal(
-            dataclasses.replace(r, topics=[t for t in r.topics if t not in allowed]), TOPIC_FAILED
-        ).topics
-        if allowed:
-            response = await c.serve(dataclasses.replace(r, topics=allowed))
-            topics = response.topics
-        else:
-            response, topics = c.refusal(dataclasses.replace(r, topics=[]), ErrorCode.NONE), []
-    topics = [
-        t
-        if t.error_code
-        else dataclasses.replace(t, topic_authorized_operations=c.operations(T, t.name))
-        for t in topics
-    ]
-    merged = sorted([*topics, *denied], key=lambda t: t.name or "")
-    return dataclasses.replace(response, topics=merged)
-
-
 # --- the table ----------------------------------------------------------------------------
 
 R, W, D = Op.READ, Op.WRITE, Op.DESCRIBE
 
-APIS: dict[str, Callable[[_Call], Awaitable[Any]]] = {
+APIS: dict[str, Callable[[Call], Awaitable[Any]]] = {
     "ProduceRequest": _produce,
     "FetchRequest": _fetch,
     "ListOffsetsRequest": _per_topic(D),
@@ -758,37 +519,37 @@ APIS: dict[str, Callable[[_Call], Awaitable[Any]]] = {
     "DescribeConfigsRequest": _configs(Op.DESCRIBE_CONFIGS, "results"),
     "AlterConfigsRequest": _configs(Op.ALTER_CONFIGS, "responses"),
     "IncrementalAlterConfigsRequest": _configs(Op.ALTER_CONFIGS, "responses"),
-    "MetadataRequest": _metadata,
-    "DescribeClusterRequest": _describe_cluster,
-    "DescribeTopicPartitionsRequest": _describe_topic_partitions,
+    "MetadataRequest": visible.metadata,
+    "DescribeClusterRequest": visible.describe_cluster,
+    "DescribeTopicPartitionsRequest": visible.describe_topic_partitions,
     "FindCoordinatorRequest": _find_coordinator,
-    "JoinGroupRequest": _whole((R, G, "group_id", GROUP_FAILED)),
-    "SyncGroupRequest": _whole((R, G, "group_id", GROUP_FAILED)),
-    "HeartbeatRequest": _whole((R, G, "group_id", GROUP_FAILED)),
-    "LeaveGroupRequest": _whole((R, G, "group_id", GROUP_FAILED)),
+    "JoinGroupRequest": whole((R, G, "group_id", GROUP_FAILED)),
+    "SyncGroupRequest": whole((R, G, "group_id", GROUP_FAILED)),
+    "HeartbeatRequest": whole((R, G, "group_id", GROUP_FAILED)),
+    "LeaveGroupRequest": whole((R, G, "group_id", GROUP_FAILED)),
     "ConsumerGroupHeartbeatRequest": _consumer_group_heartbeat,
     "ListGroupsRequest": _list_groups,
     "DescribeGroupsRequest": _describe_groups,
     "ConsumerGroupDescribeRequest": _consumer_group_describe,
-    "DeleteGroupsRequest": lambda c: _split(c, "groups_names", _groups(c, Op.DELETE), "results"),
+    "DeleteGroupsRequest": lambda c: split(c, "groups_names", _groups(c, Op.DELETE), "results"),
     "InitProducerIdRequest": _init_producer_id,
     "AddPartitionsToTxnRequest": _add_partitions_to_txn,
-    "AddOffsetsToTxnRequest": _whole(
+    "AddOffsetsToTxnRequest": whole(
         (W, X, "transactional_id", TXN_FAILED), (R, G, "group_id", GROUP_FAILED)
     ),
-    "EndTxnRequest": _whole((W, X, "transactional_id", TXN_FAILED)),
+    "EndTxnRequest": whole((W, X, "transactional_id", TXN_FAILED)),
     "TxnOffsetCommitRequest": _txn_offset_commit,
     "DescribeTransactionsRequest": _describe_transactions,
     "ListTransactionsRequest": _list_transactions,
     "WriteTxnMarkersRequest": _write_txn_markers,
-    "DescribeAclsRequest": _whole((D, C, "", CLUSTER_FAILED)),
-    "CreateAclsRequest": _whole((Op.ALTER, C, "", CLUSTER_FAILED)),
-    "DeleteAclsRequest": _whole((Op.ALTER, C, "", CLUSTER_FAILED)),
-    "DescribeUserScramCredentialsRequest": _whole((D, C, "", CLUSTER_FAILED)),
-    "AlterUserScramCredentialsRequest": _whole((Op.ALTER, C, "", CLUSTER_FAILED)),
-    "DescribeLogDirsRequest": _whole((D, C, "", CLUSTER_FAILED)),
-    "AlterReplicaLogDirsRequest": _whole((Op.ALTER, C, "", CLUSTER_FAILED)),
-    "ElectLeadersRequest": _whole((Op.ALTER, C, "", CLUSTER_FAILED)),
-    "AlterPartitionReassignmentsRequest": _whole((Op.ALTER, C, "", CLUSTER_FAILED)),
-    "ListPartitionReassignmentsRequest": _whole((D, C, "", CLUSTER_FAILED)),
+    "DescribeAclsRequest": whole((D, C, "", CLUSTER_FAILED)),
+    "CreateAclsRequest": whole((Op.ALTER, C, "", CLUSTER_FAILED)),
+    "DeleteAclsRequest": whole((Op.ALTER, C, "", CLUSTER_FAILED)),
+    "DescribeUserScramCredentialsRequest": whole((D, C, "", CLUSTER_FAILED)),
+    "AlterUserScramCredentialsRequest": whole((Op.ALTER, C, "", CLUSTER_FAILED)),
+    "DescribeLogDirsRequest": whole((D, C, "", CLUSTER_FAILED)),
+    "AlterReplicaLogDirsRequest": whole((Op.ALTER, C, "", CLUSTER_FAILED)),
+    "ElectLeadersRequest": whole((Op.ALTER, C, "", CLUSTER_FAILED)),
+    "AlterPartitionReassignmentsRequest": whole((Op.ALTER, C, "", CLUSTER_FAILED)),
+    "ListPartitionReassignmentsRequest": whole((D, C, "", CLUSTER_FAILED)),
 }
