@@ -102,28 +102,24 @@ async def describe_cluster(c: Call) -> Any:
 
 
 async def describe_topic_partitions(c: Call) -> Any:
-    # DescribeTopicPartitionsRequestHandler: as Metadata (no auto-creation); the answer's
-    # topics in name order with their authorized operations.
+    # DescribeTopicPartitionsRequestHandler: the topics the principal may DESCRIBE (for every
+    # topic, the others left out), each with its authorized operations; the refused named
+    # topics follow them, TOPIC_AUTHORIZATION_FAILED with no id.
     r = c.request
+    refused: list[Any] = []
     if not r.topics:
         response = await c.serve()
         topics = [t for t in response.topics if c.may(Op.DESCRIBE, T, t.name)]
-        denied = []
     else:
         allowed = [t for t in r.topics if c.may(Op.DESCRIBE, T, t.name)]
-        denied = c.refusal(
-            dataclasses.replace(r, topics=[t for t in r.topics if t not in allowed]), TOPIC_FAILED
-        ).topics
+        denied = [t for t in r.topics if not c.may(Op.DESCRIBE, T, t.name)]
+        refused = c.refusal(dataclasses.replace(r, topics=denied), TOPIC_FAILED).topics
         if allowed:
             response = await c.serve(dataclasses.replace(r, topics=allowed))
             topics = response.topics
         else:
             response, topics = c.refusal(dataclasses.replace(r, topics=[]), ErrorCode.NONE), []
     topics = [
-        t
-        if t.error_code
-        else dataclasses.replace(t, topic_authorized_operations=c.operations(T, t.name))
-        for t in topics
+        dataclasses.replace(t, topic_authorized_operations=c.operations(T, t.name)) for t in topics
     ]
-    merged = sorted([*topics, *denied], key=lambda t: t.name or "")
-    return dataclasses.replace(response, topics=merged)
+    return dataclasses.replace(response, topics=[*topics, *refused])
