@@ -120,6 +120,9 @@ async def describe_topic_partitions(c: Call) -> Any:
         else:
             response, topics = c.refusal(dataclasses.replace(r, topics=[]), ErrorCode.NONE), []
     topics = [
-        dataclasses.replace(t, topic_authorized_operations=c.operations(T, t.name)) for t in topics
+        t
+        if t.name is None
+        else dataclasses.replace(t, topic_authorized_operations=c.operations(T, t.name))
+        for t in topics
     ]
     return dataclasses.replace(response, topics=[*topics, *refused])
