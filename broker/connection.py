@@ -68,7 +68,8 @@ from broker.context import RequestContext
 from broker.handlers import Deferred
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.routes import Route, route_for
-from broker.security.authz import check_request, filter_response, session_expired
+from broker.security import enforce
+from broker.security.authz import session_expired
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
     API_VERSIONS_KEY,
@@ -597,15 +598,14 @@ async def _handle_frame(
         raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
     try:
         try:
-            check_request(broker, conn.connection_id, conn.client_host, request)  # ACLs
-            response = await route.handler(ctx, request)
-            response = filter_response(
-                broker, conn.connection_id, conn.client_host, request, response
-            )
+            # ACLs: the handler serves what the principal may do (broker.security.enforce)
+            response = await enforce.handle(ctx, request, route.handler, route.error_response)
         except KafkaError as e:
             code = e.code
             log.debug("%s v%d from %s: %s", route.name, version, client_id, e)
             response = route.error_response(request, e.code, version)
+    except enforce.Refused as e:
+        raise CloseConnection(str(e)) from None
     except Exception:
         return _failed(call)
     if isinstance(response, Deferred):

@@ -3,8 +3,9 @@
 Versions 0-3 come from producers: a partition of a topic this broker does not have is
 answered UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, without asking
 the coordinator (KafkaApis.handleAddPartitionsToTxnRequest). Versions 4+ are the batched
-form brokers send; Kafka requires CLUSTER_ACTION for them, which a broker without an
-authorizer grants, so they are answered as asked.
+form brokers send; Kafka requires CLUSTER_ACTION for them (checked with the ACLs by
+broker.security.enforce, granted by a broker without an authorizer), then they are
+answered as asked.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 kmock is a cluster of one broker, which is also its controller. The broker is listed with
 the address advertised for the listener the client came through, and no rack.
 cluster_authorized_operations is Kafka's "not requested" value unless asked for, and then
-every cluster operation: kmock has no authorizer. v1 (KIP-919): a request for the
+every cluster operation, as Kafka reports without an authorizer (with one, the ACLs decide:
+broker.security.enforce). v1 (KIP-919): a request for the
 CONTROLLER endpoint type reaches a broker endpoint, so it is answered
 MISMATCHED_ENDPOINT_TYPE (and an unknown endpoint type UNSUPPORTED_ENDPOINT_TYPE), with
 Kafka's messages; v0 answers both INVALID_REQUEST.

@@ -2,13 +2,13 @@
 
 kmock's own coordinator writes its markers directly (broker.txn_runtime); this is the
 answer to a client sending the request. Kafka 4.1's KafkaApis.handleWriteTxnMarkersRequest
-requires CLUSTER_ACTION, which a broker without an authorizer grants to everyone, and then
-writes the markers; so does kmock: per partition, the COMMIT or ABORT control batch, with
-UNKNOWN_TOPIC_OR_PARTITION for a partition it does not have and
-TRANSACTION_COORDINATOR_FENCED for a coordinator epoch older than the producer's last
-marker there (Kafka's ProducerAppendInfo.checkCoordinatorEpoch). A marker reaching
-__consumer_offsets completes the producer's pending transactional offsets, as Kafka's
-handler asks the group coordinator to.
+requires ALTER or CLUSTER_ACTION on the cluster (checked by broker.security.enforce; a broker
+without an authorizer grants both to everyone), and then writes the markers; so does
+kmock: per partition, the COMMIT or ABORT control batch, with UNKNOWN_TOPIC_OR_PARTITION for
+a partition it does not have and TRANSACTION_COORDINATOR_FENCED for a coordinator epoch
+older than the producer's last marker there (Kafka's ProducerAppendInfo.
+checkCoordinatorEpoch). A marker reaching __consumer_offsets completes the producer's
+pending transactional offsets, as Kafka's handler asks the group coordinator to.
 """
 
 from __future__ import annotations

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from enum import IntEnum
 from pathlib import Path
 
 __all__ = [
+    "SUPPORTED_OPERATIONS",
     "AclBinding",
     "AclFilter",
     "AclOperation",
@@ -31,6 +33,8 @@ __all__ = [
     "PatternType",
     "ResourceType",
     "authorize",
+    "authorize_by_resource_type",
+    "operations_field",
     "validate_binding",
 ]
 
@@ -93,6 +97,50 @@ IMPLIED_BY = {
     },
     AclOperation.DESCRIBE_CONFIGS: {AclOperation.ALTER_CONFIGS},
 }
+
+
+# Kafka's AclEntry.supportedOperations: the operations each resource type knows, which the
+# authorized-operations bitfields (Metadata, DescribeGroups, ...) are made of.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.CLUSTER: (
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (
+        AclOperation.DESCRIBE,
+        AclOperation.WRITE,
+        AclOperation.TWO_PHASE_COMMIT,
+    ),
+    ResourceType.DELEGATION_TOKEN: (AclOperation.DESCRIBE,),
+    ResourceType.USER: (AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
+}
+
+
+def operations_field(operations: Iterable[AclOperation]) -> int:
+    """Kafka's Utils.to32BitField: bit n set for each operation of code n."""
+    return sum(1 << int(op) for op in set(operations))
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +270,69 @@ def authorize(
     return any(
         b.permission_type == AclPermissionType.ALLOW and b.operation in allowing for b in mine
     )
+
+
+def authorize_by_resource_type(
+    bindings: list[AclBinding],
+    super_users: frozenset[str],
+    allow_if_no_acl: bool,
+    principal: str,
+    host: str,
+    operation: AclOperation,
+    resource_type: ResourceType,
+) -> bool:
+    """Whether the principal may do `operation` on at least one resource of the type: Kafka's
+    Authorizer.authorizeByResourceType (the default method, which StandardAuthorizer keeps),
+    used by InitProducerId without a transactional id (WRITE on any topic).
+
+    Kafka first asks about a resource named "hardcode", so that super users and
+    allow.everyone.if.no.acl.found pass. Then, among the principal's bindings for exactly
+    `operation` or ALL: a literal "*" DENY refuses; a literal "*" ALLOW allows; otherwise
+    some ALLOW pattern must be neither denied literally by the same name nor lie under a
+    prefixed DENY (a prefix of its name).
+    """
+    if authorize(
+        bindings,
+        super_users,
+        allow_if_no_acl,
+        principal,
+        host,
+        operation,
+        resource_type,
+        "hardcode",
+    ):
+        return True
+    deny_literal: set[str] = set()
+    deny_prefixed: set[str] = set()
+    allow: list[tuple[int, str]] = []
+    wildcard_allow = False
+    for b in bindings:
+        if b.resource_type != resource_type or b.host not in (host, WILDCARD):
+            continue
+        if b.principal not in (principal, "User:*"):
+            continue
+        if b.operation not in (operation, AclOperation.ALL):
+            continue
+        if b.permission_type == AclPermissionType.DENY:
+            if b.pattern_type == PatternType.LITERAL:
+                if b.resource_name == WILDCARD:
+                    return False
+                deny_literal.add(b.resource_name)
+            elif b.pattern_type == PatternType.PREFIXED:
+                deny_prefixed.add(b.resource_name)
+        elif b.permission_type == AclPermissionType.ALLOW:
+            if b.pattern_type == PatternType.LITERAL and b.resource_name == WILDCARD:
+                wildcard_allow = True
+            elif b.pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
+                allow.append((b.pattern_type, b.resource_name))
+    if wildcard_allow:
+        return True
+    for pattern_type, name in allow:
+        if pattern_type == PatternType.LITERAL and name in deny_literal:
+            continue
+        if not any(name[:n] in deny_prefixed for n in range(1, len(name) + 1)):
+            return True
+    return False
 
 
 class AclStore:

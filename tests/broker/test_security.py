@@ -470,9 +470,9 @@ async def test_metadata_hides_topics_the_principal_may_not_describe(
         12,
     )
     assert [(t.name, t.error_code, len(t.partitions)) for t in named.topics] == [
-        ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0),
         ("visible", 0, 1),
-    ]
+        ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0),
+    ]  # the refused last, as in Kafka's handleTopicMetadataRequest
     await client.aclose()
 
 
