@@ -44,6 +44,7 @@ import re2  # type: ignore[import-untyped]
 
 from coordinator.consumer import records as r
 from coordinator.consumer.assignors import ASSIGNORS
+from coordinator.consumer.describe import describe_groups
 from coordinator.consumer.group import ConsumerGroup, ResolvedRegularExpression, TopicImage
 from coordinator.consumer.member import ConsumerGroupMember, MemberState, reconcile
 from coordinator.consumer.policy import ConsumerGroupMigrationPolicy
@@ -663,60 +664,7 @@ class ConsumerGroupCoordinator:
         self, group_ids: Iterable[str], topics_metadata: Mapping[str, TopicImage]
     ) -> list[describe_msg.DescribedGroup]:
         """ConsumerGroupDescribe's groups; an unknown id gets GROUP_ID_NOT_FOUND."""
-        names = {t.topic_id: t.name for t in topics_metadata.values()}
-        described = []
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                described.append(
-                    describe_msg.DescribedGroup(
-                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                        error_message=f"Group {group_id} not found.",
-                        group_id=group_id,
-                    )
-                )
-                continue
-            for t in group.subscription_metadata.values():
-                names.setdefault(t.topic_id, t.name)
-
-            def assignment(a: Mapping[uuid.UUID, frozenset[int]]) -> describe_msg.Assignment:
-                return describe_msg.Assignment(
-                    topic_partitions=[
-                        describe_msg.TopicPartitions(
-                            topic_id=t.topic_id,
-                            topic_name=names.get(t.topic_id, ""),
-                            partitions=t.partitions,
-                        )
-                        for t in r.to_topic_partitions(a)
-                    ]
-                )
-
-            members = [
-                describe_msg.Member(
-                    member_id=m.member_id,
-                    instance_id=m.instance_id,
-                    rack_id=m.rack_id,
-                    member_epoch=m.member_epoch,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    subscribed_topic_names=list(m.subscribed_topic_names),
-                    subscribed_topic_regex=m.subscribed_topic_regex,
-                    assignment=assignment(m.assigned_partitions),
-                    target_assignment=assignment(group.target_assignment.get(m.member_id, {})),
-                )
-                for m in sorted(group.members.values(), key=lambda m: m.member_id)
-            ]
-            described.append(
-                describe_msg.DescribedGroup(
-                    group_id=group_id,
-                    group_state=str(group.state),
-                    group_epoch=group.group_epoch,
-                    assignment_epoch=group.assignment_epoch,
-                    assignor_name=group.preferred_server_assignor(self.config.assignors[0]),
-                    members=members,
-                )
-            )
-        return described
+        return describe_groups(self.groups, self.config.assignors[0], group_ids, topics_metadata)
 
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int, *, api_version: int,

@@ -73,7 +73,7 @@ async def _describe(client: WireClient) -> Any:
 async def test_both_apis_are_advertised() -> None:
     keys = {v.api_key: (v.min_version, v.max_version) for v in supported_versions()}
     assert keys[68] == (0, 1)
-    assert keys[69] == (0, 0)
+    assert keys[69] == (0, 1)
 
 
 async def test_new_topics_and_partitions_reach_the_group_at_the_next_heartbeat(

@@ -474,3 +474,24 @@ def test_a_downgraded_group_survives_a_restart() -> None:
     assert [m.assignment for m in group.members.values()] == [
         m.assignment for m in c.group(GROUP).members.values()
     ]
+
+
+def test_describe_and_list_show_classic_members_inside_the_consumer_group() -> None:
+    from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+    from protocol.messages.list_groups import ListGroupsRequest
+
+    c, ids, _ = upgraded()
+    request = ConsumerGroupDescribeRequest(group_ids=[GROUP], include_authorized_operations=False)
+    (group,) = c.consumer_group_describe(ctx(1), request, TOPICS).groups
+    assert {m.member_id: m.member_type for m in group.members} == {
+        ids[0]: 0,
+        ids[1]: 0,
+        "c0": 1,
+    }
+    listed = c.list_groups(ctx(5), ListGroupsRequest()).groups
+    assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "consumer")]
+    cg_heartbeat(c, 200, "c0", -1)
+    listed = c.list_groups(ctx(5), ListGroupsRequest()).groups
+    assert [(g.group_id, g.group_type, g.protocol_type) for g in listed] == [
+        (GROUP, "classic", "consumer")
+    ]
