@@ -29,8 +29,8 @@ validateOnlineDowngradeWithFencedMembers, convertToClassicGroup), with ConsumerG
       rebalance, join or sync timeout) and every remaining member is classic (at least one),
       with policy downgrade/bidirectional and no more than group.max.size members: the
       consumer group's tombstones, then a GroupMetadata record of a Stable classic group at
-      generation = the group epoch whose members have their target assignment, and a
-      rebalance (PreparingRebalance).
+      generation = the group epoch whose members have the partitions they own (Kafka: their
+      target assignment; see _downgrade), and a rebalance (PreparingRebalance).
 
 The consumer group's committed offsets are kept on a classic `Group` that only holds them
 (coordinator.py); a conversion moves them to the new group object with their commits on
@@ -295,10 +295,17 @@ class Migration:
         classic.protocol_name = classic.select_protocol()
         classic.subscribed_topics = classic.compute_subscribed_topics()
         for m in classic.members.values():
+            # Kafka writes each member's target assignment here (ClassicGroup
+            # .fromConsumerGroup). kmock writes what the member may still be consuming
+            # (assigned and pending revocation): should a consumer-protocol member join again
+            # before the classic members rejoin, the upgrade must not hand out partitions
+            # they have not given up (the migration property test finds that case).
+            owned = group.members[m.member_id]
+            partitions = dict(owned.assigned_partitions)
+            for topic_id, ps in owned.partitions_pending_revocation.items():
+                partitions[topic_id] = partitions.get(topic_id, frozenset()) | ps
             m.assignment = classic_members.encode_partitions(
-                group,
-                group.target_assignment.get(m.member_id, {}),
-                m.metadata(classic.protocol_name),
+                group, partitions, m.metadata(classic.protocol_name)
             )
         out: list[r.ConsumerGroupRecord] = []
         for record in r.group_tombstones(group):
