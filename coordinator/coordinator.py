@@ -127,7 +127,7 @@ from protocol.messages.describe_groups import (
     DescribeGroupsResponse,
 )
 from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import (
@@ -560,6 +560,14 @@ class GroupCoordinator:
                 # to its snapshot); the member retries and the next heartbeat writes again.
                 failed_hb = ConsumerGroupHeartbeatResponse(error_code=group_error)
                 replies.append(Reply(reply.token, failed_hb))
+            elif isinstance(reply.response, JoinGroupResponse) and any(
+                isinstance(r, ConsumerGroupRecord) for r in outcome.records
+            ):
+                # A classic member's join to a consumer group: the same, it joins again.
+                failed_join = dataclasses.replace(  # type: ignore[type-var]
+                    reply.response, error_code=group_error, generation_id=-1, members=[]
+                )
+                replies.append(Reply(reply.token, failed_join))
             elif reply.token in commits:
                 failed_commit = self.offsets.failed_commit(reply.response, code)
                 replies.append(Reply(reply.token, failed_commit))

@@ -496,3 +496,13 @@ def test_describe_and_list_show_classic_members_inside_the_consumer_group() -> N
     assert [(g.group_id, g.group_type, g.protocol_type) for g in listed] == [
         (GROUP, "classic", "consumer")
     ]
+
+
+def test_a_classic_join_whose_records_are_not_written_fails_and_is_retried() -> None:
+    c, _, _ = upgraded()
+    token, outcome = join(c, 200)
+    new_id = reply(outcome, token).member_id
+    token, outcome = join(c, 210, new_id)
+    assert outcome.records
+    failed = c.on_append_failed(outcome, ErrorCode.KAFKA_STORAGE_ERROR, 210)
+    assert reply(failed, token).error_code == ErrorCode.NOT_COORDINATOR
