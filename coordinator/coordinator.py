@@ -9,10 +9,10 @@ delete, expiry), describes and lists groups, runs the timers, settles writes thr
 
 The KIP-848 consumer groups (coordinator/consumer/) sit behind the same facade: one group
 id names one group of either type, and a request of one protocol to a group of the other is
-answered as Kafka's GroupMetadataManager answers it with group.consumer.migration.policy
-`disabled` (there is no online migration here). A consumer group's committed offsets are
-kept, as everyone's, by `OffsetManager`, on an Empty classic `Group` that only holds them
-and that ListGroups, DescribeGroups and the metrics do not show. The consumer coordinator
+answered, and the group converted online, as Kafka's GroupMetadataManager does it under
+group.consumer.migration.policy (coordinator/migration.py). A consumer group's committed
+offsets are kept, as everyone's, by `OffsetManager`, on an Empty classic `Group` that only
+holds them and that ListGroups, DescribeGroups and the metrics do not show. The consumer coordinator
 applies its records as it builds them (they are its state, as Kafka's replay makes them);
 the broker appends them like any other.
 
