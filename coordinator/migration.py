@@ -294,23 +294,23 @@ class Migration:
             )
         classic.protocol_name = classic.select_protocol()
         classic.subscribed_topics = classic.compute_subscribed_topics()
-        for m in classic.members.values():
+        for cm in classic.members.values():
             # Kafka writes each member's target assignment here (ClassicGroup
             # .fromConsumerGroup). kmock writes what the member may still be consuming
             # (assigned and pending revocation): should a consumer-protocol member join again
             # before the classic members rejoin, the upgrade must not hand out partitions
             # they have not given up (the migration property test finds that case).
-            owned = group.members[m.member_id]
+            owned = group.members[cm.member_id]
             partitions = dict(owned.assigned_partitions)
             for topic_id, ps in owned.partitions_pending_revocation.items():
                 partitions[topic_id] = partitions.get(topic_id, frozenset()) | ps
-            m.assignment = classic_members.encode_partitions(
-                group, partitions, m.metadata(classic.protocol_name)
+            cm.assignment = classic_members.encode_partitions(
+                group, partitions, cm.metadata(classic.protocol_name)
             )
         out: list[r.ConsumerGroupRecord] = []
         for record in r.group_tombstones(group):
             self.consumer._write(out, record)
-        assignment = {m.member_id: m.assignment for m in classic.members.values()}
+        assignment = {cm.member_id: cm.assignment for cm in classic.members.values()}
         records: list[AnyRecord] = [
             *out,
             group_metadata_record(classic, assignment, self.clock.state_wall_ms(classic)),
@@ -319,8 +319,8 @@ class Migration:
         if old is not None:
             _move_offsets(old, classic, self.writes)
         self.groups[group_id] = classic
-        for m in classic.members.values():
-            touch(m, now_ms)
+        for cm in classic.members.values():
+            touch(cm, now_ms)
         rebalance = OutcomeBuilder()
         self.membership.prepare_rebalance(classic, now_ms, rebalance)
         assert not rebalance.records, "nothing to write yet"
