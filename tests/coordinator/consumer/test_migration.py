@@ -506,3 +506,25 @@ def test_a_classic_join_whose_records_are_not_written_fails_and_is_retried() -> 
     assert outcome.records
     failed = c.on_append_failed(outcome, ErrorCode.KAFKA_STORAGE_ERROR, 210)
     assert reply(failed, token).error_code == ErrorCode.NOT_COORDINATOR
+
+
+def test_a_classic_member_times_out_on_its_own_session_timeout() -> None:
+    c, ids, _ = upgraded()
+    for t in (5_000, 10_000):  # c0 and the first classic member keep their sessions
+        cg_heartbeat(c, t, "c0", c.consumer.groups[GROUP].members["c0"].member_epoch)
+        heartbeat(c, t, ids[0], 1)
+    c.expire(100 + SESSION_MS, WALL)  # the second classic member's session (10 s) is over
+    assert set(c.consumer.groups[GROUP].members) == {ids[0], "c0"}
+
+
+def test_a_classic_member_that_joins_but_never_syncs_is_fenced() -> None:
+    c, ids, _ = upgraded()
+    token, outcome = join(c, 1_000, ids[0])
+    assert reply(outcome, token).error_code == ErrorCode.NONE
+    assert c.next_deadline_ms() <= 1_000 + REBALANCE_MS
+    for t in range(5_000, 1_000 + REBALANCE_MS, 5_000):  # alive, but no SyncGroup
+        heartbeat(c, t, ids[0], c.consumer.groups[GROUP].members[ids[0]].member_epoch)
+        heartbeat(c, t, ids[1], 1)
+        cg_heartbeat(c, t, "c0", c.consumer.groups[GROUP].members["c0"].member_epoch)
+    c.expire(1_000 + REBALANCE_MS, WALL)
+    assert ids[0] not in c.consumer.groups[GROUP].members
