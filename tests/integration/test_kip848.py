@@ -303,13 +303,13 @@ class _Member:
 
     def start(self, stream: _Stream) -> None:
         self._stop = threading.Event()
-        self._failure: BaseException | None = None
+        self._failure: Exception | None = None
 
         def run() -> None:
             try:
                 while not self._stop.is_set():
                     self.step(stream)
-            except BaseException as e:  # handed to the test's thread by stop()
+            except Exception as e:  # handed to the test's thread by stop()
                 self._failure = e
             finally:
                 self.close()
