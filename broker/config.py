@@ -22,7 +22,7 @@ from typing import Any
 from broker.coordinator_settings import COORDINATOR_BROKER_SETTINGS
 from broker.listeners import DEFAULT_PROTOCOL_MAP
 from broker.security_settings import SECURITY_SETTINGS, listener_prefixed
-from coordinator.consumer import ConsumerGroupConfig
+from coordinator.consumer import ConsumerGroupConfig, ConsumerGroupMigrationPolicy
 from protocol.releases import RELEASES
 
 __all__ = [
@@ -633,14 +633,8 @@ def consumer_group_config(config: Config) -> ConsumerGroupConfig:
 
     Raises:
       ConfigError: a value out of range, an unknown assignor, a heartbeat interval not
-        below the session timeout, or a migration policy other than disabled.
+        below the session timeout, or an unknown migration policy.
     """
-    policy = str(config["group.consumer.migration.policy"]).lower()
-    if policy != "disabled":
-        raise ConfigError(
-            f"group.consumer.migration.policy: {policy!r} is not supported: kmock does not "
-            "convert groups between the classic and consumer protocols; use disabled"
-        )
     assignors = tuple(a.strip() for a in str(config["group.consumer.assignors"]).split(","))
     try:
         return ConsumerGroupConfig(
@@ -648,6 +642,9 @@ def consumer_group_config(config: Config) -> ConsumerGroupConfig:
             heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
             max_size=int(config["group.consumer.max.size"]),
             assignors=tuple(a for a in assignors if a),
+            migration_policy=ConsumerGroupMigrationPolicy.parse(
+                str(config["group.consumer.migration.policy"])
+            ),
         )
     except ValueError as e:
         raise ConfigError(str(e)) from None

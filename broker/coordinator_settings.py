@@ -158,12 +158,10 @@ COORDINATOR_BROKER_SETTINGS: list[dict[str, Any]] = [
     _s(
         "group.consumer.migration.policy",
         "string",
-        "disabled",
-        "Online conversion between classic and consumer groups: kmock has none, so a "
-        "consumer-protocol member cannot join a classic group that has members.",
-        kafka_default="bidirectional",
-        # Kafka's values; any but disabled is refused with the reason
-        # (consumer_group_config).
+        str(_CONSUMER.migration_policy),
+        "Online conversion between classic and consumer groups: upgrade (a classic group "
+        "becomes a consumer group when a consumer-protocol member joins it), downgrade (back, "
+        "when its last consumer-protocol member leaves), bidirectional (both), or disabled.",
         choices=("disabled", "upgrade", "downgrade", "bidirectional"),
     ),
 ]

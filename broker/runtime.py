@@ -185,6 +185,8 @@ class CoordinatorRuntime:
             CoordinatorConfig.from_settings(broker.config.__getitem__),
             consumer_group_config(broker.config),
         )
+        # A classic member joining a consumer group subscribes by topic name (migration).
+        self.coordinator.migration.topic_images = self.topics_metadata
         self.loaded = False
         self.replayed = trio.Event()
         self.replayed_records = 0

@@ -9,10 +9,10 @@ delete, expiry), describes and lists groups, runs the timers, settles writes thr
 
 The KIP-848 consumer groups (coordinator/consumer/) sit behind the same facade: one group
 id names one group of either type, and a request of one protocol to a group of the other is
-answered as Kafka's GroupMetadataManager answers it with group.consumer.migration.policy
-`disabled` (there is no online migration here). A consumer group's committed offsets are
-kept, as everyone's, by `OffsetManager`, on an Empty classic `Group` that only holds them
-and that ListGroups, DescribeGroups and the metrics do not show. The consumer coordinator
+answered, and the group converted online, as Kafka's GroupMetadataManager does it under
+group.consumer.migration.policy (coordinator/migration.py). A consumer group's committed
+offsets are kept, as everyone's, by `OffsetManager`, on an Empty classic `Group` that only
+holds them and that ListGroups, DescribeGroups and the metrics do not show. The consumer coordinator
 applies its records as it builds them (they are its state, as Kafka's replay makes them);
 the broker appends them like any other.
 
@@ -86,9 +86,10 @@ from coordinator.consumer import (
     TopicImage,
 )
 from coordinator.consumer.records import ConsumerGroupRecord
+from coordinator.migration import Migration
 from coordinator.offsets import CommittedOffset, OffsetManager
 from coordinator.outcome import Outcome, OutcomeBuilder, Reply, RequestContext
-from coordinator.records import CoordinatorRecord, group_tombstone, offset_from_value
+from coordinator.records import offset_from_value
 from coordinator.writes import (
     AssignmentWrite,
     CommitWrite,
@@ -107,7 +108,7 @@ from protocol.consumer_offsets import (
     decode_record,
 )
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import join_group, sync_group
+from protocol.messages import sync_group
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -126,7 +127,7 @@ from protocol.messages.describe_groups import (
     DescribeGroupsResponse,
 )
 from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import (
@@ -188,6 +189,9 @@ class GroupCoordinator:
         # Empty offsets-only Group in `_groups` that nothing else shows.
         self.consumer = ConsumerGroupCoordinator(consumer_config)
         self.offsets.consumer_subscriptions = self._consumer_subscriptions
+        self.migration = Migration(
+            config, self._groups, self.consumer, self.membership, self._writes, self._clock
+        )
         self._retention_check_ms: int | None = None  # scheduled by finish_load
         # Replayed records, folded by key, until finish_load builds the groups.
         self._loaded_groups: dict[str, GroupMetadataValue] = {}
@@ -248,46 +252,25 @@ class GroupCoordinator:
     def join(
         self, ctx: RequestContext, request: JoinGroupRequest, token: int, now_ms: int
     ) -> Outcome:
-        """JoinGroup. To a consumer group (GroupMetadataManager.classicGroupJoin): an empty
-        one becomes a classic group (its records are tombstoned, its offsets stay); one
-        with members would take the classic member in (classicGroupJoinToConsumerGroup),
-        which kmock does not do: INCONSISTENT_GROUP_PROTOCOL."""
-        consumer_group = self.consumer.groups.get(request.group_id)
-        if consumer_group is None:
-            return self.membership.join(ctx, request, token, now_ms)
-        if consumer_group.members:
-            code = _E.INCONSISTENT_GROUP_PROTOCOL
-            response = join_group.error_response(request, code, ctx.api_version)
-            return Outcome(replies=(Reply(token, response),))
-        tombstones = self.consumer.delete_group(request.group_id).records
-        outcome = self.membership.join(ctx, request, token, now_ms)
-        return dataclasses.replace(outcome, records=(*tombstones, *outcome.records))
-
-    def _not_in_consumer_group(self, group_id: str, member_id: str) -> None:
-        """SyncGroup, Heartbeat and LeaveGroup to a consumer group: no classic member is
-        ever in one here (Kafka's classicGroup*ToConsumerGroup find none either)."""
-        if group_id in self.consumer.groups:
-            raise KafkaError(
-                _E.UNKNOWN_MEMBER_ID,
-                f"{group_id} is a consumer group: it has no classic member {member_id!r}",
-            )
+        """JoinGroup; to a consumer group: coordinator/migration.py."""
+        return self.migration.join(ctx, request, token, now_ms)
 
     def sync(
         self, ctx: RequestContext, request: SyncGroupRequest, token: int, now_ms: int
     ) -> Outcome:
-        self._not_in_consumer_group(request.group_id, request.member_id)
-        return self.membership.sync(ctx, request, token, now_ms)
+        return self.migration.sync(ctx, request, token, now_ms)
 
     def heartbeat(
         self, ctx: RequestContext, request: HeartbeatRequest, token: int, now_ms: int
     ) -> Outcome:
-        self._not_in_consumer_group(request.group_id, request.member_id)
-        return self.membership.heartbeat(ctx, request, token, now_ms)
+        return self.migration.heartbeat(ctx, request, token, now_ms)
 
     def leave(
         self, ctx: RequestContext, request: LeaveGroupRequest, token: int, now_ms: int
     ) -> Outcome:
-        self._not_in_consumer_group(request.group_id, request.member_id)
+        to_consumer_group = self.migration.leave_consumer_group(ctx, request, token, now_ms)
+        if to_consumer_group is not None:
+            return to_consumer_group
         if ctx.api_version >= 3 and request.group_id and request.group_id not in self._groups:
             # Kafka 4.x (GroupCoordinatorService.leaveGroup): an unknown group is answered
             # NONE at the top level and UNKNOWN_MEMBER_ID for every member (v0-2 carry the
@@ -317,42 +300,11 @@ class GroupCoordinator:
         wall_ms: int,
         topics_metadata: Mapping[str, TopicImage],
     ) -> Outcome:
-        """ConsumerGroupHeartbeat (coordinator/consumer/coordinator.py).
-
-        A classic group of the same id (GroupMetadataManager.getOrMaybeCreateConsumerGroup):
-        an Empty one is replaced by the consumer group when a member joins (epoch 0): its
-        GroupMetadata is tombstoned, its offsets stay. One with members would be upgraded
-        online (group.consumer.migration.policy); kmock answers as Kafka does with the
-        policy `disabled`: GROUP_ID_NOT_FOUND.
-        """
-        group_id = request.group_id
-        classic = None if group_id in self.consumer.groups else self._groups.get(group_id)
-        if classic is not None:
-            if classic.state is _S.DEAD:
-                raise KafkaError(_E.COORDINATOR_NOT_AVAILABLE, f"group {group_id!r} is Dead")
-            if (
-                classic.state is not _S.EMPTY
-                or classic.pending_members
-                or (request.member_epoch != 0)
-            ):
-                raise KafkaError(
-                    _E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-                )
-        result = self.consumer.consumer_group_heartbeat(
-            request,
-            now_ms,
-            topics_metadata,
-            version=ctx.api_version,
-            client_id=ctx.client_id,
-            client_host=ctx.client_host,
-            wall_ms=wall_ms,
+        """ConsumerGroupHeartbeat (coordinator/consumer/coordinator.py); to a classic group
+        of the same id: coordinator/migration.py (an upgrade, or GROUP_ID_NOT_FOUND)."""
+        return self.migration.consumer_group_heartbeat(
+            ctx, request, token, now_ms, wall_ms, topics_metadata
         )
-        records: list[CoordinatorRecord | ConsumerGroupRecord] = list(result.records)
-        if classic is not None and classic.protocol_type is not None:
-            # The classic group's metadata goes; the Group stays, holding the offsets.
-            records.insert(0, group_tombstone(group_id))
-            classic.protocol_type = classic.protocol_name = classic.leader_id = None
-        return Outcome(replies=(Reply(token, result.response),), records=tuple(records))
 
     def consumer_group_describe(
         self,
@@ -608,6 +560,14 @@ class GroupCoordinator:
                 # to its snapshot); the member retries and the next heartbeat writes again.
                 failed_hb = ConsumerGroupHeartbeatResponse(error_code=group_error)
                 replies.append(Reply(reply.token, failed_hb))
+            elif isinstance(reply.response, JoinGroupResponse) and any(
+                isinstance(r, ConsumerGroupRecord) for r in outcome.records
+            ):
+                # A classic member's join to a consumer group: the same, it joins again.
+                failed_join = dataclasses.replace(  # type: ignore[type-var]
+                    reply.response, error_code=group_error, generation_id=-1, members=[]
+                )
+                replies.append(Reply(reply.token, failed_join))
             elif reply.token in commits:
                 failed_commit = self.offsets.failed_commit(reply.response, code)
                 replies.append(Reply(reply.token, failed_commit))
@@ -659,6 +619,7 @@ class GroupCoordinator:
         member ids never used, and the periodic offset retention check (tombstones)."""
         self._clock.seen(now_ms, wall_ms)
         out = OutcomeBuilder()
+        self.migration.now_ms = now_ms  # fencing may downgrade a group
         out.records.extend(self.consumer.expire(now_ms).records)  # consumer group sessions
         while True:
             due = min(

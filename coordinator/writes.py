@@ -139,6 +139,13 @@ class Writes:
             ):
                 effect.cancelled = True
 
+    def regroup(self, old: Group, new: Group) -> None:
+        """A group's offsets moved to another Group object (a group converted between
+        the classic and the consumer protocol): commits on their way follow them."""
+        for _, effect in self._effects.values():
+            if isinstance(effect, CommitWrite) and effect.group is old:
+                effect.group = new
+
 
 def group_write_error(code: ErrorCode) -> ErrorCode:
     """A failed __consumer_offsets write, as Kafka reports it to group requests."""

@@ -26,6 +26,7 @@ from coordinator.consumer.member import (
     reconcile,
     transition_to,
 )
+from coordinator.consumer.policy import ConsumerGroupMigrationPolicy
 from coordinator.consumer.records import ConsumerGroupRecord
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "ConsumerGroupConfig",
     "ConsumerGroupCoordinator",
     "ConsumerGroupMember",
+    "ConsumerGroupMigrationPolicy",
     "ConsumerGroupRecord",
     "ConsumerGroupState",
     "CoordinatorResult",

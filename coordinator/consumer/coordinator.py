@@ -37,15 +37,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import re2  # type: ignore[import-untyped]
 
 from coordinator.consumer import records as r
 from coordinator.consumer.assignors import ASSIGNORS
+from coordinator.consumer.describe import describe_groups
 from coordinator.consumer.group import ConsumerGroup, ResolvedRegularExpression, TopicImage
 from coordinator.consumer.member import ConsumerGroupMember, MemberState, reconcile
+from coordinator.consumer.policy import ConsumerGroupMigrationPolicy
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import consumer_group_describe as describe_msg
 from protocol.messages.consumer_group_heartbeat import (
@@ -69,6 +71,8 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
     max_size: int = 2**31 - 1  # group.consumer.max.size
     assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors; first: default
+    # group.consumer.migration.policy
+    migration_policy: ConsumerGroupMigrationPolicy = ConsumerGroupMigrationPolicy.BIDIRECTIONAL
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.assignors if name not in ASSIGNORS]
@@ -123,7 +127,18 @@ class ConsumerGroupCoordinator:
         self._session_deadlines: dict[tuple[str, str], int] = {}
         # (group, member) -> (deadline, member epoch when it entered UNREVOKED_PARTITIONS)
         self._rebalance_deadlines: dict[tuple[str, str], tuple[int, int]] = {}
+        # Classic members (online migration): asked to rejoin, they must JoinGroup within
+        # their rebalance timeout; joined, they must SyncGroup within it (Kafka's join and
+        # sync timeouts). (group, member) -> deadline.
+        self.join_deadlines: dict[tuple[str, str], int] = {}
+        self.sync_deadlines: dict[tuple[str, str], int] = {}
         self._patterns: dict[str, object] = {}
+        # Set by the facade: given a group and the members about to be fenced, convert it to
+        # a classic group and return the records, or None when it must stay a consumer
+        # group (GroupMetadataManager.consumerGroupFenceMembers' downgrade).
+        self.downgrade: (
+            Callable[[ConsumerGroup, set[str]], list[r.ConsumerGroupRecord] | None] | None
+        ) = None
 
     # --- records -----------------------------------------------------------------------
 
@@ -136,7 +151,7 @@ class ConsumerGroupCoordinator:
         for group in self.groups.values():
             for m in group.members.values():
                 self._session_deadlines[(group.group_id, m.member_id)] = (
-                    now_ms + self.config.session_timeout_ms
+                    now_ms + self.session_timeout_ms(m)
                 )
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._rebalance_deadlines[(group.group_id, m.member_id)] = (
@@ -147,6 +162,17 @@ class ConsumerGroupCoordinator:
     def _write(self, out: list[r.ConsumerGroupRecord], record: r.ConsumerGroupRecord) -> None:
         out.append(record)
         self.replay(record)
+
+    def touch(self, group_id: str, member: ConsumerGroupMember, now_ms: int) -> None:
+        """A request from the member: its session runs from now."""
+        self._session_deadlines[(group_id, member.member_id)] = now_ms + self.session_timeout_ms(
+            member
+        )
+
+    def session_timeout_ms(self, member: ConsumerGroupMember) -> int:
+        """A classic member's own session timeout, else group.consumer.session.timeout.ms."""
+        classic = member.classic_member_metadata
+        return self.config.session_timeout_ms if classic is None else classic.session_timeout_ms
 
     # --- heartbeat ---------------------------------------------------------------------
 
@@ -227,6 +253,7 @@ class ConsumerGroupCoordinator:
                 if request.subscribed_topic_regex is None
                 else request.subscribed_topic_regex or None
             ),
+            classic_member_metadata=None,
         )
         bump = is_new and replaced is None
         if (
@@ -500,7 +527,7 @@ class ConsumerGroupCoordinator:
         self, group_id: str, member: ConsumerGroupMember, before: ConsumerGroupMember, now_ms: int
     ) -> None:
         key = (group_id, member.member_id)
-        self._session_deadlines[key] = now_ms + self.config.session_timeout_ms
+        self._session_deadlines[key] = now_ms + self.session_timeout_ms(member)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if before.state is not MemberState.UNREVOKED_PARTITIONS or key not in (
                 self._rebalance_deadlines
@@ -554,7 +581,7 @@ class ConsumerGroupCoordinator:
                 self._write(out, r.current_assignment_record(group.group_id, left))
                 self._rebalance_deadlines.pop((group.group_id, member.member_id), None)
                 return CoordinatorResult(response, tuple(out))
-        return CoordinatorResult(response, tuple(self._fence(group, member.member_id)))
+        return CoordinatorResult(response, tuple(self.fence(group, {member.member_id})))
 
     def _member_tombstones(self, group_id: str, member_id: str) -> list[r.ConsumerGroupRecord]:
         return [
@@ -563,13 +590,23 @@ class ConsumerGroupCoordinator:
             r.member_subscription_tombstone(group_id, member_id),
         ]
 
-    def _fence(self, group: ConsumerGroup, member_id: str) -> list[r.ConsumerGroupRecord]:
-        """Remove a member and bump the group epoch (Kafka's consumerGroupFenceMember)."""
+    def fence(self, group: ConsumerGroup, member_ids: set[str]) -> list[r.ConsumerGroupRecord]:
+        """Remove members and bump the group epoch, or convert the group to a classic one
+        when only classic members remain (Kafka's consumerGroupFenceMembers)."""
+        if not member_ids:
+            return []
+        for member_id in member_ids:
+            self.cancel_timers(group.group_id, member_id)
+        everyone = list(group.members)
+        converted = None if self.downgrade is None else self.downgrade(group, member_ids)
+        if converted is not None:
+            for member_id in everyone:
+                self.cancel_timers(group.group_id, member_id)
+            return converted
         out: list[r.ConsumerGroupRecord] = []
-        for record in self._member_tombstones(group.group_id, member_id):
-            self._write(out, record)
-        self._session_deadlines.pop((group.group_id, member_id), None)
-        self._rebalance_deadlines.pop((group.group_id, member_id), None)
+        for member_id in sorted(member_ids):
+            for record in self._member_tombstones(group.group_id, member_id):
+                self._write(out, record)
         in_use = {m.subscribed_topic_regex for m in group.members.values()}
         for regex in sorted(set(group.resolved_regular_expressions) - in_use):
             self._write(out, r.regular_expression_tombstone(group.group_id, regex))
@@ -580,11 +617,19 @@ class ConsumerGroupCoordinator:
         self._write(out, r.group_epoch_record(group.group_id, group.group_epoch + 1))
         return out
 
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
+        key = (group_id, member_id)
+        for timers in (self.join_deadlines, self.sync_deadlines):
+            timers.pop(key, None)
+        self._session_deadlines.pop(key, None)
+        self._rebalance_deadlines.pop(key, None)
+
     # --- timers --------------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
         deadlines = list(self._session_deadlines.values())
         deadlines += [d for d, _ in self._rebalance_deadlines.values()]
+        deadlines += [*self.join_deadlines.values(), *self.sync_deadlines.values()]
         return min(deadlines, default=None)
 
     def expire(self, now_ms: int) -> CoordinatorResult:
@@ -592,6 +637,8 @@ class ConsumerGroupCoordinator:
         while they still had partitions to revoke."""
         out: list[r.ConsumerGroupRecord] = []
         due = {k for k, d in self._session_deadlines.items() if d <= now_ms}
+        due |= {k for k, d in self.join_deadlines.items() if d <= now_ms}
+        due |= {k for k, d in self.sync_deadlines.items() if d <= now_ms}
         for key, (deadline, epoch) in list(self._rebalance_deadlines.items()):
             if deadline <= now_ms:
                 del self._rebalance_deadlines[key]
@@ -606,9 +653,9 @@ class ConsumerGroupCoordinator:
         for group_id, member_id in sorted(due):
             group = self.groups.get(group_id)
             if group is not None and member_id in group.members:
-                out += self._fence(group, member_id)
+                out += self.fence(group, {member_id})
             else:
-                self._session_deadlines.pop((group_id, member_id), None)
+                self.cancel_timers(group_id, member_id)
         return CoordinatorResult(None, tuple(out))
 
     # --- describe, offsets -----------------------------------------------------------------
@@ -617,60 +664,7 @@ class ConsumerGroupCoordinator:
         self, group_ids: Iterable[str], topics_metadata: Mapping[str, TopicImage]
     ) -> list[describe_msg.DescribedGroup]:
         """ConsumerGroupDescribe's groups; an unknown id gets GROUP_ID_NOT_FOUND."""
-        names = {t.topic_id: t.name for t in topics_metadata.values()}
-        described = []
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                described.append(
-                    describe_msg.DescribedGroup(
-                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                        error_message=f"Group {group_id} not found.",
-                        group_id=group_id,
-                    )
-                )
-                continue
-            for t in group.subscription_metadata.values():
-                names.setdefault(t.topic_id, t.name)
-
-            def assignment(a: Mapping[uuid.UUID, frozenset[int]]) -> describe_msg.Assignment:
-                return describe_msg.Assignment(
-                    topic_partitions=[
-                        describe_msg.TopicPartitions(
-                            topic_id=t.topic_id,
-                            topic_name=names.get(t.topic_id, ""),
-                            partitions=t.partitions,
-                        )
-                        for t in r.to_topic_partitions(a)
-                    ]
-                )
-
-            members = [
-                describe_msg.Member(
-                    member_id=m.member_id,
-                    instance_id=m.instance_id,
-                    rack_id=m.rack_id,
-                    member_epoch=m.member_epoch,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    subscribed_topic_names=list(m.subscribed_topic_names),
-                    subscribed_topic_regex=m.subscribed_topic_regex,
-                    assignment=assignment(m.assigned_partitions),
-                    target_assignment=assignment(group.target_assignment.get(m.member_id, {})),
-                )
-                for m in sorted(group.members.values(), key=lambda m: m.member_id)
-            ]
-            described.append(
-                describe_msg.DescribedGroup(
-                    group_id=group_id,
-                    group_state=str(group.state),
-                    group_epoch=group.group_epoch,
-                    assignment_epoch=group.assignment_epoch,
-                    assignor_name=group.preferred_server_assignor(self.config.assignors[0]),
-                    members=members,
-                )
-            )
-        return described
+        return describe_groups(self.groups, self.config.assignors[0], group_ids, topics_metadata)
 
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int, *, api_version: int,
@@ -689,6 +683,10 @@ class ConsumerGroupCoordinator:
         if member_epoch < 0 and not group.members:
             return
         member = self._member(group, member_id)
+        if member.use_classic_protocol:  # its generation is its epoch: ILLEGAL_GENERATION
+            if member_epoch != member.member_epoch:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"{member_epoch} is stale")
+            return
         if not is_transactional and api_version < 9:
             raise KafkaError(
                 ErrorCode.UNSUPPORTED_VERSION,

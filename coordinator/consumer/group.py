@@ -145,3 +145,42 @@ class ConsumerGroup:
         if not counts:
             return default
         return min(counts, key=lambda name: (-counts[name], name))
+
+    # --- classic members (online migration) ---------------------------------------------
+
+    def num_classic_protocol_members(self) -> int:
+        return sum(1 for m in self.members.values() if m.use_classic_protocol)
+
+    def supports_classic_protocols(self, protocol_type: str, names: set[str]) -> bool:
+        """Whether a classic member with this protocol type and these protocols may join:
+        the "consumer" type, and a protocol every classic member supports
+        (ConsumerGroup.supportsClassicProtocols)."""
+        if protocol_type != "consumer":
+            return False
+        if not self.members:
+            return bool(names)
+        classic = [m for m in self.members.values() if m.classic_member_metadata is not None]
+        return any(
+            all(name in dict(m.classic_member_metadata.supported_protocols) for m in classic)  # type: ignore[union-attr]
+            for name in names
+        )
+
+    def all_members_use_classic_protocol_except(self, member_ids: set[str]) -> bool:
+        """Whether every member but `member_ids` uses the classic protocol, and none of
+        those does (ConsumerGroup.allMembersUseClassicProtocolExcept)."""
+        leaving = [self.members[m] for m in member_ids if m in self.members]
+        return all(not m.use_classic_protocol for m in leaving) and all(
+            m.use_classic_protocol for m in self.members.values() if m.member_id not in member_ids
+        )
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a member in UNRELEASED_PARTITIONS still waits for a partition another
+        member holds (ConsumerGroup.waitingOnUnreleasedPartition)."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, partitions in self.target_assignment.get(member.member_id, {}).items():
+            assigned = member.assigned_partitions.get(topic_id, frozenset())
+            for p in partitions:
+                if p not in assigned and self.partition_epoch(topic_id, p) != -1:
+                    return True
+        return False

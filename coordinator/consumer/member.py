@@ -53,6 +53,7 @@ from protocol.errors import ErrorCode, KafkaError
 __all__ = [
     "TRANSITIONS",
     "Assignment",
+    "ClassicMemberMetadata",
     "ConsumerGroupMember",
     "MemberState",
     "reconcile",
@@ -97,6 +98,22 @@ TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) to a
+    consumer group sent in its JoinGroup: its session timeout and its protocols, (name,
+    ConsumerProtocol subscription) in its order of preference (the record's
+    ClassicMemberMetadata; Kafka's ConsumerGroupMember.classicMemberMetadata)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol named in its JoinGroup/SyncGroup responses: its first."""
+        return self.supported_protocols[0][0]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupMember:
     """One member, immutable: a change makes a new one (Kafka's ConsumerGroupMember.Builder)."""
@@ -115,6 +132,12 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    # Set for a member that uses the classic protocol (online migration); None otherwise.
+    classic_member_metadata: ClassicMemberMetadata | None = None
+
+    @property
+    def use_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
 
     def replace(self, **changes: Any) -> ConsumerGroupMember:
         """A copy with `changes`, which may not include the state (see `transition_to`)."""

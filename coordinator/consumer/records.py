@@ -33,8 +33,15 @@ from coordinator.consumer.group import (
     ResolvedRegularExpression,
     TopicImage,
 )
-from coordinator.consumer.member import Assignment, ConsumerGroupMember, MemberState
+from coordinator.consumer.member import (
+    Assignment,
+    ClassicMemberMetadata,
+    ConsumerGroupMember,
+    MemberState,
+)
+from protocol.consumer_offsets import ClassicMemberMetadata as ClassicMemberMetadataRecord
 from protocol.consumer_offsets import (
+    ClassicProtocol,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -147,7 +154,28 @@ def member_subscription_record(group_id: str, member: ConsumerGroupMember) -> Co
             subscribed_topic_regex=member.subscribed_topic_regex,
             rebalance_timeout_ms=member.rebalance_timeout_ms,
             server_assignor=member.server_assignor,
+            classic_member_metadata=_classic_record(member.classic_member_metadata),
         ),
+    )
+
+
+def _classic_record(c: ClassicMemberMetadata | None) -> ClassicMemberMetadataRecord | None:
+    if c is None:
+        return None
+    return ClassicMemberMetadataRecord(
+        session_timeout_ms=c.session_timeout_ms,
+        supported_protocols=[
+            ClassicProtocol(name=name, metadata=metadata)
+            for name, metadata in c.supported_protocols
+        ],
+    )
+
+
+def _classic_metadata(c: ClassicMemberMetadataRecord | None) -> ClassicMemberMetadata | None:
+    if c is None:
+        return None
+    return ClassicMemberMetadata(
+        c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols)
     )
 
 
@@ -216,11 +244,17 @@ def regular_expression_tombstone(group_id: str, regex: str) -> ConsumerGroupReco
 
 
 def group_tombstones(group: ConsumerGroup) -> list[ConsumerGroupRecord]:
-    """What deleting an empty group writes (Kafka's ConsumerGroup.createGroupTombstoneRecords)."""
+    """What deleting a group writes (Kafka's ConsumerGroup.createGroupTombstoneRecords):
+    its members' too, when a group with members is converted to a classic group."""
     gid = group.group_id
     records = [regular_expression_tombstone(gid, r) for r in group.resolved_regular_expressions]
+    records += [current_assignment_tombstone(gid, m) for m in group.members]
+    records += [target_assignment_tombstone(gid, m) for m in group.members]
+    records.append(
+        ConsumerGroupRecord(ConsumerGroupTargetAssignmentMetadataKey(group_id=gid), None)
+    )
+    records += [member_subscription_tombstone(gid, m) for m in group.members]
     records += [
-        ConsumerGroupRecord(ConsumerGroupTargetAssignmentMetadataKey(group_id=gid), None),
         ConsumerGroupRecord(ConsumerGroupPartitionMetadataKey(group_id=gid), None),
         ConsumerGroupRecord(ConsumerGroupMetadataKey(group_id=gid), None),
     ]
@@ -268,6 +302,7 @@ def replay(groups: dict[str, ConsumerGroup], record: ConsumerGroupRecord) -> Non
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
                 server_assignor=value.server_assignor,
+                classic_member_metadata=_classic_metadata(value.classic_member_metadata),
             )
         )
     elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):

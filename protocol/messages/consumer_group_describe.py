@@ -1,12 +1,15 @@
 """ConsumerGroupDescribe (key 69): the members, epochs and assignments of KIP-848 groups.
 
-Spec: ConsumerGroupDescribeRequest.json / ConsumerGroupDescribeResponse.json. Version 0,
-flexible from 0.
+Spec: ConsumerGroupDescribeRequest.json / ConsumerGroupDescribeResponse.json. Versions
+0-1 (Kafka 4.1's), flexible from 0.
 
 Version notes:
   v0: the first version (KIP-848). `group_state` is a consumer group's state (Empty,
       Assigning, Reconciling, Stable, Dead); each member carries its current assignment and
       its target assignment, topics by id and by name.
+  v1: each member's `member_type` (KIP-1099): 0 a classic member (one that speaks
+      JoinGroup/SyncGroup inside a consumer group after an online upgrade), 1 a consumer
+      member, -1 unknown. The request is unchanged.
 """
 
 from __future__ import annotations
@@ -14,12 +17,17 @@ from __future__ import annotations
 import uuid
 
 from protocol.errors import ErrorCode
-from protocol.schema import Array, Bool, Int16, Int32, Message, String, Struct, Uuid, wire
+from protocol.schema import Array, Bool, Int8, Int16, Int32, Message, String, Struct, Uuid, wire
+
+# Member.member_type values (Kafka's ConsumerGroupDescribeResponse).
+UNKNOWN_MEMBER_TYPE = -1
+CLASSIC_MEMBER_TYPE = 0
+CONSUMER_MEMBER_TYPE = 1
 
 
 class ConsumerGroupDescribeRequest(Message):
     API_KEY = 69
-    VERSIONS = range(0, 1)
+    VERSIONS = range(0, 2)
     FLEXIBLE_FROM = 0
     group_ids: list[str] = wire(Array(String))
     include_authorized_operations: bool = wire(Bool)
@@ -46,6 +54,7 @@ class Member(Struct):
     subscribed_topic_regex: str | None = wire(String, nullable=0, default=None)
     assignment: Assignment = wire(Assignment)
     target_assignment: Assignment = wire(Assignment)
+    member_type: int = wire(Int8, since=1, default=UNKNOWN_MEMBER_TYPE)
 
 
 class DescribedGroup(Struct):
@@ -62,7 +71,7 @@ class DescribedGroup(Struct):
 
 class ConsumerGroupDescribeResponse(Message):
     API_KEY = 69
-    VERSIONS = range(0, 1)
+    VERSIONS = range(0, 2)
     FLEXIBLE_FROM = 0
     throttle_time_ms: int = wire(Int32)
     groups: list[DescribedGroup] = wire(Array(DescribedGroup))

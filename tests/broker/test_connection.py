@@ -70,14 +70,11 @@ async def test_api_versions_is_kafka_4_1s_answer_for_every_api_served(broker):
     ours = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     kafka_41 = dict(BROKER_API_VERSIONS[(4, 1)])
     # Not yet implemented, listed in README's differences: TxnOffsetCommit v5 (the implicit
-    # group add of KIP-890 part 2), ListTransactions v2 (transactional id pattern) and
-    # ConsumerGroupDescribe v1.
+    # group add of KIP-890 part 2) and ListTransactions v2 (transactional id pattern).
     assert ours.pop(28) == (0, 4)
     assert kafka_41[28] == (0, 5)
     assert ours.pop(66) == (0, 1)
     assert kafka_41[66] == (0, 2)
-    assert ours.pop(69) == (0, 0)  # ConsumerGroupDescribe v1: the member type of KIP-1099
-    assert kafka_41[69] == (0, 1)
     assert {key: kafka_41[key] for key in ours} == ours
     assert infer_broker_version_from_api_versions(ours) == (4, 1)
 

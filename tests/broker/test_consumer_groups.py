@@ -19,6 +19,7 @@ from broker.config import ConfigError, consumer_group_config, load_config
 from broker.handlers import consumer_group_describe, consumer_group_heartbeat
 from broker.routes import supported_versions
 from broker.runtime import CoordinatorRuntime
+from coordinator.consumer import ConsumerGroupMigrationPolicy
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -72,7 +73,7 @@ async def _describe(client: WireClient) -> Any:
 async def test_both_apis_are_advertised() -> None:
     keys = {v.api_key: (v.min_version, v.max_version) for v in supported_versions()}
     assert keys[68] == (0, 1)
-    assert keys[69] == (0, 0)
+    assert keys[69] == (0, 1)
 
 
 async def test_new_topics_and_partitions_reach_the_group_at_the_next_heartbeat(
@@ -206,7 +207,7 @@ async def test_both_apis_wait_for_the_load(tmp_path: Path) -> None:
             "group.consumer.heartbeat.interval.ms",
         ),
         ({"group.consumer.max.size": 0}, "group.consumer.max.size"),
-        ({"group.consumer.migration.policy": "bidirectional"}, "group.consumer.migration.policy"),
+        ({"group.consumer.migration.policy": "sideways"}, "group.consumer.migration.policy"),
     ],
 )
 def test_bad_consumer_group_settings_are_named(settings: dict[str, Any], named: str) -> None:
@@ -218,13 +219,21 @@ def test_the_defaults_are_kafkas() -> None:
     config = consumer_group_config(load_config())
     assert (config.session_timeout_ms, config.heartbeat_interval_ms) == (45000, 5000)
     assert config.assignors == ("uniform", "range")
+    assert config.migration_policy is ConsumerGroupMigrationPolicy.BIDIRECTIONAL
+
+
+@pytest.mark.parametrize("policy", ["disabled", "upgrade", "downgrade", "bidirectional"])
+def test_every_migration_policy_is_accepted(policy: str) -> None:
+    settings = {"group.consumer.migration.policy": policy}
+    config = consumer_group_config(load_config(overrides=settings))
+    assert config.migration_policy is ConsumerGroupMigrationPolicy(policy)
 
 
 async def test_a_consumer_member_cannot_join_a_classic_group_with_members(tmp_path: Path) -> None:
-    """Kafka's answer with group.consumer.migration.policy=disabled (kmock's only policy)."""
+    """Kafka's answer with group.consumer.migration.policy=disabled."""
     from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 
-    async with running(tmp_path) as broker:
+    async with running(tmp_path, **{"group.consumer.migration.policy": "disabled"}) as broker:
         client = await WireClient.connect(broker)
         join = JoinGroupRequest(
             group_id=GROUP,
@@ -239,5 +248,5 @@ async def test_a_consumer_member_cannot_join_a_classic_group_with_members(tmp_pa
         response = await client.call(_join("m1", "a"), 1)
         assert (response.error_code, response.error_message) == (
             ErrorCode.GROUP_ID_NOT_FOUND,
-            "Group g is not a consumer group.",
+            "Cannot upgrade classic group g to consumer group because online upgrade is disabled.",
         )

@@ -1,9 +1,9 @@
 """The facade with both group types: one group id names one group, classic or consumer.
 
 KIP-848 consumer groups live beside classic groups in GroupCoordinator: type clashes are
-answered as Kafka's GroupMetadataManager answers them with
-group.consumer.migration.policy=disabled, offsets of consumer groups are checked against
-member epochs, ListGroups/DescribeGroups/DeleteGroups see both types, timers and replay
+answered as Kafka's GroupMetadataManager answers them (the conversions themselves are in
+consumer/test_migration.py), offsets of consumer groups are checked against member epochs,
+ListGroups/DescribeGroups/DeleteGroups see both types, timers and replay
 cover consumer groups too. Time is passed as literals.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.consumer import ConsumerGroupConfig, TopicImage
+from coordinator.consumer import ConsumerGroupConfig, ConsumerGroupMigrationPolicy, TopicImage
 from coordinator.coordinator import GroupCoordinator
 from coordinator.outcome import Outcome
 from protocol.errors import ErrorCode
@@ -112,6 +112,7 @@ def test_a_member_joins_a_new_consumer_group_and_gets_every_partition():
 
 def test_a_consumer_member_cannot_join_a_classic_group_with_members():
     c, _ = stable_group(2)
+    c.consumer.config = ConsumerGroupConfig(migration_policy=ConsumerGroupMigrationPolicy.DISABLED)
     code = raised(consumer_heartbeat, c, 0, "m0")
     assert code == ErrorCode.GROUP_ID_NOT_FOUND
     assert c.group_type(GROUP) == "classic"
@@ -136,11 +137,20 @@ def test_a_consumer_heartbeat_with_an_epoch_to_a_classic_group_is_group_id_not_f
     assert raised(consumer_heartbeat, c, 0, "m0", 3) == ErrorCode.GROUP_ID_NOT_FOUND
 
 
-def test_a_classic_join_to_a_consumer_group_with_members_is_inconsistent():
+def test_a_classic_join_of_another_protocol_type_to_a_consumer_group_is_inconsistent():
     c, _ = consumer_group(1)
-    token, outcome = join(c, 0)
+    token, outcome = join(c, 0, protocol_type="connect")
     assert reply(outcome, token).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert not outcome.records
+    assert c.group_type(GROUP) == "consumer"
+
+
+def test_a_classic_join_to_a_consumer_group_with_members_is_taken_in():
+    """Kafka 4.x serves it inside the consumer group (classicGroupJoinToConsumerGroup):
+    first MEMBER_ID_REQUIRED, as to a classic group."""
+    c, _ = consumer_group(1)
+    token, outcome = join(c, 0)
+    assert reply(outcome, token).error_code == ErrorCode.MEMBER_ID_REQUIRED
     assert c.group_type(GROUP) == "consumer"
 
 
@@ -155,13 +165,19 @@ def test_a_classic_join_to_an_empty_consumer_group_replaces_it():
     assert replayed([outcome]).group_type(GROUP) is None
 
 
-def test_classic_sync_heartbeat_and_leave_to_a_consumer_group_are_unknown_member():
+def test_classic_sync_and_heartbeat_from_a_consumer_member_are_unknown_member():
+    """Kafka's throwIfMemberDoesNotUseClassicProtocol; a LeaveGroup fences any member
+    (classicGroupLeaveToConsumerGroup), and answers UNKNOWN_MEMBER_ID for one it lacks."""
     from tests.coordinator.builders import heartbeat, leave, sync
 
     c, _ = consumer_group(1)
     assert raised(sync, c, 0, "m0", 1) == ErrorCode.UNKNOWN_MEMBER_ID
     assert raised(heartbeat, c, 0, "m0", 1) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert raised(leave, c, 0, "m0") == ErrorCode.UNKNOWN_MEMBER_ID
+    token, outcome = leave(c, 0, ("nobody", None))
+    assert [m.error_code for m in reply(outcome, token).members] == [ErrorCode.UNKNOWN_MEMBER_ID]
+    token, outcome = leave(c, 0, ("m0", None))
+    assert [m.error_code for m in reply(outcome, token).members] == [ErrorCode.NONE]
+    assert c.consumer.groups[GROUP].members == {}
 
 
 # --- offsets -----------------------------------------------------------------------------

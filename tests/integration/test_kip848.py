@@ -20,6 +20,7 @@ the whole scenario has the conftest's.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterable
@@ -202,7 +203,7 @@ def test_a_consumer_protocol_member_cannot_join_a_classic_group_with_members(fre
     from confluent_kafka import KafkaError
     from kafka import KafkaConsumer
 
-    b = fresh_broker(**OVERRIDES)
+    b = fresh_broker(**OVERRIDES, **{"group.consumer.migration.policy": "disabled"})
     topic, group = unique("kip848-mixed"), f"kip848-mixed-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(confluent_conf(b.bootstrap_servers, CLIENT_ID))
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(10)
@@ -236,3 +237,269 @@ def test_a_consumer_protocol_member_cannot_join_a_classic_group_with_members(fre
         if modern is not None:
             modern.close()
         classic.close()
+
+
+# --- online migration ----------------------------------------------------------------------
+
+
+class _Stream:
+    """A steady produce stream and what the group's members made of it.
+
+    A record counts as consumed once the commit after the poll that returned it succeeded;
+    when a commit fails (the member is in a rebalance), its records do not count, and the
+    member seeks back to them on the partitions it still has, as an application that
+    processes after committing would. Every record must be consumed exactly once: no
+    offset of a partition by two members, and none twice by one.
+    """
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.producer = CkProducer(confluent_conf(bootstrap, CLIENT_ID, **{"acks": "all"}))
+        self.sent: set[tuple[int, int]] = set()  # (partition, offset)
+        self.consumed: dict[tuple[int, int], str] = {}  # (partition, offset) -> member
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+        self.counter = 0
+
+    def produce(self, n: int = 6) -> None:
+        def delivered(err: Any, msg: Any) -> None:
+            assert err is None, err
+            with self.lock:
+                self.sent.add((msg.partition(), msg.offset()))
+
+        for _ in range(n):
+            self.counter += 1
+            self.producer.produce(
+                self.topic, value=f"r{self.counter}".encode(), on_delivery=delivered
+            )
+        self.producer.poll(0)
+
+    def flush(self) -> None:
+        assert self.producer.flush(10) == 0
+
+    def accept(self, member: str, records: list[tuple[int, int]]) -> None:
+        with self.lock:
+            for key in records:
+                if key in self.consumed:
+                    self.errors.append(
+                        f"partition {key[0]} offset {key[1]} consumed by {self.consumed[key]} "
+                        f"and by {member}"
+                    )
+                self.consumed[key] = member
+
+    def missing(self) -> set[tuple[int, int]]:
+        with self.lock:
+            return self.sent - set(self.consumed)
+
+    def count(self, member: str) -> int:
+        with self.lock:
+            return sum(1 for m in self.consumed.values() if m == member)
+
+
+class _Member:
+    """A member polling and committing in its own thread, as applications run them."""
+
+    name: str
+
+    def start(self, stream: _Stream) -> None:
+        self._stop = threading.Event()
+        self._failure: Exception | None = None
+
+        def run() -> None:
+            try:
+                while not self._stop.is_set():
+                    self.step(stream)
+            except Exception as e:  # handed to the test's thread by stop()
+                self._failure = e
+            finally:
+                self.close()
+
+        self._thread = threading.Thread(target=run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop polling and close (the member leaves the group)."""
+        self._stop.set()
+        self._thread.join(30)
+        assert not self._thread.is_alive(), f"{self.name} did not stop"
+        if self._failure is not None:
+            raise self._failure
+
+    def step(self, stream: _Stream) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def assignment(self) -> set[int]:
+        raise NotImplementedError
+
+
+class _Classic(_Member):
+    """A kafka-python member (the classic protocol, eager range assignor)."""
+
+    def __init__(self, name: str, bootstrap: str, group: str, topic: str) -> None:
+        from kafka import KafkaConsumer
+
+        from tests.integration.harness import kafka_python_consumer_options
+
+        self.name = name
+        self.consumer = KafkaConsumer(
+            topic, **kafka_python_consumer_options(bootstrap, name, group_id=group)
+        )
+
+    def assignment(self) -> set[int]:
+        return {tp.partition for tp in set(self.consumer.assignment())}
+
+    def step(self, stream: _Stream) -> None:
+        from kafka.errors import KafkaError as PyKafkaError
+
+        batches = self.consumer.poll(timeout_ms=200)
+        records = [(r.partition, r.offset) for rs in batches.values() for r in rs]
+        if not records:
+            return
+        try:
+            self.consumer.commit()
+        except PyKafkaError:
+            for tp, rs in batches.items():
+                if tp in self.consumer.assignment():
+                    self.consumer.seek(tp, min(r.offset for r in rs))
+            return
+        stream.accept(self.name, records)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class _Modern(_Member):
+    """A confluent-kafka member (group.protocol=consumer)."""
+
+    def __init__(self, name: str, bootstrap: str, group: str, topic: str) -> None:
+        self.name = name
+        self.consumer = _member(bootstrap, group, topic)
+        self.assigned: set[int] = set()
+
+    def assignment(self) -> set[int]:
+        return set(self.assigned)
+
+    def step(self, stream: _Stream) -> None:
+        messages = self.consumer.consume(num_messages=100, timeout=0.2)
+        self.assigned = _assignment(self.consumer)
+        for m in messages:
+            if m.error():
+                raise KafkaException(m.error())
+        if not messages:
+            return
+        try:
+            self.consumer.commit(asynchronous=False)
+        except KafkaException:
+            firsts: dict[int, int] = {}
+            for m in messages:
+                firsts[m.partition()] = min(firsts.get(m.partition(), m.offset()), m.offset())
+            for partition, offset in firsts.items():
+                if partition in self.assigned:
+                    self.consumer.seek(TopicPartition(stream.topic, partition, offset))
+            return
+        stream.accept(self.name, [(m.partition(), m.offset()) for m in messages])
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def _produce_until(
+    stream: _Stream, members: list[_Member], until: Any, what: str, produce: bool = True
+) -> None:
+    """Produce a steady stream (about 300 records a second) until `until()`."""
+    end = time.monotonic() + WAIT_S
+    while not until():
+        if time.monotonic() > end:
+            raise AssertionError(
+                f"timed out after {WAIT_S:g} s waiting for {what}; assignments "
+                f"{ {m.name: sorted(m.assignment()) for m in members} }, "
+                f"{len(stream.missing())} records not consumed"
+            )
+        if produce:
+            stream.produce()
+        time.sleep(0.02)  # the stream's pace (the members run in their own threads)
+
+
+def _covered(members: list[_Member]) -> bool:
+    parts = [m.assignment() for m in members]
+    return all(parts) and sorted(p for a in parts for p in a) == list(range(PARTITIONS))
+
+
+def _group_type(admin: AdminClient, group: str) -> Any:
+    listed = admin.list_consumer_groups(request_timeout=10).result(10)
+    return {g.group_id: g.type for g in listed.valid}.get(group)
+
+
+@deadline(180)
+def test_a_classic_group_upgrades_online_and_downgrades_back(fresh_broker):
+    """Two kafka-python members consume a steady stream from a 6-partition topic; a
+    confluent-kafka `group.protocol=consumer` member joins (the group becomes a consumer
+    group, the kafka-python members are served inside it) and later leaves (the group is
+    classic again); the kafka-python members keep going, also after a broker restart.
+    Every record is consumed exactly once across it all."""
+    b = fresh_broker(**OVERRIDES)
+    bootstrap = b.bootstrap_servers
+    topic, group = unique("kip848-migration"), f"kip848-migration-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
+    stream = _Stream(bootstrap, topic)
+    classic: list[_Member] = [_Classic(f"classic-{i}", bootstrap, group, topic) for i in range(2)]
+    running: list[_Member] = []
+    try:
+        for m in classic:
+            m.start(stream)
+            running.append(m)
+        _produce_until(stream, classic, lambda: _covered(classic), "two classic members")
+        assert _group_type(admin, group) == ConsumerGroupType.CLASSIC
+
+        # Upgrade: the consumer-protocol member joins the classic group.
+        modern = _Modern("consumer-0", bootstrap, group, topic)
+        modern.start(stream)
+        running.append(modern)
+        members = [*classic, modern]
+        _produce_until(
+            stream,
+            members,
+            lambda: _covered(members) and stream.count(modern.name) > 0,
+            "the consumer-protocol member to take its share and consume",
+        )
+        d = _describe(admin, group, 3)
+        assert d.type == ConsumerGroupType.CONSUMER
+        assert _group_type(admin, group) == ConsumerGroupType.CONSUMER
+
+        # Downgrade: the last consumer-protocol member leaves.
+        running.remove(modern)
+        modern.stop()
+        _produce_until(
+            stream,
+            classic,
+            lambda: _covered(classic) and _group_type(admin, group) == ConsumerGroupType.CLASSIC,
+            "the classic group to be back, both members covering every partition",
+        )
+        stream.flush()
+        _produce_until(stream, classic, lambda: not stream.missing(), "every record", False)
+
+        # A restart keeps the classic group; its members carry on.
+        b.restart()
+        admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
+        assert _group_type(admin, group) == ConsumerGroupType.CLASSIC
+        before = len(stream.sent)
+        _produce_until(
+            stream,
+            classic,
+            lambda: len(stream.sent) > before + 300,
+            "records produced after the restart",
+        )
+        stream.flush()
+        _produce_until(
+            stream, classic, lambda: not stream.missing(), "every record after the restart", False
+        )
+        assert _group_type(admin, group) == ConsumerGroupType.CLASSIC
+        assert stream.errors == []
+        assert set(stream.consumed) == stream.sent
+    finally:
+        for m in running:
+            m.stop()

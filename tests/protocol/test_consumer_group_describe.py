@@ -1,9 +1,12 @@
+import dataclasses
 import uuid
 
 import pytest
 
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import (
+    CLASSIC_MEMBER_TYPE,
+    UNKNOWN_MEMBER_TYPE,
     Assignment,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -12,6 +15,7 @@ from protocol.messages.consumer_group_describe import (
     TopicPartitions,
     error_response,
 )
+from protocol.schema import decode, encode
 from tests.protocol.roundtrip import assert_roundtrip
 
 TOPIC_A = uuid.UUID("0f4d0c4e-83f2-4b9a-9d47-1a6c2f5e9b01")
@@ -78,3 +82,19 @@ def test_error_response_has_one_group_per_requested_group():
     ]
     assert response.groups[0].authorized_operations == -2147483648
     assert_roundtrip(response, 0)
+
+
+def test_v1_carries_the_member_type_and_v0_leaves_it_out():
+    """KIP-1099: one int8 after the target assignment, in v1 only."""
+    classic = dataclasses.replace(RESPONSE.groups[0].members[0], member_type=CLASSIC_MEMBER_TYPE)
+    group = dataclasses.replace(RESPONSE.groups[0], members=[classic])
+    response = dataclasses.replace(RESPONSE, groups=[group])
+    assert_roundtrip(response, 1)
+    v0, v1 = (encode(response, v) for v in (0, 1))
+    assert len(v1) == len(v0) + 1
+    assert decode(ConsumerGroupDescribeResponse, 0, v0).groups[0].members[0].member_type == (
+        UNKNOWN_MEMBER_TYPE
+    )
+    assert decode(ConsumerGroupDescribeResponse, 1, v1).groups[0].members[0].member_type == (
+        CLASSIC_MEMBER_TYPE
+    )
