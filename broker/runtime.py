@@ -48,7 +48,7 @@ import trio
 from broker.config import consumer_group_config
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import TopicImage
-from coordinator.coordinator import GroupCoordinator
+from coordinator.coordinator import CONSUMER_GROUP_TYPE, GroupCoordinator
 from coordinator.outcome import AnyRecord, Outcome
 from coordinator.outcome import RequestContext as CoordinatorContext
 from protocol.control_records import read_txn_marker
@@ -334,12 +334,17 @@ class CoordinatorRuntime:
         return await self._call(ctx, request, sync_group.error_response, self.coordinator.sync)
 
     async def heartbeat(self, ctx: Caller, request: HeartbeatRequest) -> HeartbeatResponse:
+        # A classic member inside a consumer group can be given a join deadline by its
+        # heartbeat (Kafka's classicGroupHeartbeatToConsumerGroup asks it to rejoin), which
+        # may come before every deadline the timer knows; in a classic group a heartbeat
+        # only restarts the member's session.
+        classic = self.coordinator.group_type(request.group_id) != CONSUMER_GROUP_TYPE
         return await self._call(
             ctx,
             request,
             heartbeat.error_response,
             self.coordinator.heartbeat,
-            postpones_only=True,
+            postpones_only=classic,
         )
 
     async def leave_group(self, ctx: Caller, request: LeaveGroupRequest) -> LeaveGroupResponse:
