@@ -14,6 +14,7 @@ only replica, so the answer is immediate and timeout_ms is never needed.
 
 from __future__ import annotations
 
+from broker.cluster import serving_error
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.delete_records import (
@@ -36,6 +37,8 @@ def _delete(ctx: RequestContext, name: str, request: DeleteRecordsPartition) -> 
             ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {name}"
         )
     partition = registry.partition(name, request.partition_index)
+    if (code := serving_error(ctx, partition)) != ErrorCode.NONE:
+        raise KafkaError(code, f"{name}-{request.partition_index}")  # led by another broker
     plog = partition.log
     tp = f"{name}-{request.partition_index}"
     if not plog.config.deletes:

@@ -1,0 +1,310 @@
+"""Several brokers in one process (kmock.brokers, broker.cluster_state): what each broker
+answers, through real sockets, for the partitions and groups it leads and those it does not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from broker.config import ConfigError
+from broker.placement import replica_assignment
+from protocol.errors import ErrorCode
+from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from tests.reliability.inproc import produce, produce_request, running
+from tests.wire import WireClient
+
+THREE = {"kmock.brokers": 3, "default.replication.factor": 3, "offsets.topic.num.partitions": 6}
+
+
+async def at(broker: Any, node: int) -> WireClient:
+    """A connection to broker `node` of the process."""
+    host, port = broker.node_advertised[node]["PLAINTEXT"]
+    return WireClient(await trio.open_tcp_stream(host, port))
+
+
+async def metadata(client: WireClient, *topics: str) -> Any:
+    return await client.call(
+        MetadataRequest(
+            topics=[MetadataRequestTopic(name=t) for t in topics], allow_auto_topic_creation=True
+        ),
+        12,
+    )
+
+
+def view(response: Any) -> tuple[Any, ...]:
+    """What a Metadata answer says of the cluster, comparable between brokers."""
+    return (
+        sorted((b.node_id, b.host, b.port) for b in response.brokers),
+        response.controller_id,
+        [
+            (
+                t.name,
+                [
+                    (
+                        p.partition_index,
+                        p.leader_id,
+                        p.leader_epoch,
+                        p.replica_nodes,
+                        p.isr_nodes,
+                        p.offline_replicas,
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in response.topics
+        ],
+    )
+
+
+def test_placement_is_kafkas_round_robin_with_a_shift() -> None:
+    brokers = [1, 2, 3]
+    assignments = [replica_assignment("orders", p, 3, brokers) for p in range(6)]
+    # Every partition has 3 distinct replicas; the preferred ones go round the brokers.
+    assert all(sorted(r) == brokers for r in assignments)
+    firsts = [r[0] for r in assignments]
+    assert firsts[:3] == firsts[3:]
+    assert sorted(firsts[:3]) == brokers
+    # After a full round the followers shift (AdminUtils: nextReplicaShift += 1).
+    assert [r[1] for r in assignments[:3]] != [r[1] for r in assignments[3:]]
+    # Replication factor 2: the second replica follows the first at the shift.
+    two = [replica_assignment("orders", p, 2, brokers) for p in range(3)]
+    assert all(len(set(r)) == 2 for r in two)
+    assert [r[0] for r in two] == firsts[:3]
+
+
+async def test_every_broker_gives_the_same_cluster_view(tmp_path: Path) -> None:
+    async with running(tmp_path, **THREE) as broker:
+        assert broker.cluster.node_ids == [1, 2, 3]
+        assert len(broker.bootstrap_servers.split(",")) == 3
+        views = []
+        for node in (1, 2, 3):
+            client = await at(broker, node)
+            response = await metadata(client, "orders")
+            views.append(view(response))
+            await client.aclose()
+        assert views[0] == views[1] == views[2]
+        brokers, controller, topics = views[0]
+        assert [b[0] for b in brokers] == [1, 2, 3]
+        assert controller == 1
+        [(name, partitions)] = topics
+        assert name == "orders"
+        assert len(partitions) == 1
+        _, leader, epoch, replicas, isr, offline = partitions[0]
+        assert replicas == replica_assignment("orders", 0, 3, [1, 2, 3])
+        assert leader == replicas[0]
+        assert epoch == 0
+        assert isr == replicas
+        assert offline == []
+        # The log is under its preferred replica's directory.
+        assert (tmp_path / f"broker-{leader}" / "orders-0").is_dir()
+        assert not (tmp_path / "orders-0").exists()
+
+
+async def test_describe_cluster_lists_every_broker(tmp_path: Path) -> None:
+    async with running(tmp_path, **THREE) as broker:
+        client = await at(broker, 3)
+        response = await client.call(DescribeClusterRequest(), 0)
+        assert sorted(b.broker_id for b in response.brokers) == [1, 2, 3]
+        assert {(b.host, b.port) for b in response.brokers} == {
+            broker.node_advertised[n]["PLAINTEXT"] for n in (1, 2, 3)
+        }
+
+
+async def test_more_replicas_than_brokers_is_invalid_replication_factor(tmp_path: Path) -> None:
+    async with running(tmp_path, **THREE) as broker:
+        client = await at(broker, 1)
+        response = await client.call(
+            CreateTopicsRequest(
+                topics=[
+                    CreatableTopic(
+                        name="wide",
+                        num_partitions=1,
+                        replication_factor=4,
+                        assignments=[],
+                        configs=[],
+                    ),
+                    CreatableTopic(
+                        name="ok",
+                        num_partitions=3,
+                        replication_factor=2,
+                        assignments=[],
+                        configs=[],
+                    ),
+                ],
+                timeout_ms=5000,
+            ),
+            7,
+        )
+        wide, ok = response.topics
+        assert wide.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+        assert "only 3 broker(s)" in wide.error_message
+        assert ok.error_code == ErrorCode.NONE
+        assert ok.replication_factor == 2
+        assert all(len(p.replicas) == 2 for p in broker.topics.get("ok").partitions)
+
+
+async def test_partition_requests_at_a_follower_are_not_leader(tmp_path: Path) -> None:
+    async with running(tmp_path, **THREE) as broker:
+        client = await at(broker, 1)
+        await metadata(client, "orders")
+        p = broker.topics.partition("orders", 0)
+        leader, follower = p.leader, p.replicas[1]
+        at_leader, at_follower = await at(broker, leader), await at(broker, follower)
+        # Produce v9: the code alone; v10+: the current leader and its endpoint (KIP-951).
+        assert (await produce(at_follower, "orders", b"x"))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        answer = await at_follower.call(produce_request("orders", b"x"), 11)
+        part = answer.responses[0].partition_responses[0]
+        assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (leader, 0)
+        assert [(e.node_id, e.host, e.port) for e in answer.node_endpoints] == [
+            (leader, *broker.node_advertised[leader]["PLAINTEXT"])
+        ]
+        assert p.log.log_end_offset == 0  # nothing written
+        assert await produce(at_leader, "orders", b"x") == (ErrorCode.NONE, 0)
+        # Fetch v16: the same fields.
+        fetch = FetchRequest(
+            max_wait_ms=0,
+            min_bytes=1,
+            isolation_level=0,
+            session_id=0,
+            rack_id="",
+            topics=[
+                FetchTopic(
+                    topic_id=broker.topics.get("orders").topic_id,
+                    partitions=[
+                        FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+        )
+        data = (await at_follower.call(fetch, 16)).responses[0].partitions[0]
+        assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert data.current_leader.leader_id == leader
+        data = (await at_leader.call(fetch, 16)).responses[0].partitions[0]
+        assert data.error_code == ErrorCode.NONE
+        assert data.high_watermark == 1
+        # ListOffsets and OffsetForLeaderEpoch.
+        lo = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=0,
+            topics=[
+                ListOffsetsTopic(
+                    name="orders",
+                    partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)],
+                )
+            ],
+        )
+        assert (await at_follower.call(lo, 7)).topics[0].partitions[0].error_code == (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+        )
+        assert (await at_leader.call(lo, 7)).topics[0].partitions[0].offset == 1
+        ofle = OffsetForLeaderEpochRequest(
+            topics=[
+                OffsetForLeaderTopic(
+                    topic="orders",
+                    partitions=[OffsetForLeaderPartition(partition=0, leader_epoch=0)],
+                )
+            ]
+        )
+        assert (await at_follower.call(ofle, 4)).topics[0].partitions[0].error_code == (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+        )
+        end = (await at_leader.call(ofle, 4)).topics[0].partitions[0]
+        assert (end.error_code, end.leader_epoch, end.end_offset) == (ErrorCode.NONE, 0, 1)
+
+
+async def find_coordinator(client: WireClient, *groups: str) -> list[Any]:
+    response = await client.call(
+        FindCoordinatorRequest(key_type=0, coordinator_keys=list(groups)), 4
+    )
+    return list(response.coordinators)
+
+
+async def test_groups_are_spread_and_answered_only_by_their_coordinator(tmp_path: Path) -> None:
+    async with running(tmp_path, **THREE) as broker:
+        client = await at(broker, 2)
+        groups = [f"group-{i}" for i in range(12)]
+        found = await find_coordinator(client, *groups)
+        assert all(c.error_code == ErrorCode.NONE for c in found)
+        assert {c.node_id for c in found} == {1, 2, 3}
+        for c in found:
+            assert (c.host, c.port) == broker.node_advertised[c.node_id]["PLAINTEXT"]
+        # Every broker names the same coordinators.
+        other = await at(broker, 3)
+        assert [c.node_id for c in await find_coordinator(other, *groups)] == [
+            c.node_id for c in found
+        ]
+        c = found[0]
+        wrong = next(n for n in (1, 2, 3) if n != c.node_id)
+        hb = HeartbeatRequest(group_id=c.key, generation_id=1, member_id="m")
+        at_wrong, at_right = await at(broker, wrong), await at(broker, c.node_id)
+        assert (await at_wrong.call(hb, 4)).error_code == ErrorCode.NOT_COORDINATOR
+        assert (await at_right.call(hb, 4)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+async def test_a_restart_keeps_leaders_epochs_and_data(tmp_path: Path) -> None:
+    async with running(tmp_path, **THREE) as broker:
+        client = await at(broker, 1)
+        await metadata(client, "orders")
+        p = broker.topics.partition("orders", 0)
+        leader = p.leader
+        assert await produce(await at(broker, leader), "orders", b"a") == (ErrorCode.NONE, 0)
+        new = p.replicas[2]
+        broker.cluster.move_leader(p, new)
+        broker.topics.save()
+        assert (p.leader, p.leader_epoch, p.epochs) == (new, 1, [(0, 0), (1, 1)])
+    table = json.loads((tmp_path / "topics.json").read_text())
+    assert table["orders"]["cluster"][0]["leader"] == new
+    async with running(tmp_path, **THREE) as broker:
+        p = broker.topics.partition("orders", 0)
+        assert (p.leader, p.leader_epoch, p.epochs) == (new, 1, [(0, 0), (1, 1)])
+        assert p.log.log_end_offset == 1
+        client = await at(broker, new)
+        assert await produce(client, "orders", b"b") == (ErrorCode.NONE, 1)
+        # The cache answers where epoch 0 ended.
+        ofle = OffsetForLeaderEpochRequest(
+            topics=[
+                OffsetForLeaderTopic(
+                    topic="orders",
+                    partitions=[OffsetForLeaderPartition(partition=0, leader_epoch=0)],
+                )
+            ]
+        )
+        end = (await client.call(ofle, 4)).topics[0].partitions[0]
+        assert (end.leader_epoch, end.end_offset) == (0, 1)
+
+
+async def test_another_broker_count_on_the_same_data_is_refused(tmp_path: Path) -> None:
+    async with running(tmp_path, **THREE) as broker:
+        await metadata(await at(broker, 1), "orders")
+    with pytest.raises(BaseExceptionGroup) as refused:
+        async with running(tmp_path):
+            pass
+    assert refused.group_contains(ConfigError, match="written by a cluster of several brokers")
+    async with running(tmp_path / "single") as broker:
+        await metadata(await WireClient.connect(broker), "orders")
+    with pytest.raises(BaseExceptionGroup) as refused:
+        async with running(tmp_path / "single", **THREE):
+            pass
+    assert refused.group_contains(ConfigError, match="written by a single broker")
