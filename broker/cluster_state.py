@@ -237,10 +237,11 @@ class ClusterState:
         if p.leader == leader:
             return False
         p.leader = leader
+        # Every change of the leader field is a new epoch, going offline included (KRaft's
+        # PartitionChangeBuilder); a leader's epoch starts at its log end (Kafka's
+        # Partition.makeLeader adds that entry to the leader epoch cache).
+        p.leader_epoch += 1
         if leader >= 0:
-            # A new epoch starts at the log end (Kafka's Partition.makeLeader assigns the
-            # epoch's start offset to the leader's log end offset).
-            p.leader_epoch += 1
             p.epochs.append((p.leader_epoch, p.log.log_end_offset))
         p.notify()  # parked fetches answer, and see the change
         log.info(

@@ -33,7 +33,12 @@ from protocol.messages.offset_for_leader_epoch import (
 from tests.reliability.inproc import produce, produce_request, running
 from tests.wire import WireClient
 
-THREE = {"kmock.brokers": 3, "default.replication.factor": 3, "offsets.topic.num.partitions": 6}
+THREE = {
+    "kmock.brokers": 3,
+    "default.replication.factor": 3,
+    "offsets.topic.replication.factor": 3,
+    "offsets.topic.num.partitions": 6,
+}
 
 
 async def at(broker: Any, node: int) -> WireClient:
@@ -308,3 +313,230 @@ async def test_another_broker_count_on_the_same_data_is_refused(tmp_path: Path) 
         async with running(tmp_path / "single", **THREE):
             pass
     assert refused.group_contains(ConfigError, match="written by a single broker")
+
+
+async def http(broker: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """(status, JSON answer) of one request to the broker's admin endpoint."""
+    host, port = broker.admin_address
+    data = b"" if body is None else json.dumps(body).encode()
+    stream = await trio.open_tcp_stream(host, port)
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n"
+    await stream.send_all(head.encode() + data)
+    answer = bytearray()
+    while chunk := await stream.receive_some():
+        answer += chunk
+    await stream.aclose()
+    head_bytes, _, payload = bytes(answer).partition(b"\r\n\r\n")
+    return int(head_bytes.split()[1]), json.loads(payload)
+
+
+CONTROLLED = {**THREE, "admin.port": 0}
+
+
+def ofle_request(epoch: int, current: int = -1) -> OffsetForLeaderEpochRequest:
+    return OffsetForLeaderEpochRequest(
+        topics=[
+            OffsetForLeaderTopic(
+                topic="orders",
+                partitions=[
+                    OffsetForLeaderPartition(
+                        partition=0, leader_epoch=epoch, current_leader_epoch=current
+                    )
+                ],
+            )
+        ]
+    )
+
+
+async def test_moving_a_leader_bumps_its_epoch(tmp_path: Path) -> None:
+    async with running(tmp_path, **CONTROLLED) as broker:
+        await metadata(await at(broker, 1), "orders")
+        p = broker.topics.partition("orders", 0)
+        old = p.leader
+        assert await produce(await at(broker, old), "orders", b"a") == (ErrorCode.NONE, 0)
+        new = p.replicas[1]
+        status, moved = await http(
+            broker, "POST", "/v1/cluster/leader", {"topic": "orders", "partition": 0, "broker": new}
+        )
+        assert status == 200
+        assert (moved["leader"], moved["leader_epoch"]) == (new, 1)
+        # Every broker's Metadata says so.
+        for node in (1, 2, 3):
+            [part] = (await metadata(await at(broker, node), "orders")).topics[0].partitions
+            assert (part.leader_id, part.leader_epoch) == (new, 1)
+        at_old, at_new = await at(broker, old), await at(broker, new)
+        assert (await produce(at_old, "orders", b"b"))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert await produce(at_new, "orders", b"b") == (ErrorCode.NONE, 1)
+        # The batch carries the leader's epoch (partitionLeaderEpoch).
+        fetch = FetchRequest(
+            max_wait_ms=0,
+            min_bytes=1,
+            isolation_level=0,
+            session_id=0,
+            rack_id="",
+            topics=[
+                FetchTopic(
+                    topic="orders",
+                    partitions=[
+                        FetchPartition(
+                            partition=0,
+                            fetch_offset=1,
+                            partition_max_bytes=1 << 20,
+                            current_leader_epoch=0,
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+        )
+        stale = (await at_new.call(fetch, 12)).responses[0].partitions[0]
+        assert stale.error_code == ErrorCode.FENCED_LEADER_EPOCH
+        from protocol.records import iter_batches
+
+        data = p.log.read_bytes(1, 1 << 20)
+        assert [h.partition_leader_epoch for _, h in iter_batches(data)] == [1]
+        # OffsetForLeaderEpoch: epoch 0 ended where epoch 1 began; epoch 1 at the log end.
+        ends = []
+        for epoch in (0, 1, 2):
+            end = (await at_new.call(ofle_request(epoch), 4)).topics[0].partitions[0]
+            ends.append((end.error_code, end.leader_epoch, end.end_offset))
+        assert ends == [(0, 0, 1), (0, 1, 2), (0, -1, -1)]
+        # A broker that is no live in-sync replica cannot lead: 400, nothing changes.
+        bad = [
+            ({"topic": "orders", "partition": 0, "broker": 9}, "broker"),
+            ({"topic": "orders", "partition": 7, "broker": 1}, "partition"),
+            ({"topic": "orders", "partition": 0, "broker": 1, "x": 1}, "x"),
+        ]
+        for body, field in bad:
+            status, answer = await http(broker, "POST", "/v1/cluster/leader", body)
+            assert (status, answer["field"]) == (400, field), answer
+        assert (p.leader, p.leader_epoch) == (new, 1)
+        status, described = await http(broker, "GET", "/v1/cluster")
+        assert status == 200
+        assert [b["id"] for b in described["brokers"]] == [1, 2, 3]
+        [orders] = [d for d in described["partitions"] if d["topic"] == "orders"]
+        assert (orders["leader"], orders["isr"]) == (new, p.replicas)
+
+
+async def test_moving_a_coordinator(tmp_path: Path) -> None:
+    from broker.controls.cluster import move_coordinator
+
+    async with running(tmp_path, **CONTROLLED) as broker:
+        client = await at(broker, 1)
+        [c] = await find_coordinator(client, "g")
+        old = c.node_id
+        new = next(n for n in (1, 2, 3) if n != old)
+        hb = HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
+        # The new coordinator loads the partition first (no checkpoint here: still loading).
+        move_coordinator(broker, {"group_id": "g", "broker": new})
+        [(key, loading)] = broker.cluster.loading.items()
+        at_new = await at(broker, new)
+        first = await at_new.call(hb, 4)
+        assert first.error_code in (
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+            ErrorCode.UNKNOWN_MEMBER_ID,
+        )
+        await loading.wait()
+        assert (await at_new.call(hb, 4)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        assert (await (await at(broker, old)).call(hb, 4)).error_code == ErrorCode.NOT_COORDINATOR
+        assert [x.node_id for x in await find_coordinator(client, "g")] == [new]
+        # Over HTTP, with bad input refused.
+        status, answer = await http(
+            broker, "POST", "/v1/cluster/coordinator", {"group_id": "g", "broker": old}
+        )
+        assert status == 200
+        assert answer["leader"] == old
+        assert [x.node_id for x in await find_coordinator(client, "g")] == [old]
+        for body, field in [
+            ({"broker": 1}, "group_id"),
+            ({"group_id": "g", "broker": 4}, "broker"),
+            ({"group_id": "", "broker": 1}, "group_id"),
+        ]:
+            status, answer = await http(broker, "POST", "/v1/cluster/coordinator", body)
+            assert (status, answer["field"]) == (400, field), answer
+
+
+async def test_stopping_and_starting_a_broker(tmp_path: Path) -> None:
+    settings = {**CONTROLLED, "min.insync.replicas": 2}
+    async with running(tmp_path, **settings) as broker:
+        await metadata(await at(broker, 1), "orders")
+        p = broker.topics.partition("orders", 0)
+        leader = p.leader
+        others = [b for b in p.replicas if b != leader]
+        client = await at(broker, leader)
+        status, answer = await http(broker, "POST", f"/v1/brokers/{leader}/stop")
+        assert (status, answer["live"]) == (200, others)
+        # Its connections are dropped, its port refuses new ones.
+        assert await client.is_closed_by_peer()
+        host, port = broker.node_advertised[leader]["PLAINTEXT"]
+        with pytest.raises(OSError):
+            await trio.open_tcp_stream(host, port)
+        # Leadership went to the next in-sync replica, with a new epoch; the ISR shrank.
+        assert (p.leader, p.leader_epoch, p.isr) == (others[0], 1, others)
+        view_ = await metadata(await at(broker, others[1]), "orders")
+        assert sorted(b.node_id for b in view_.brokers) == others
+        [part] = view_.topics[0].partitions
+        assert (part.leader_id, part.isr_nodes, part.offline_replicas) == (
+            others[0],
+            others,
+            [leader],
+        )
+        # min.insync.replicas=2 is still met; stop one more and acks=all is refused.
+        at_leader = await at(broker, others[0])
+        assert await produce(at_leader, "orders", b"a") == (ErrorCode.NONE, 0)
+        assert (await http(broker, "POST", f"/v1/brokers/{others[1]}/stop"))[0] == 200
+        assert (await produce(at_leader, "orders", b"b"))[0] == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert p.log.log_end_offset == 1  # nothing written
+        assert await produce(at_leader, "orders", b"b", acks=1) == (ErrorCode.NONE, 1)
+        # The last broker cannot be stopped; a stopped one cannot be stopped twice.
+        assert (await http(broker, "POST", f"/v1/brokers/{others[0]}/stop"))[0] == 400
+        assert (await http(broker, "POST", f"/v1/brokers/{leader}/stop"))[0] == 400
+        # Start both again: same ports, back in the ISR, the preferred leader leads again.
+        for node in (others[1], leader):
+            status, _ = await http(broker, "POST", f"/v1/brokers/{node}/start")
+            assert status == 200
+        assert (p.leader, sorted(p.isr)) == (leader, sorted(p.replicas))
+        assert p.leader_epoch == 2
+        client = await at(broker, leader)
+        assert await produce(client, "orders", b"c") == (ErrorCode.NONE, 2)
+        assert (await http(broker, "POST", "/v1/brokers/9/start"))[0] == 400
+
+
+async def test_an_offline_partition_and_elect_leaders(tmp_path: Path) -> None:
+    from protocol.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
+
+    settings = {
+        **CONTROLLED,
+        "default.replication.factor": 1,
+        "auto.leader.rebalance.enable": False,
+    }
+    async with running(tmp_path, **settings) as broker:
+        await metadata(await at(broker, 1), "orders")
+        p = broker.topics.partition("orders", 0)
+        [only] = p.replicas
+        other = next(n for n in (1, 2, 3) if n != only)
+        await http(broker, "POST", f"/v1/brokers/{only}/stop")
+        [part] = (await metadata(await at(broker, other), "orders")).topics[0].partitions
+        assert (part.error_code, part.leader_id) == (ErrorCode.LEADER_NOT_AVAILABLE, -1)
+        assert part.offline_replicas == [only]
+        await http(broker, "POST", f"/v1/brokers/{only}/start")
+        assert (p.leader, p.leader_epoch) == (only, 2)
+    # Three replicas, no automatic rebalance: ElectLeaders (PREFERRED) brings it back.
+    async with running(tmp_path / "rf3", **{**settings, "default.replication.factor": 3}) as broker:
+        await metadata(await at(broker, 1), "orders")
+        p = broker.topics.partition("orders", 0)
+        preferred = p.replicas[0]
+        await http(broker, "POST", f"/v1/brokers/{preferred}/stop")
+        await http(broker, "POST", f"/v1/brokers/{preferred}/start")
+        assert p.leader != preferred
+        client = await at(broker, p.leader)
+        request = ElectLeadersRequest(
+            election_type=0,
+            topic_partitions=[TopicPartitions(topic="orders", partitions=[0])],
+            timeout_ms=5000,
+        )
+        [result] = (await client.call(request, 2)).replica_election_results[0].partition_result
+        assert result.error_code == ErrorCode.NONE
+        assert p.leader == preferred
+        [result] = (await client.call(request, 2)).replica_election_results[0].partition_result
+        assert result.error_code == ErrorCode.ELECTION_NOT_NEEDED
