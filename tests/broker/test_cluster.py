@@ -429,7 +429,7 @@ async def test_moving_a_coordinator(tmp_path: Path) -> None:
         hb = HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
         # The new coordinator loads the partition first (no checkpoint here: still loading).
         move_coordinator(broker, {"group_id": "g", "broker": new})
-        [(key, loading)] = broker.cluster.loading.items()
+        [(_key, loading)] = broker.cluster.loading.items()
         at_new = await at(broker, new)
         first = await at_new.call(hb, 4)
         assert first.error_code in (
@@ -469,7 +469,7 @@ async def test_stopping_and_starting_a_broker(tmp_path: Path) -> None:
         # Its connections are dropped, its port refuses new ones.
         assert await client.is_closed_by_peer()
         host, port = broker.node_advertised[leader]["PLAINTEXT"]
-        with pytest.raises(OSError):
+        with pytest.raises(OSError, match="all attempts to connect"):
             await trio.open_tcp_stream(host, port)
         # Leadership went to the next in-sync replica, with a new epoch; the ISR shrank.
         assert (p.leader, p.leader_epoch, p.isr) == (others[0], 1, others)
