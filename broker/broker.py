@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from broker import listeners
+from broker.cluster_state import check_settings as check_cluster_settings
 from broker.config import Config, ConfigError
 from broker.controls import Controls
 from broker.controls.clock import Clock, make_clock
@@ -100,6 +101,7 @@ class Broker:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        check_cluster_settings(config)
         self.data_dir = Path(config["log.dirs"])
         self.metrics = Metrics()
         self.topics = TopicRegistry(config, self.data_dir, self.metrics)

@@ -52,7 +52,23 @@ Topic = Any
 
 log = logging.getLogger("broker.cluster")
 
-__all__ = ["ClusterState", "broker_dir_name"]
+__all__ = ["ClusterState", "broker_dir_name", "check_settings"]
+
+
+def check_settings(config: Any) -> None:
+    """The cluster settings' ranges, checked before anything starts.
+
+    Raises:
+      ConfigError: naming the setting.
+    """
+    from broker.config import ConfigError
+
+    brokers = config["kmock.brokers"]
+    if brokers < 1:
+        raise ConfigError(f"kmock.brokers: {brokers}: Value must be at least 1")
+    for name in ("offsets.topic.replication.factor", "transaction.state.log.replication.factor"):
+        if config[name] < 1:
+            raise ConfigError(f"{name}: {config[name]}: Value must be at least 1")
 
 
 def broker_dir_name(node_id: int) -> str:
