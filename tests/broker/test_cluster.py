@@ -540,3 +540,35 @@ async def test_an_offline_partition_and_elect_leaders(tmp_path: Path) -> None:
         assert p.leader == preferred
         [result] = (await client.call(request, 2)).replica_election_results[0].partition_result
         assert result.error_code == ErrorCode.ELECTION_NOT_NEEDED
+
+
+def test_the_fixture_serves_several_brokers_and_restarts_on_their_ports(tmp_path: Path) -> None:
+    from kafka import KafkaAdminClient
+
+    from broker.pytest_plugin import KmockBroker, _marker_overrides
+
+    class Node:
+        def iter_markers(self, name: str) -> list[Any]:
+            return [pytest.mark.kmock_config(brokers=3, default_replication_factor=2).mark]
+
+    overrides = _marker_overrides(Node())
+    assert overrides == {"kmock.brokers": 3, "default.replication.factor": 2}
+    kmock = KmockBroker(tmp_path / "data", {**overrides, "admin.port": 0})
+    kmock.start()
+    try:
+        bootstrap = kmock.bootstrap_servers
+        ports = [int(a.rsplit(":", 1)[1]) for a in bootstrap.split(",")]
+        assert ports == [ports[0], ports[0] + 1, ports[0] + 2]
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(",")[1])
+        try:
+            brokers = admin.describe_cluster()["brokers"]
+        finally:
+            admin.close()
+        assert sorted(b["broker_id"] for b in brokers) == [1, 2, 3]
+        kmock.stop_broker(2)
+        assert [b["running"] for b in kmock.cluster()["brokers"]] == [True, False, True]
+        kmock.restart()
+        assert kmock.bootstrap_servers == bootstrap
+        assert [b["running"] for b in kmock.cluster()["brokers"]] == [True, True, True]
+    finally:
+        kmock.stop()
