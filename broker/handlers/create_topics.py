@@ -7,11 +7,11 @@ topic name.", and none of its copies is created. Every other topic is checked in
      (INVALID_TOPIC_EXCEPTION);
   2. the configs: a null value, an unknown name or a bad value is INVALID_CONFIG;
   3. a manual assignment needs num_partitions and replication_factor both -1
-     (INVALID_REQUEST), partitions numbered 0..n-1 once each, and replicas that are exactly
-     this broker (INVALID_REPLICA_ASSIGNMENT); otherwise num_partitions is -1
+     (INVALID_REQUEST), partitions numbered 0..n-1 once each, and replicas that are
+     registered brokers, each once (INVALID_REPLICA_ASSIGNMENT); otherwise num_partitions is -1
      (num.partitions) or >= 1 (INVALID_PARTITIONS) and replication_factor is -1
      (default.replication.factor) or >= 1 (INVALID_REPLICATION_FACTOR), and a replication
-     factor above 1 is more than the one broker there is (INVALID_REPLICATION_FACTOR).
+     factor above kmock.brokers is more than there are brokers (INVALID_REPLICATION_FACTOR).
 validate_only runs every check and creates nothing. A timeout_ms <= 0 is a deadline that
 has already passed: Kafka's controller then answers REQUEST_TIMED_OUT for every topic and
 creates nothing, and so does kmock.

@@ -8,8 +8,9 @@ OFFSET_OUT_OF_RANGE. Otherwise the log start offset becomes the offset (it never
 back), segments wholly below it are deleted, and the answer's low_watermark is the new log
 start offset. Failed partitions answer low_watermark -1.
 
-Kafka parks the request until every replica's log start offset has caught up; kmock is the
-only replica, so the answer is immediate and timeout_ms is never needed.
+Kafka parks the request until every replica's log start offset has caught up; kmock's
+replicas share one log, so the answer is immediate and timeout_ms is never needed. Only the
+partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere: broker.cluster).
 """
 
 from __future__ import annotations
