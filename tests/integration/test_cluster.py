@@ -320,3 +320,46 @@ def test_a_restart_keeps_data_leaders_and_coordinators(cluster: KmockBroker) -> 
         admin.close()
     assert sum(o.offset for o in committed.values()) == 30
     assert sorted(log_values(bootstrap)) == sorted(f"r-{i}" for i in range(30))
+
+
+@deadline(120)
+def test_transactions_follow_a_moved_transaction_coordinator(cluster: KmockBroker) -> None:
+    bootstrap = cluster.bootstrap_servers
+    p = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        transactional_id="cluster-txn",
+        enable_idempotence=True,
+        client_id="cluster-txn",
+    )
+    try:
+        p.init_transactions()
+        committed: list[str] = []
+        for step in range(4):
+            if step == 2:
+                # Between transactions: the coordinator goes to two other brokers in turn.
+                moved = cluster.move_coordinator(transactional_id="cluster-txn", broker=1)
+                assert moved["leader"] == 1
+                moved = cluster.move_coordinator(transactional_id="cluster-txn", broker=2)
+                assert moved["leader"] == 2
+            p.begin_transaction()
+            values = [f"t{step}-{i}" for i in range(6)]
+            for i, v in enumerate(values):
+                p.send(TOPIC, value=v.encode(), partition=i % 3)
+            if step % 2:
+                p.abort_transaction()
+            else:
+                p.commit_transaction()
+                committed += values
+    finally:
+        p.close(timeout=10)
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        group_id=None,
+        consumer_timeout_ms=5000,
+    )
+    c.subscribe([TOPIC])
+    got = sorted(r.value.decode() for r in c)
+    c.close()
+    assert got == sorted(committed)
