@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from broker.cluster_state import ClusterState
 from broker.context import RequestContext
+from broker.controls.cluster import start_loading
 from broker.topics import Partition
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.elect_leaders import (
@@ -65,6 +66,7 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
     cluster = ctx.broker.cluster
     results = []
     changed = False
+    before = {p: p.leader for p in cluster.partitions()}
     if request.topic_partitions is None:
         for topic in registry.topics.values():
             elected = []
@@ -87,6 +89,10 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
             parts.append(_result(i, code))
         results.append(ReplicaElectionResult(topic=wanted.topic, partition_result=parts))
     if changed:
+        # A coordinator partition with a new leader is loaded by it (broker.controls.cluster).
+        for p, leader in before.items():
+            if p.leader != leader and registry.get(p.topic).is_internal:
+                start_loading(ctx.broker, p)
         try:
             registry.save()
         except OSError as e:

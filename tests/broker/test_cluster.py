@@ -572,3 +572,74 @@ def test_the_fixture_serves_several_brokers_and_restarts_on_their_ports(tmp_path
         assert [b["running"] for b in kmock.cluster()["brokers"]] == [True, True, True]
     finally:
         kmock.stop()
+
+
+async def test_create_topics_with_a_manual_assignment(tmp_path: Path) -> None:
+    from protocol.messages.create_topics import CreatableReplicaAssignment
+
+    def topic(name: str, *assignment: list[int]) -> CreatableTopic:
+        return CreatableTopic(
+            name=name,
+            num_partitions=-1,
+            replication_factor=-1,
+            assignments=[
+                CreatableReplicaAssignment(partition_index=i, broker_ids=ids)
+                for i, ids in enumerate(assignment)
+            ],
+            configs=[],
+        )
+
+    async with running(tmp_path, **THREE) as broker:
+        client = await at(broker, 2)
+        request = CreateTopicsRequest(
+            topics=[topic("placed", [3, 1], [2, 3]), topic("nowhere", [4]), topic("twice", [1, 1])],
+            timeout_ms=5000,
+        )
+        placed, nowhere, twice = (await client.call(request, 7)).topics
+        assert (placed.error_code, placed.replication_factor) == (ErrorCode.NONE, 2)
+        p0, p1 = broker.topics.get("placed").partitions
+        assert (p0.replicas, p0.leader, p1.replicas, p1.leader) == ([3, 1], 3, [2, 3], 2)
+        assert (tmp_path / "broker-3" / "placed-0").is_dir()
+        assert (tmp_path / "broker-2" / "placed-1").is_dir()
+        assert nowhere.error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        assert "broker 4" in nowhere.error_message
+        assert twice.error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        assert broker.topics.get("nowhere") is None
+
+
+async def test_an_election_of_a_coordinator_partition_loads_it(tmp_path: Path) -> None:
+    from protocol.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
+
+    settings = {**CONTROLLED, "auto.leader.rebalance.enable": False}
+    async with running(tmp_path, **settings) as broker:
+        [c] = await find_coordinator(await at(broker, 1), "g")
+        p = broker.topics.partition(
+            "__consumer_offsets", broker.coordinator.coordinator.partition_for("g")
+        )
+        assert c.node_id == p.leader == p.replicas[0]
+        await http(broker, "POST", f"/v1/brokers/{c.node_id}/stop")
+        await http(broker, "POST", f"/v1/brokers/{c.node_id}/start")
+        assert p.leader != c.node_id
+        for event in list(broker.cluster.loading.values()):
+            await event.wait()
+        request = ElectLeadersRequest(
+            election_type=0,
+            topic_partitions=[TopicPartitions(topic="__consumer_offsets", partitions=[p.index])],
+        )
+        # The handler itself, so that nothing runs between the election and the check.
+        from broker import routes
+        from broker.context import RequestContext
+        from broker.handlers import elect_leaders
+
+        ctx = RequestContext(broker, 2, "admin", "/127.0.0.1", 0, routes)
+        answer = await elect_leaders.handle(ctx, request)
+        [result] = answer.replica_election_results[0].partition_result
+        assert result.error_code == ErrorCode.NONE
+        [(key, loaded)] = broker.cluster.loading.items()
+        assert key == ("__consumer_offsets", p.index)
+        hb = HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
+        client = await at(broker, c.node_id)
+        first = (await client.call(hb, 4)).error_code
+        assert first in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID)
+        await loaded.wait()
+        assert (await client.call(hb, 4)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
