@@ -511,7 +511,10 @@ async def _seed_records(
                     )
                 ],
             )
-            response: Any = await produce.handle(ctx(request), request)
+            produce_ctx = ctx(request)
+            # With several brokers, as the partition's leader (broker.cluster_state).
+            produce_ctx.node_id = broker.topics.partition(topic, partition).leader
+            response: Any = await produce.handle(produce_ctx, request)
             if isinstance(response, Deferred):
                 response = await response.finish()
             result = response.responses[0].partition_responses[0]

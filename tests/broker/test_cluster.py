@@ -643,3 +643,21 @@ async def test_an_election_of_a_coordinator_partition_loads_it(tmp_path: Path) -
         assert first in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID)
         await loaded.wait()
         assert (await client.call(hb, 4)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_the_fixture_seeds_every_partition_whatever_its_leader(tmp_path: Path) -> None:
+    from broker.pytest_plugin import KmockBroker
+
+    kmock = KmockBroker(
+        tmp_path / "data",
+        {"num.partitions": 3, "default.replication.factor": 3},
+        brokers=3,
+    )
+    kmock.start()
+    try:
+        placed = kmock.seed("orders", [{"key": f"k{i}", "value": f"v{i}"} for i in range(30)])
+        assert {p for _, p, _ in placed} == {0, 1, 2}
+        leaders = {p.leader for p in kmock.broker.topics.get("orders").partitions}
+        assert len(leaders) > 1
+    finally:
+        kmock.stop()
