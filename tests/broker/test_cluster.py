@@ -661,3 +661,39 @@ def test_the_fixture_seeds_every_partition_whatever_its_leader(tmp_path: Path) -
         assert len(leaders) > 1
     finally:
         kmock.stop()
+
+
+async def test_delete_records_at_the_leader_and_log_dirs_per_broker(tmp_path: Path) -> None:
+    from protocol.messages.delete_records import (
+        DeleteRecordsPartition,
+        DeleteRecordsRequest,
+        DeleteRecordsTopic,
+    )
+    from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+
+    async with running(tmp_path, **{**THREE, "default.replication.factor": 2}) as broker:
+        await metadata(await at(broker, 1), "orders")
+        p = broker.topics.partition("orders", 0)
+        leader, follower = p.replicas
+        outsider = next(n for n in (1, 2, 3) if n not in p.replicas)
+        assert await produce(await at(broker, leader), "orders", b"a") == (ErrorCode.NONE, 0)
+        request = DeleteRecordsRequest(
+            topics=[
+                DeleteRecordsTopic(
+                    name="orders",
+                    partitions=[DeleteRecordsPartition(partition_index=0, offset=1)],
+                )
+            ],
+            timeout_ms=5000,
+        )
+        for node in (follower, outsider):
+            answer = await (await at(broker, node)).call(request, 2)
+            assert answer.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert p.log.log_start_offset == 0
+        answer = await (await at(broker, leader)).call(request, 2)
+        assert answer.topics[0].partitions[0].low_watermark == 1
+        # DescribeLogDirs: a broker lists the partitions it is a replica of.
+        for node, listed in ((leader, True), (follower, True), (outsider, False)):
+            dirs = await (await at(broker, node)).call(DescribeLogDirsRequest(topics=None), 1)
+            names = {t.name for t in dirs.results[0].topics}
+            assert ("orders" in names) == listed, node
