@@ -72,3 +72,43 @@ def test_serve_refuses_what_the_brokers_cannot_serve(argv: list[str], message: s
     with pytest.raises(ConfigError) as refused:
         serve_config(build_parser().parse_args(["serve", *argv]), {})
     assert message in str(refused.value)
+
+
+async def test_admin_commands_follow_leaders_and_coordinators(tmp_path: Path) -> None:
+    from tests.cli.harness import cli_json
+
+    settings = {**SETTINGS, "kmock.create.topics": "spread:3"}
+    with trio.fail_after(SCENARIO_S):
+        async with inproc.running(tmp_path / "data", **settings) as broker:
+            leaders = {p.leader for p in broker.topics.get("spread").partitions}
+            assert len(leaders) > 1  # the partitions are led by different brokers
+            # Bootstrapped at one broker only: the others are found through it.
+            host, port = broker.node_advertised[1]["PLAINTEXT"]
+            at_one = ("--bootstrap-server", f"{host}:{port}")
+            lines = "".join(f"key-{i}:v{i}\n" for i in range(30))
+            produced = await cli_json(
+                "produce", "spread", "--key-separator", ":", *at_one, stdin=lines
+            )
+            assert produced["records"] == 30
+            code, out, err = await cli(
+                "consume", "spread", "--from-beginning", "--max-messages", "30",
+                "--output", "json", *at_one,
+            )  # fmt: skip
+            assert code == 0, err
+            got = sorted(json.loads(line)["value"] for line in out.splitlines())
+            assert got == sorted(f"v{i}" for i in range(30))
+            # The group's coordinator is another broker; offsets reset and show find it.
+            index = broker.coordinator.offsets_topic() and (
+                broker.coordinator.coordinator.partition_for("readers")
+            )
+            coordinator = broker.topics.partition("__consumer_offsets", index)
+            if coordinator.leader == 1:
+                broker.cluster.move_leader(coordinator, 2)
+            for to in ("--to-latest", "--to-earliest"):
+                code, out, err = await cli(
+                    "offsets", "reset", "readers", "--topic", "spread", to, "--execute", *at_one,
+                )  # fmt: skip
+                assert code == 0, err
+                shown = await cli_json("offsets", "show", "readers", *at_one)
+                committed = sum(r["committed_offset"] for r in shown["offsets"])
+                assert committed == (30 if to == "--to-latest" else 0)
