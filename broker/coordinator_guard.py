@@ -12,12 +12,14 @@ response: the handler is not run.
 a single broker the check is skipped. APIs that name several groups (DescribeGroups,
 DeleteGroups, ConsumerGroupDescribe, OffsetFetch v8+, DescribeTransactions) are refused as
 a whole when any of their keys is coordinated elsewhere (Kafka answers per group; clients
-send each group to its own coordinator anyway). ListGroups and ListTransactions list every
-group or transaction of the process at every broker.
+send each group to its own coordinator anyway). ListGroups and ListTransactions list, at
+each broker, the groups and transactions it coordinates, as Kafka's brokers do (admin clients
+ask every broker and merge).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +37,8 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.list_transactions import ListTransactionsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
@@ -87,6 +91,14 @@ KEYS: dict[type[Message], tuple[str, Callable[[Any, int], list[str]]]] = {
 }
 
 
+# request class -> (coordinator kind, the response's list field, the key of each entry): the
+# listing APIs, whose answers a broker filters down to what it coordinates.
+LISTINGS: dict[type[Message], tuple[str, str, str]] = {
+    ListGroupsRequest: (GROUP, "groups", "group_id"),
+    ListTransactionsRequest: (TRANSACTION, "transaction_states", "transactional_id"),
+}
+
+
 def coordinator_check(ctx: RequestContext, kind: str, key: str) -> ErrorCode:
     """What a request for `key` meets at the broker it came to (NONE: it coordinates it)."""
     broker = ctx.broker
@@ -105,6 +117,8 @@ def coordinator_check(ctx: RequestContext, kind: str, key: str) -> ErrorCode:
 
 def wrap(request: type[Message], handler: Any) -> Any:
     """`handler`, behind the coordinator check when `request` is a coordinator API."""
+    if request in LISTINGS:
+        return _listing(handler, *LISTINGS[request])
     entry = KEYS.get(request)
     if entry is None:
         return handler
@@ -122,3 +136,19 @@ def wrap(request: type[Message], handler: Any) -> Any:
 
     guarded.__wrapped__ = handler  # type: ignore[attr-defined]
     return guarded
+
+
+def _listing(handler: Any, kind: str, field: str, key: str) -> Any:
+    async def listed(ctx: RequestContext, body: Any) -> Any:
+        response = await handler(ctx, body)
+        if not ctx.broker.cluster.multi:
+            return response
+        kept = [
+            entry
+            for entry in getattr(response, field)
+            if coordinator_check(ctx, kind, getattr(entry, key)) == ErrorCode.NONE
+        ]
+        return dataclasses.replace(response, **{field: kept})
+
+    listed.__wrapped__ = handler  # type: ignore[attr-defined]
+    return listed

@@ -697,3 +697,28 @@ async def test_delete_records_at_the_leader_and_log_dirs_per_broker(tmp_path: Pa
             dirs = await (await at(broker, node)).call(DescribeLogDirsRequest(topics=None), 1)
             names = {t.name for t in dirs.results[0].topics}
             assert ("orders" in names) == listed, node
+
+
+async def test_each_broker_lists_the_groups_it_coordinates(tmp_path: Path) -> None:
+    from protocol.messages.list_groups import ListGroupsRequest
+    from tests.reliability.inproc import commit
+
+    async with running(tmp_path, **THREE) as broker:
+        await metadata(await at(broker, 1), "orders")
+        groups = [f"group-{i}" for i in range(9)]
+        coordinators = {
+            c.key: c.node_id for c in await find_coordinator(await at(broker, 1), *groups)
+        }
+        for group, node in coordinators.items():
+            client = await at(broker, node)
+            assert await commit(client, group, "orders", 1) == ErrorCode.NONE
+            # At another broker the same commit is NOT_COORDINATOR.
+            other = await at(broker, next(n for n in (1, 2, 3) if n != node))
+            assert await commit(other, group, "orders", 2) == ErrorCode.NOT_COORDINATOR
+        listed = {}
+        for node in (1, 2, 3):
+            response = await (await at(broker, node)).call(ListGroupsRequest(), 4)
+            listed[node] = sorted(g.group_id for g in response.groups)
+        assert listed == {
+            node: sorted(g for g, n in coordinators.items() if n == node) for node in (1, 2, 3)
+        }
