@@ -21,9 +21,9 @@ with its codec (zstd, which v0/v1 cannot carry, is UNSUPPORTED_COMPRESSION_TYPE 
 partition, as in Kafka).
 
 With several brokers (broker.cluster_state) only a partition's leader serves it: elsewhere
-it is NOT_LEADER_OR_FOLLOWER, from v12 with the current leader and from v16 with its
-endpoint (KIP-951, KafkaApis.handleFetchRequest). A consumer fetch is answered by the
-leader only, as Kafka does without a replica.selector.class (KIP-392).
+it is NOT_LEADER_OR_FOLLOWER; from v16 that and FENCED_LEADER_EPOCH carry the current
+leader and its endpoint (KIP-951, KafkaApis.handleFetchRequest). A consumer fetch is
+answered by the leader only, as Kafka does without a replica.selector.class (KIP-392).
 
 Fetch sessions (KIP-227, v7+) are not kept: every response carries session_id 0, which tells
 the client to send full fetch requests, as a Kafka broker with no free session slots does.
@@ -52,6 +52,7 @@ from protocol.messages.fetch import (
 from protocol.records import decode_records, iter_batches
 
 READ_COMMITTED = 1
+_NEW_LEADER = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 def _partition_data(
@@ -75,14 +76,17 @@ def _partition_data(
         "log_start_offset": plog.log_start_offset,
     }
     code = serving_error(ctx, p, fp.current_leader_epoch)
+    # v16+: the current leader of a partition this broker does not lead, or for an old
+    # epoch (KafkaApis.handleFetchRequest; kept to several brokers, where it can change).
+    leader = LeaderIdAndEpoch()
+    if ctx.api_version >= 16 and ctx.broker.cluster.multi and code in _NEW_LEADER:
+        leader = LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         return PartitionData(
-            partition_index=fp.partition,
-            error_code=code,
-            current_leader=LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch),
+            partition_index=fp.partition, error_code=code, current_leader=leader
         ), 0
     if code != ErrorCode.NONE:
-        return PartitionData(error_code=code, **base), 0
+        return PartitionData(error_code=code, current_leader=leader, **base), 0
     if not plog.log_start_offset <= fp.fetch_offset <= plog.log_end_offset:
         return PartitionData(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, **base), 0
     limit = min(fp.partition_max_bytes, budget)
@@ -177,7 +181,7 @@ def _build(
                 total += n
             if pd.error_code:
                 has_error = True
-                if pd.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                if pd.current_leader.leader_id >= 0:
                     new_leaders.add(pd.current_leader.leader_id)
             parts.append(pd)
         responses.append(
