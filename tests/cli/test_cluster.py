@@ -74,6 +74,13 @@ def test_serve_refuses_what_the_brokers_cannot_serve(argv: list[str], message: s
     assert message in str(refused.value)
 
 
+def test_brokers_from_the_environment() -> None:
+    config = serve_config(build_parser().parse_args(["serve"]), {"KAFKA_KMOCK_BROKERS": "3"})
+    assert config["kmock.brokers"] == 3
+    with pytest.raises(ConfigError, match="kmock.brokers"):
+        serve_config(build_parser().parse_args(["serve"]), {"KAFKA_KMOCK_BROKERS": "0"})
+
+
 async def test_admin_commands_follow_leaders_and_coordinators(tmp_path: Path) -> None:
     from tests.cli.harness import cli_json
 
