@@ -1,8 +1,9 @@
 """serve(): the broker's nursery tree.
 
     serve nursery
-    ├── listeners (trio.serve_listeners) ── connection nursery ── one task per connection
-    │                                        (and its writer while responses are queued)
+    ├── per broker (one, or kmock.brokers: broker.cluster_state), in a cancel scope that
+    │   stopping the broker cancels: listeners (trio.serve_listeners) ── connection nursery
+    │   ── one task per connection (and its writer while responses are queued)
     ├── group coordinator runtime: replay of __consumer_offsets, then its timer task
     ├── transaction coordinator runtime: replay of __transaction_state, then its timer task
     ├── readiness: `broker.ready` once both replays are done
@@ -186,7 +187,7 @@ async def serve_node(
     broker: Broker, node: int, by_name: dict[str, list[trio.SocketListener]]
 ) -> None:
     """Accept and serve the connections of broker `node` until it is stopped
-    (broker.cluster_control) or the server is: its connections are cancelled with it."""
+    (broker.controls.cluster) or the server is: its connections are cancelled with it."""
     NODE_ID.set(node)  # the connections' tasks, started from here, inherit it
     with trio.CancelScope() as scope:
         broker.node_scopes[node] = scope
