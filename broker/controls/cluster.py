@@ -57,9 +57,10 @@ def _partition(broker: Broker, topic: Any, index: Any) -> Partition:
     if isinstance(index, bool) or not isinstance(index, int):
         raise ControlError("partition", f"expected a partition number, not {index!r}")
     try:
-        return broker.topics.partition(topic, index)
+        p: Partition = broker.topics.partition(topic, index)
     except KafkaError:
         raise ControlError("partition", f"no partition {topic}-{index}") from None
+    return p
 
 
 def _describe(p: Partition) -> dict[str, Any]:
@@ -117,10 +118,12 @@ def coordinator_partition(broker: Broker, spec: dict[str, Any]) -> Partition:
     if keys[0] == "group_id":
         broker.coordinator.offsets_topic()
         index = broker.coordinator.coordinator.partition_for(key)
-        return broker.topics.partition(OFFSETS_TOPIC, index)
+        p: Partition = broker.topics.partition(OFFSETS_TOPIC, index)
+        return p
     broker.transactions.state_topic()
     index = broker.transactions.coordinator.partition_for(key)
-    return broker.topics.partition(TRANSACTION_STATE_TOPIC, index)
+    q: Partition = broker.topics.partition(TRANSACTION_STATE_TOPIC, index)
+    return q
 
 
 def move_coordinator(broker: Broker, spec: dict[str, Any]) -> dict[str, Any]:

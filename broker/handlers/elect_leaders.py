@@ -27,6 +27,7 @@ from protocol.messages.elect_leaders import (
     PartitionResult,
     ReplicaElectionResult,
 )
+from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 PREFERRED, UNCLEAN = 0, 1
 ELECTION_TYPES = (PREFERRED, UNCLEAN)
@@ -68,14 +69,14 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
     changed = False
     before = {p: p.leader for p in cluster.partitions()}
     if request.topic_partitions is None:
-        for topic in registry.topics.values():
+        for every in registry.topics.values():
             elected = []
-            for p in topic.partitions:
+            for p in every.partitions:
                 if _elect(cluster, p, request.election_type) == ErrorCode.NONE:
                     elected.append(_result(p.index, ErrorCode.NONE))
             if elected:
                 changed = True
-                results.append(ReplicaElectionResult(topic=topic.name, partition_result=elected))
+                results.append(ReplicaElectionResult(topic=every.name, partition_result=elected))
     for wanted in request.topic_partitions or ():
         topic = registry.get(wanted.topic)
         count = 0 if topic is None else len(topic.partitions)
@@ -91,7 +92,7 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
     if changed:
         # A coordinator partition with a new leader is loaded by it (broker.controls.cluster).
         for p, leader in before.items():
-            if p.leader != leader and registry.get(p.topic).is_internal:
+            if p.leader != leader and p.topic in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
                 start_loading(ctx.broker, p)
         try:
             registry.save()

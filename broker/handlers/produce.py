@@ -211,6 +211,7 @@ def _check_leader(ctx: RequestContext, name: str, index: int, acks: int) -> int 
         raise KafkaError(code, f"{name}-{index} is led by broker {p.leader}")
     if acks == -1:
         topic = broker.topics.get(name)
+        assert topic is not None  # the partition was found above
         wanted = int(
             topic.configs.get("min.insync.replicas")
             or broker.config.topic_default("min.insync.replicas")
