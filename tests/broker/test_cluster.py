@@ -42,9 +42,9 @@ THREE = {
 
 
 async def at(broker: Any, node: int) -> WireClient:
-    """A connection to broker `node` of the process."""
-    host, port = broker.node_advertised[node]["PLAINTEXT"]
-    return WireClient(await trio.open_tcp_stream(host, port))
+    """A connection to broker `node` of the process (at the port it bound)."""
+    port = broker.node_bound_ports[node]["PLAINTEXT"]
+    return WireClient(await trio.open_tcp_stream("127.0.0.1", port))
 
 
 async def metadata(client: WireClient, *topics: str) -> Any:
@@ -722,3 +722,14 @@ async def test_each_broker_lists_the_groups_it_coordinates(tmp_path: Path) -> No
         assert listed == {
             node: sorted(g for g, n in coordinators.items() if n == node) for node in (1, 2, 3)
         }
+
+
+async def test_advertised_ports_shift_per_broker(tmp_path: Path) -> None:
+    settings = {"kmock.brokers": 2, "advertised.listeners": "PLAINTEXT://kmock.example:29092"}
+    async with running(tmp_path, **settings) as broker:
+        client = await at(broker, 2)
+        response = await client.call(DescribeClusterRequest(), 0)
+        assert sorted((b.broker_id, b.host, b.port) for b in response.brokers) == [
+            (1, "kmock.example", 29092),
+            (2, "kmock.example", 29093),
+        ]
