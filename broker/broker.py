@@ -78,10 +78,16 @@ def _read_meta(data_dir: Path, node_id: int) -> str:
     import base64
 
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    _write_meta(data_dir, cluster_id, node_id)
+    return cluster_id
+
+
+def _write_meta(data_dir: Path, cluster_id: str, node_id: int) -> None:
+    """Write meta.properties (Kafka's format)."""
+    path = data_dir / "meta.properties"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(f"#\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n")
     os.replace(tmp, path)
-    return cluster_id
 
 
 class ServedConnection(Protocol):
@@ -193,6 +199,11 @@ class Broker:
         probe.write_bytes(b"")
         probe.unlink()
         self.cluster_id = _read_meta(self.data_dir, self.node_id)
+        for root, node in zip(self.cluster.roots(), self.cluster.node_ids, strict=True):
+            if root != self.data_dir:  # several brokers: each log dir has its meta.properties
+                root.mkdir(exist_ok=True)
+                if not (root / "meta.properties").exists():
+                    _write_meta(root, self.cluster_id, node)
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         try:
             self.topics.load(self.wall_ms())

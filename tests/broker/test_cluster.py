@@ -120,8 +120,13 @@ async def test_every_broker_gives_the_same_cluster_view(tmp_path: Path) -> None:
         assert epoch == 0
         assert isr == replicas
         assert offline == []
-        # The log is under its preferred replica's directory.
+        # The log is under its preferred replica's directory, which has Kafka's
+        # meta.properties for that broker.
         assert (tmp_path / f"broker-{leader}" / "orders-0").is_dir()
+        for node in (1, 2, 3):
+            meta = (tmp_path / f"broker-{node}" / "meta.properties").read_text()
+            assert f"cluster.id={broker.cluster_id}\n" in meta
+            assert f"node.id={node}\n" in meta
         assert not (tmp_path / "orders-0").exists()
 
 
