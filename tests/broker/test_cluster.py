@@ -738,3 +738,28 @@ async def test_advertised_ports_shift_per_broker(tmp_path: Path) -> None:
             (1, "kmock.example", 29092),
             (2, "kmock.example", 29093),
         ]
+
+
+async def test_transactional_ids_are_answered_by_their_coordinator(tmp_path: Path) -> None:
+    from protocol.messages.init_producer_id import InitProducerIdRequest
+
+    settings = {**THREE, "transaction.state.log.replication.factor": 3}
+    async with running(tmp_path, **settings) as broker:
+        client = await at(broker, 1)
+        ids = [f"txn-{i}" for i in range(9)]
+        response = await client.call(FindCoordinatorRequest(key_type=1, coordinator_keys=ids), 4)
+        found = {c.key: c.node_id for c in response.coordinators}
+        assert set(found.values()) == {1, 2, 3}
+        for transactional_id, node in found.items():
+            request = InitProducerIdRequest(
+                transactional_id=transactional_id, transaction_timeout_ms=60_000
+            )
+            other = next(n for n in (1, 2, 3) if n != node)
+            wrong = await (await at(broker, other)).call(request, 4)
+            assert wrong.error_code == ErrorCode.NOT_COORDINATOR
+            right = await (await at(broker, node)).call(request, 4)
+            assert (right.error_code, right.producer_epoch) == (ErrorCode.NONE, 0)
+        # An idempotent producer (no transactional id) gets an id at any broker.
+        plain = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
+        for node in (1, 2, 3):
+            assert (await (await at(broker, node)).call(plain, 4)).error_code == ErrorCode.NONE
