@@ -45,6 +45,7 @@ import trio
 
 from broker.placement import check_replication_factor, replica_assignment
 from protocol.errors import ErrorCode, KafkaError
+from storage.layout import broker_dir_name
 
 # broker.topics' Partition and Topic (not imported: broker.topics imports this module).
 Partition = Any
@@ -69,12 +70,6 @@ def check_settings(config: Any) -> None:
     for name in ("offsets.topic.replication.factor", "transaction.state.log.replication.factor"):
         if config[name] < 1:
             raise ConfigError(f"{name}: {config[name]}: Value must be at least 1")
-
-
-def broker_dir_name(node_id: int) -> str:
-    """The sub-directory of log.dirs holding the partitions a broker is the preferred
-    replica of (each Kafka broker has log.dirs of its own)."""
-    return f"broker-{node_id}"
 
 
 class ClusterState:
