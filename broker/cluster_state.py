@@ -53,7 +53,7 @@ Topic = Any
 
 log = logging.getLogger("broker.cluster")
 
-__all__ = ["ClusterState", "broker_dir_name", "check_settings"]
+__all__ = ["ClusterState", "check_settings"]
 
 
 def check_settings(config: Any) -> None:
