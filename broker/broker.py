@@ -16,12 +16,14 @@ import os
 import ssl
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 from broker import listeners
+from broker.cluster_state import check_settings as check_cluster_settings
 from broker.config import Config, ConfigError
 from broker.controls import Controls
 from broker.controls.clock import Clock, make_clock
@@ -76,10 +78,16 @@ def _read_meta(data_dir: Path, node_id: int) -> str:
     import base64
 
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    _write_meta(data_dir, cluster_id, node_id)
+    return cluster_id
+
+
+def _write_meta(data_dir: Path, cluster_id: str, node_id: int) -> None:
+    """Write meta.properties (Kafka's format)."""
+    path = data_dir / "meta.properties"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(f"#\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n")
     os.replace(tmp, path)
-    return cluster_id
 
 
 class ServedConnection(Protocol):
@@ -99,10 +107,22 @@ class Broker:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.node_id: int = config["node.id"]
+        check_cluster_settings(config)
         self.data_dir = Path(config["log.dirs"])
         self.metrics = Metrics()
         self.topics = TopicRegistry(config, self.data_dir, self.metrics)
+        # The brokers this process serves (broker.cluster_state): node.id alone, or 1..N
+        # with kmock.brokers; `node_id` is the first, which also acts as the controller.
+        self.cluster = self.topics.cluster
+        self.node_id: int = self.cluster.node_ids[0]
+        # Per node: each listener's advertised address; set by `advertise`.
+        self.node_advertised: dict[int, dict[str, tuple[str, int]]] = {}
+        self.node_bound_ports: dict[int, dict[str, int]] = {}
+        # Set by `serve`: its nursery, and the cancel scope of each broker's listeners.
+        self.serve_nursery: trio.Nursery | None = None
+        self.node_scopes: dict[int, trio.CancelScope] = {}
+        # broker.server's: bind a stopped broker's listeners again, then serve them.
+        self.listen_again: Callable[[int], Awaitable[Callable[[], None]]]
         self.cluster_id = ""
         # Checked first, so that a bad setting stops the start before anything is written.
         self.listener_setup = listener_setup(config)
@@ -162,7 +182,14 @@ class Broker:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{h}:{p}" for h, p in self.advertised)
+        """Every broker's advertised addresses (the first broker's first)."""
+        return ",".join(
+            f"{h}:{p}"
+            for node in self.cluster.node_ids
+            for e in self.listener_setup.listeners
+            if (address := self.node_advertised.get(node, {}).get(e.listener)) is not None
+            for h, p in [address]
+        )
 
     def open(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -172,8 +199,17 @@ class Broker:
         probe.write_bytes(b"")
         probe.unlink()
         self.cluster_id = _read_meta(self.data_dir, self.node_id)
+        for root, node in zip(self.cluster.roots(), self.cluster.node_ids, strict=True):
+            if root != self.data_dir:  # several brokers: each log dir has its meta.properties
+                root.mkdir(exist_ok=True)
+                if not (root / "meta.properties").exists():
+                    _write_meta(root, self.cluster_id, node)
         self.producer_ids = ProducerIdAllocator(self.data_dir)
-        self.topics.load(self.wall_ms())
+        try:
+            self.topics.load(self.wall_ms())
+        except ValueError as e:  # another kmock.brokers than the data was written with
+            self.topics.close()
+            raise ConfigError(str(e)) from None
         # Before the listeners are bound: the topics exist once the port accepts connections.
         try:
             create_startup_topics(self.topics, self.startup_topics, self.wall_ms())
@@ -195,24 +231,39 @@ class Broker:
         if self.cancel_scope is not None:
             self.cancel_scope.cancel()
 
-    def advertise(self, bound: dict[str, int]) -> None:
-        """Set the advertised addresses, given the port each listener name bound."""
-        self.bound_ports = dict(bound)
+    def advertise(self, bound: dict[str, int], node_id: int | None = None) -> None:
+        """Set the advertised addresses of broker `node_id` (the first by default), given
+        the port each listener name bound. The n-th broker (from 0) advertises the
+        configured port + n, as it binds (broker.server)."""
+        node = self.node_id if node_id is None else node_id
+        shift = self.cluster.node_ids.index(node)
+        self.node_bound_ports[node] = dict(bound)
+        advertised: dict[str, tuple[str, int]] = {}
         for name, endpoint in self.listener_setup.advertised.items():
             # An advertised port 0 means "the port this listener bound" (kmock only).
-            port = endpoint.port or bound[name]
-            self.advertised_by_listener[name] = (endpoint.host, port)
-        self.advertised = [
-            self.advertised_by_listener[e.listener]
-            for e in self.listener_setup.listeners
-            if e.listener in self.advertised_by_listener
-        ]
+            port = endpoint.port + shift if endpoint.port else bound[name]
+            advertised[name] = (endpoint.host, port)
+        self.node_advertised[node] = advertised
+        if node == self.node_id:
+            self.bound_ports = dict(bound)
+            self.advertised_by_listener = advertised
+            self.advertised = [
+                advertised[e.listener]
+                for e in self.listener_setup.listeners
+                if e.listener in advertised
+            ]
 
-    def advertised_address(self, listener_name: str) -> tuple[str, int] | None:
-        """What a client connected through `listener_name` is told this broker's address is
-        (Kafka's MetadataCache.getAliveBrokerNode(id, listenerName)); None if that listener
-        is not advertised."""
-        return self.advertised_by_listener.get(listener_name)
+    def advertised_address(
+        self, listener_name: str, node_id: int | None = None
+    ) -> tuple[str, int] | None:
+        """What a client connected through `listener_name` is told the address of broker
+        `node_id` (this process's first by default) is (Kafka's
+        MetadataCache.getAliveBrokerNode(id, listenerName)); None if that listener is not
+        advertised or the broker is stopped."""
+        node = self.node_id if node_id is None else node_id
+        if node not in self.cluster.live:
+            return None
+        return self.node_advertised.get(node, {}).get(listener_name)
 
     def pinned_listeners(self) -> str:
         """`listeners` with each port 0 replaced by the port it bound, for a restart on the

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.cluster_settings import CLUSTER_SETTINGS
 from broker.coordinator_settings import COORDINATOR_BROKER_SETTINGS
 from broker.listeners import DEFAULT_PROTOCOL_MAP
 from broker.security_settings import SECURITY_SETTINGS, listener_prefixed
@@ -212,7 +213,7 @@ SETTINGS: dict[str, Setting] = {
             "default.replication.factor",
             "int",
             1,
-            "Replication factor of auto-created topics (kmock is a single broker).",
+            "Replication factor of auto-created topics, at most kmock.brokers.",
         ),
         _s(
             "auto.create.topics.enable",
@@ -378,10 +379,10 @@ SETTINGS: dict[str, Setting] = {
             "min.insync.replicas",
             "int",
             1,
-            "Replicas that must acknowledge acks=all; always met by the one broker.",
+            "In-sync replicas a partition needs for acks=all (NOT_ENOUGH_REPLICAS below); "
+            "always met by a single broker.",
             topic_name="min.insync.replicas",
             read_only=False,
-            acted_on=False,
             min_value=1,
         ),
         _s(
@@ -486,6 +487,7 @@ SETTINGS: dict[str, Setting] = {
 }
 SETTINGS.update({d["name"]: Setting(**d) for d in COORDINATOR_BROKER_SETTINGS})
 SETTINGS.update({d["name"]: Setting(**d) for d in SECURITY_SETTINGS})
+SETTINGS.update({d["name"]: Setting(**d) for d in CLUSTER_SETTINGS})
 
 
 def _convert(setting: Setting, value: Any) -> Any:

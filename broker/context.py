@@ -8,13 +8,19 @@ through `ctx.routes`: it never imports broker.routes, which imports every handle
 
 from __future__ import annotations
 
+import contextvars
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from broker.broker import Broker
     from protocol.messages.api_versions import ApiVersion
 
-__all__ = ["RequestContext", "RouteTable"]
+__all__ = ["NODE_ID", "RequestContext", "RouteTable"]
+
+# The broker whose listener accepted the connection being served (broker.server sets it in
+# the task that accepts a node's connections; each connection's task inherits it). Unset:
+# the process's first broker, `Broker.node_id`.
+NODE_ID: contextvars.ContextVar[int] = contextvars.ContextVar("kmock_node_id")
 
 
 class RouteTable(Protocol):
@@ -34,6 +40,7 @@ class RequestContext:
         "client_id",
         "connection_id",
         "listener_name",
+        "node_id",
         "routes",
     )
 
@@ -56,3 +63,5 @@ class RequestContext:
         # The listener the connection came through (Kafka's RequestContext.listenerName):
         # Metadata, FindCoordinator and DescribeCluster answer with its advertised address.
         self.listener_name = listener_name
+        # The broker the request is for (broker.cluster_state): handlers answer as it.
+        self.node_id: int = NODE_ID.get(broker.node_id)

@@ -24,7 +24,7 @@ The checks and their messages are Kafka's (EndpointUtils.listenerListToEndpoints
 KafkaConfig.validateValues), each prefixed by the setting it is about. All four of
 Kafka's protocols are served: SSL, SASL_PLAINTEXT and SASL_SSL through broker.security.
 `inter.broker.listener.name` is accepted and checked as Kafka checks it, and otherwise
-unused (there is no other broker); unset, Kafka derives it from
+unused (several brokers share one process: broker.cluster_state); unset, Kafka derives it from
 security.inter.broker.protocol and requires a PLAINTEXT listener, which kmock does not.
 """
 
@@ -64,7 +64,9 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class ListenerSetup:
-    listeners: tuple[Endpoint, ...]  # in the order given: the first is the fixture's
+    # In the order given: the first is the fixture's. With kmock.brokers, each broker binds
+    # every one at its port + the broker's rank (broker.server.bind_node).
+    listeners: tuple[Endpoint, ...]
     advertised: dict[str, Endpoint]  # by listener name; port 0 = the bound port
     inter_broker_listener_name: str | None
 

@@ -64,6 +64,15 @@ Test controls (docs/controls.md), as methods that call the broker's /v1 admin en
     kmock.journal(api="OffsetCommit")  # decoded requests and answers, oldest first
     kmock.close_connections()          # what a network blip looks like to a client
 
+Several brokers in the one process (README, Several brokers), with `brokers=N`: the
+listeners are on N consecutive free ports, and `bootstrap_servers` lists them all:
+
+    @pytest.mark.kmock_config(brokers=3, default_replication_factor=3)
+    def test_failover(kmock):
+        kmock.move_leader("orders", 0, broker=2)
+        kmock.move_coordinator(group_id="g", broker=3)
+        kmock.stop_broker(1); ...; kmock.start_broker(1)
+
 Two defaults differ from `kmock serve`'s (FIXTURE_DEFAULTS): offsets.topic.num.partitions is
 1, so that a fresh broker per test does not create 50 __consumer_offsets partitions when its
 test first uses a group (clients cannot tell: they ask FindCoordinator, and the answer is
@@ -107,6 +116,7 @@ class KmockBroker:
         *,
         topics: str | Iterable[str] | None = None,
         schema_registry: bool = False,
+        brokers: int | None = None,
         security_protocol: str = "PLAINTEXT",
         sasl_mechanism: str | None = None,
         users: Mapping[str, str] | None = None,
@@ -129,6 +139,14 @@ class KmockBroker:
             **secured,
             **(overrides or {}),
         }
+        if brokers is not None:
+            self._overrides["kmock.brokers"] = brokers
+        count = int(self._overrides.get("kmock.brokers", 1))
+        if count > 1 and self._overrides["listeners"] == "PLAINTEXT://127.0.0.1:0":
+            # N brokers bind N consecutive ports: find a free run now, so that restart()
+            # comes back on the same ones.
+            port = _free_ports(count)
+            self._overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
         if topics is not None:
             self._overrides["kmock.create.topics"] = _topics_setting(topics)
         if schema_registry:
@@ -289,6 +307,34 @@ class KmockBroker:
         """Close the client connections (all, or those matching connection=, client_id=,
         address=); returns what was closed."""
         return list(self.control("POST", "/v1/connections/close", filters)["closed"])
+
+    def cluster(self) -> dict[str, Any]:
+        """The brokers, which run, and every partition's leader, epoch, replicas and ISR."""
+        return dict(self.control("GET", "/v1/cluster"))
+
+    def move_leader(self, topic: str, partition: int, broker: int) -> dict[str, Any]:
+        """Make `broker` (a running in-sync replica) the partition's leader."""
+        spec = {"topic": topic, "partition": partition, "broker": broker}
+        return dict(self.control("POST", "/v1/cluster/leader", spec))
+
+    def move_coordinator(
+        self, *, broker: int, group_id: str | None = None, transactional_id: str | None = None
+    ) -> dict[str, Any]:
+        """Move the coordinator of a group (or a transactional id) to `broker`."""
+        spec: dict[str, Any] = {"broker": broker}
+        if group_id is not None:
+            spec["group_id"] = group_id
+        if transactional_id is not None:
+            spec["transactional_id"] = transactional_id
+        return dict(self.control("POST", "/v1/cluster/coordinator", spec))
+
+    def stop_broker(self, broker: int) -> dict[str, Any]:
+        """Stop one broker of the process: its connections drop, its leaderships move."""
+        return dict(self.control("POST", f"/v1/brokers/{broker}/stop", {}))
+
+    def start_broker(self, broker: int) -> dict[str, Any]:
+        """Start a stopped broker again on its ports."""
+        return dict(self.control("POST", f"/v1/brokers/{broker}/start", {}))
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
         """Start the broker and wait until it listens.
@@ -522,7 +568,10 @@ async def _seed_records(
                     )
                 ],
             )
-            response: Any = await produce.handle(ctx(request), request)
+            produce_ctx = ctx(request)
+            # With several brokers, as the partition's leader (broker.cluster_state).
+            produce_ctx.node_id = broker.topics.partition(topic, partition).leader
+            response: Any = await produce.handle(produce_ctx, request)
             if isinstance(response, Deferred):
                 response = await response.finish()
             result = response.responses[0].partition_responses[0]
@@ -632,6 +681,8 @@ def _marker_overrides(node: pytest.Item) -> dict[str, Any]:
             out["kmock.create.topics"] = _topics_setting(kwargs.pop("topics"))
         if kwargs.pop("schema_registry", False):
             out["kmock.schema.registry.port"] = 0
+        if "brokers" in kwargs:
+            out["kmock.brokers"] = kwargs.pop("brokers")
         out.update({k.replace("_", "."): v for k, v in kwargs.items()})
     return out
 
@@ -644,6 +695,32 @@ def _marker_security(node: pytest.Item) -> dict[str, Any]:
     for marker in reversed(list(node.iter_markers("kmock_config"))):  # closest wins
         out.update({k: v for k, v in marker.kwargs.items() if k in OPTIONS})
     return out
+
+
+def _free_ports(count: int) -> int:
+    """The first of `count` consecutive ports of 127.0.0.1 that are free just now."""
+    import socket
+
+    for _ in range(100):
+        held: list[socket.socket] = []
+        try:
+            first = socket.socket()
+            held.append(first)
+            first.bind(("127.0.0.1", 0))
+            base = first.getsockname()[1]
+            if base + count > 65535:
+                continue
+            for port in range(base + 1, base + count):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("127.0.0.1", port))
+            return int(base)
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError(f"no {count} consecutive free ports on 127.0.0.1")
 
 
 def _topics_setting(topics: str | Iterable[str]) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from broker import coordinator_guard
 from broker.context import RequestContext
 from broker.handlers import (
     Deferred,
@@ -203,7 +204,8 @@ def install(routes: dict[type[Message], Handler]) -> None:
     """Build the key -> route index from ROUTES (called once at import)."""
     _BY_KEY.clear()
     for request, handler in sorted(routes.items(), key=lambda kv: kv[0].API_KEY):
-        route = _route(request, handler)
+        # Group and transaction APIs first check this broker coordinates their keys.
+        route = _route(request, coordinator_guard.wrap(request, handler))
         assert route.api_key not in _BY_KEY, f"API key {route.api_key} routed twice"
         _BY_KEY[route.api_key] = route
 

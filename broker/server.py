@@ -1,8 +1,9 @@
 """serve(): the broker's nursery tree.
 
     serve nursery
-    ├── listeners (trio.serve_listeners) ── connection nursery ── one task per connection
-    │                                        (and its writer while responses are queued)
+    ├── per broker (one, or kmock.brokers: broker.cluster_state), in a cancel scope that
+    │   stopping the broker cancels: listeners (trio.serve_listeners) ── connection nursery
+    │   ── one task per connection (and its writer while responses are queued)
     ├── group coordinator runtime: replay of __consumer_offsets, then its timer task
     ├── transaction coordinator runtime: replay of __transaction_state, then its timer task
     ├── readiness: `broker.ready` once both replays are done
@@ -25,6 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -33,6 +35,7 @@ from broker import routes
 from broker.broker import Broker, listener_setup
 from broker.config import Config, ConfigError
 from broker.connection import expire_idle_connections, handle_frame, serve_connection
+from broker.context import NODE_ID
 from broker.durability import Durability
 from broker.routes import route_for
 from broker.security.authenticator import Dispatch
@@ -106,19 +109,10 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                     clock=broker.clock,
                 )
                 # Each listener name gets its own sockets and accept loop, so that every
-                # connection knows the listener it came through (RequestContext.listener_name).
-                by_name: dict[str, list[trio.SocketListener]] = {}
-                bound: dict[str, int] = {}
-                for endpoint in broker.listener_setup.listeners:
-                    sockets = await trio.open_tcp_listeners(
-                        endpoint.port, host=endpoint.host or None
-                    )
-                    by_name[endpoint.listener] = sockets
-                    for lst in sockets:
-                        addr = lst.socket.getsockname()
-                        broker.addresses.append((addr[0], addr[1]))
-                        bound[endpoint.listener] = addr[1]
-                broker.advertise(bound)
+                # connection knows the listener it came through (RequestContext.listener_name);
+                # with kmock.brokers, each broker its own (broker.cluster_state).
+                nodes = {node: await bind_node(broker, node) for node in broker.cluster.node_ids}
+                by_name = nodes[broker.node_id]
                 for endpoint in broker.listener_setup.listeners:
                     advertised = broker.advertised_address(endpoint.listener)
                     if advertised is None:
@@ -150,10 +144,10 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
                     from broker.schema_registry_http import serve_schema_registry
 
                     await nursery.start(serve_schema_registry, broker)
-                for name, sockets in by_name.items():
-                    nursery.start_soon(
-                        trio.serve_listeners, functools.partial(_accept, broker, name), sockets
-                    )
+                broker.serve_nursery = nursery
+                broker.listen_again = functools.partial(_listen_again, broker)
+                for node, sockets_by_name in nodes.items():
+                    nursery.start_soon(serve_node, broker, node, sockets_by_name)
                 log.info(
                     "kmock listening on %s (cluster %s, data %s) in %.0f ms",
                     broker.bootstrap_servers,
@@ -166,6 +160,51 @@ async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) 
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(broker.close)
             log.info("kmock stopped")
+
+
+async def bind_node(broker: Broker, node: int) -> dict[str, list[trio.SocketListener]]:
+    """Open the listening sockets of broker `node`: each listener's configured port, plus
+    the broker's rank in kmock.brokers (port 0 stays 0: a free port each), or the ports it
+    bound before when it starts again. Sets its advertised addresses."""
+    by_name: dict[str, list[trio.SocketListener]] = {}
+    bound: dict[str, int] = {}
+    shift = broker.cluster.node_ids.index(node)
+    before = broker.node_bound_ports.get(node, {})
+    for endpoint in broker.listener_setup.listeners:
+        port = before.get(endpoint.listener) or (endpoint.port + shift if endpoint.port else 0)
+        sockets = await trio.open_tcp_listeners(port, host=endpoint.host or None)
+        by_name[endpoint.listener] = sockets
+        for lst in sockets:
+            addr = lst.socket.getsockname()
+            if not before:
+                broker.addresses.append((addr[0], addr[1]))
+            bound[endpoint.listener] = addr[1]
+    broker.advertise(bound, node)
+    return by_name
+
+
+async def serve_node(
+    broker: Broker, node: int, by_name: dict[str, list[trio.SocketListener]]
+) -> None:
+    """Accept and serve the connections of broker `node` until it is stopped
+    (broker.controls.cluster) or the server is: its connections are cancelled with it."""
+    NODE_ID.set(node)  # the connections' tasks, started from here, inherit it
+    with trio.CancelScope() as scope:
+        broker.node_scopes[node] = scope
+        async with trio.open_nursery() as nursery:
+            for name, sockets in by_name.items():
+                nursery.start_soon(
+                    trio.serve_listeners, functools.partial(_accept, broker, name), sockets
+                )
+
+
+async def _listen_again(broker: Broker, node: int) -> Callable[[], None]:
+    """Bind a stopped broker's listeners again (raises OSError when a port is taken); the
+    callable returned starts serving them (broker.controls.cluster)."""
+    sockets = await bind_node(broker, node)
+    nursery = broker.serve_nursery
+    assert nursery is not None
+    return lambda: nursery.start_soon(serve_node, broker, node, sockets)
 
 
 async def _ready(broker: Broker) -> None:

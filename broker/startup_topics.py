@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker.config import Config, ConfigError
+from broker.placement import check_replication_factor
 from broker.topics import check_partition_count, validate_topic_configs, validate_topic_name
 from protocol.errors import KafkaError
 from storage.layout import OFFSETS_TOPIC
@@ -46,6 +47,7 @@ class TopicSpec:
     name: str
     num_partitions: int
     configs: dict[str, str]
+    replication_factor: int | None = None  # None: default.replication.factor
 
 
 def _int(text: str, what: str, item: str) -> int:
@@ -107,26 +109,24 @@ def parse_create_topics(spec: str, config: Config) -> list[TopicSpec]:
             check_partition_count(partitions)
         except KafkaError as e:
             raise ConfigError(f"{SETTING}: {item!r}: {e.detail}") from None
+        replication: int | None = None
         if rest and "=" not in rest[0] and rest[0].strip() not in ("compact", "delete"):
             replication = _int(rest.pop(0), "replication", item)
             if replication == -1:
                 replication = int(config["default.replication.factor"])
             if replication < 1:
                 raise ConfigError(f"{SETTING}: {item!r}: replication must be at least 1 (or -1)")
-            if replication > 1:
-                # CreateTopics' message (broker.handlers.create_topics)
-                raise ConfigError(
-                    f"{SETTING}: {item!r}: Unable to replicate the partition {replication} "
-                    f"time(s): The target replication factor of {replication} cannot be "
-                    "reached because only 1 broker(s) are registered."
-                )
+            try:  # CreateTopics' check (broker.placement)
+                check_replication_factor(replication, int(config["kmock.brokers"]))
+            except KafkaError as e:
+                raise ConfigError(f"{SETTING}: {item!r}: {e.detail}") from None
         configs: dict[str, str] = {}
         if rest:
             try:
                 configs = validate_topic_configs(dict(_configs(":".join(rest), item)))
             except KafkaError as e:
                 raise ConfigError(f"{SETTING}: {item!r}: {e.detail}") from None
-        out.append(TopicSpec(name, partitions, configs))
+        out.append(TopicSpec(name, partitions, configs, replication))
     return out
 
 
@@ -165,7 +165,13 @@ def create_startup_topics(
             )
             continue
         try:
-            registry.create(spec.name, spec.num_partitions, spec.configs, now_wall_ms=now_wall_ms)
+            registry.create(
+                spec.name,
+                spec.num_partitions,
+                spec.configs,
+                now_wall_ms=now_wall_ms,
+                replication_factor=spec.replication_factor,
+            )
         except KafkaError as e:
             raise KafkaError(e.code, f"{SETTING}: cannot create {spec.name}: {e.detail}") from e
         log.info(

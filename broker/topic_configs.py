@@ -174,7 +174,7 @@ def alter_each(
 
 def check_broker_name(ctx: RequestContext, name: str) -> None:
     """Kafka's validateResourceNameIsCurrentNodeId."""
-    node_id = ctx.broker.node_id
+    node_id = ctx.node_id  # the broker the request came to
     try:
         wanted = int(name)
     except ValueError:

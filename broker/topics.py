@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from broker.cluster_state import ClusterState
 from broker.config import LONG_MAX, TOPIC_CONFIGS, Config
 from protocol.compression import BytesLike
 from protocol.errors import ErrorCode, KafkaError
@@ -46,7 +47,6 @@ from storage.layout import (
     TRANSACTION_STATE_TOPIC,
     parse_partition_dir,
     partition_dir,
-    partition_dir_name,
 )
 from storage.segment import fsync_directory
 
@@ -88,12 +88,19 @@ class Partition:
     index: int
     log: Log
     leader_epoch: int = 0
+    # The cluster's view of it (broker.cluster_state): set by the registry.
+    replicas: list[int] = field(default_factory=list)
+    isr: list[int] = field(default_factory=list)
+    leader: int = -1
+    epochs: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])  # (epoch, start)
     # Fetches parked on this partition; an append wakes them all.
     waiters: set[trio.Event] = field(default_factory=set)
     # Where appended records are counted (None for a registry outside a running broker).
     metrics: Metrics | None = None
 
-    def append(self, batch: BytesLike, *, wall_ms: int) -> AppendInfo:
+    def append(
+        self, batch: BytesLike, *, wall_ms: int, partition_leader_epoch: int | None = None
+    ) -> AppendInfo:
         """Append one validated v2 batch, wake the fetches waiting on this partition and
         count its records in kmock_records_in (Kafka's ReplicaManager.appendToLocalLog,
         which marks BrokerTopicStats' messagesInRate the same way).
@@ -101,7 +108,9 @@ class Partition:
         Raises:
           KafkaError: what `Log.append` raises; nothing is notified or counted then.
         """
-        info = self.log.append(batch, wall_ms=wall_ms)
+        info = self.log.append(
+            batch, wall_ms=wall_ms, partition_leader_epoch=partition_leader_epoch
+        )
         self.notify()
         if self.metrics is not None:
             self.metrics.messages_in.labels(self.topic).inc(info.last_offset - info.base_offset + 1)
@@ -214,6 +223,14 @@ class TopicRegistry:
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.recovery_notes: list[str] = []
+        # Brokers, replicas, leaders (broker.cluster_state); one broker unless kmock.brokers.
+        self.cluster = ClusterState(
+            config["kmock.brokers"],
+            config["node.id"],
+            data_dir,
+            config["auto.leader.rebalance.enable"],
+        )
+        self.cluster.topics = self.topics
         # Names whose partitions are being opened in a worker thread, with the event set when
         # that is over (see the module docstring).
         self._changing: dict[str, trio.Event] = {}
@@ -233,6 +250,9 @@ class TopicRegistry:
             }
             for t in self.topics.values()
         }
+        if self.cluster.multi:
+            for t in self.topics.values():
+                table[t.name]["cluster"] = self.cluster.to_json(t)
         tmp = self._table_path().with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(table, f, indent=1, sort_keys=True)
@@ -241,10 +261,24 @@ class TopicRegistry:
         os.replace(tmp, self._table_path())
         fsync_directory(self.data_dir)
 
+    def save(self) -> None:
+        """Write the topic table (with leaders and ISR: broker.cluster_state), as
+        `_save`; for the cluster's changes.
+
+        Raises:
+          OSError: it could not be written.
+        """
+        self._save()
+
     def load(self, now_wall_ms: int) -> None:
-        """Open every topic in topics.json, recovering each log; remove orphan directories."""
+        """Open every topic in topics.json, recovering each log; remove orphan directories.
+
+        Raises:
+          ValueError: topics.json was written by a cluster of another kmock.brokers.
+        """
         path = self._table_path()
         table = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        placed = {name: self.cluster.replicas_from_json(name, e) for name, e in table.items()}
         for name, entry in table.items():
             topic = Topic(
                 name,
@@ -254,8 +288,11 @@ class TopicRegistry:
                 bool(entry.get("internal", False)),
             )
             lc = _log_config(self.config, topic.configs)
+            saved = entry.get("cluster") or [None] * int(entry["partitions"])
             for i in range(int(entry["partitions"])):
-                topic.partitions.append(self._open_partition(topic, i, lc, now_wall_ms))
+                p = self._open_partition(topic, i, lc, now_wall_ms, placed[name][i])
+                self.cluster.restore(p, saved[i])
+                topic.partitions.append(p)
             self.topics[name] = topic
             self.by_id[topic.topic_id] = topic
         rebuilt = sum(
@@ -269,25 +306,26 @@ class TopicRegistry:
                 "the DEBUG log names them",
                 rebuilt,
             )
-        known = {
-            partition_dir_name(t.name, p.index) for t in self.topics.values() for p in t.partitions
-        }
-        for child in self.data_dir.iterdir():
-            if (
-                child.is_dir()
-                and parse_partition_dir(child.name) is not None
-                and child.name not in known
-            ):
-                log.warning(
-                    "removing %s: not in topics.json (a create or delete that did not finish)",
-                    child,
-                )
-                shutil.rmtree(child, ignore_errors=True)
+        known = {p.log.path.absolute() for t in self.topics.values() for p in t.partitions}
+        for root in self.cluster.roots():
+            if not root.is_dir():
+                continue
+            for child in root.iterdir():
+                if (
+                    child.is_dir()
+                    and parse_partition_dir(child.name) is not None
+                    and child.absolute() not in known
+                ):
+                    log.warning(
+                        "removing %s: not in topics.json (a create or delete that did not finish)",
+                        child,
+                    )
+                    shutil.rmtree(child, ignore_errors=True)
 
     def _open_partition(
-        self, topic: Topic, index: int, lc: LogConfig, now_wall_ms: int
+        self, topic: Topic, index: int, lc: LogConfig, now_wall_ms: int, replicas: list[int]
     ) -> Partition:
-        pdir = partition_dir(self.data_dir, topic.name, index)
+        pdir = partition_dir(self.cluster.root_of(replicas), topic.name, index)
         fresh = not pdir.exists()
         pdir.mkdir(parents=True, exist_ok=True)
         meta = pdir / "partition.metadata"
@@ -298,10 +336,18 @@ class TopicRegistry:
         for level, line in recovery_log_lines(pdir.name, plog.recovery_report):
             self.recovery_notes.append(line)
             log.log(level, "%s", line)
-        return Partition(topic.name, index, plog, metrics=self.metrics)
+        partition = Partition(topic.name, index, plog, metrics=self.metrics)
+        partition.replicas = list(replicas)
+        return partition
 
     def _open_partitions(
-        self, topic: Topic, first: int, total: int, lc: LogConfig, now_wall_ms: int
+        self,
+        topic: Topic,
+        first: int,
+        total: int,
+        lc: LogConfig,
+        now_wall_ms: int,
+        replicas: list[list[int]],
     ) -> list[Partition]:
         """Open partitions first..total-1 of `topic`; all or none. Blocking: the async
         callers run it in a worker thread, so it changes no registry state (but for
@@ -313,7 +359,9 @@ class TopicRegistry:
         opened: list[Partition] = []
         try:
             for i in range(first, total):
-                opened.append(self._open_partition(topic, i, lc, now_wall_ms))
+                p = self._open_partition(topic, i, lc, now_wall_ms, replicas[i - first])
+                self.cluster.init_partition(p, replicas[i - first])
+                opened.append(p)
         except (OSError, KafkaError):
             # Out of descriptors or disk: undo, so that nothing half-created stays behind.
             self._discard(topic.name, opened, total, first)
@@ -335,6 +383,7 @@ class TopicRegistry:
                 },
                 now_wall_ms=now_wall_ms,
                 internal=True,
+                replication_factor=self._internal_replicas("offsets.topic.replication.factor"),
             )
             log.info("created %s with %d partitions", OFFSETS_TOPIC, len(topic.partitions))
         return topic
@@ -355,11 +404,20 @@ class TopicRegistry:
                 },
                 now_wall_ms=now_wall_ms,
                 internal=True,
+                replication_factor=self._internal_replicas(
+                    "transaction.state.log.replication.factor"
+                ),
             )
             log.info(
                 "created %s with %d partitions", TRANSACTION_STATE_TOPIC, len(topic.partitions)
             )
         return topic
+
+    def _internal_replicas(self, setting: str) -> int:
+        """An internal topic's replication factor. Kafka refuses to create it while fewer
+        brokers are up (COORDINATOR_NOT_AVAILABLE, until there are); kmock's brokers are all
+        registered from the start, so more than kmock.brokers is capped at it."""
+        return min(int(self.config[setting]), self.cluster.size)
 
     # --- queries ---
 
@@ -438,6 +496,8 @@ class TopicRegistry:
         now_wall_ms: int,
         internal: bool = False,
         topic_id: uuid.UUID | None = None,
+        replication_factor: int | None = None,
+        assignments: list[list[int]] | None = None,
     ) -> Topic:
         """Create a topic, opening its logs here, blocking: for the few partitions of an
         auto-created topic or __consumer_offsets. CreateTopics uses `create_in_thread`.
@@ -451,9 +511,12 @@ class TopicRegistry:
         if name in self._changing and name not in self.topics:
             raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{name} is being created")
         topic = self._new_topic(name, num_partitions, configs, internal, topic_id)
+        replicas = self._placement(name, num_partitions, replication_factor, assignments)
         lc = _log_config(self.config, configs)
         try:
-            topic.partitions = self._open_partitions(topic, 0, num_partitions, lc, now_wall_ms)
+            topic.partitions = self._open_partitions(
+                topic, 0, num_partitions, lc, now_wall_ms, replicas
+            )
         except (OSError, KafkaError) as e:
             raise _create_failed(name, num_partitions, e) from e
         try:
@@ -463,8 +526,36 @@ class TopicRegistry:
             raise
         return topic
 
+    def _placement(
+        self,
+        name: str,
+        count: int,
+        replication_factor: int | None,
+        assignments: list[list[int]] | None,
+        first: int = 0,
+    ) -> list[list[int]]:
+        """The replicas of partitions first..count-1 (broker.cluster_state).
+
+        Raises:
+          KafkaError: INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT.
+        """
+        if assignments is not None:
+            for replicas in assignments:
+                self.cluster.check_assignment(replicas)
+            return [list(r) for r in assignments]
+        if replication_factor is None:
+            replication_factor = int(self.config["default.replication.factor"])
+        return self.cluster.assign(name, first, count, replication_factor)
+
     async def create_in_thread(
-        self, name: str, num_partitions: int, configs: dict[str, str], *, now_wall_ms: int
+        self,
+        name: str,
+        num_partitions: int,
+        configs: dict[str, str],
+        *,
+        now_wall_ms: int,
+        replication_factor: int | None = None,
+        assignments: list[list[int]] | None = None,
     ) -> Topic:
         """`create`, with the partitions' file work in a worker thread (see the module
         docstring).
@@ -474,12 +565,13 @@ class TopicRegistry:
         publishes the topic, or undoes it, as if it had not been cancelled.
         """
         topic = self._new_topic(name, num_partitions, configs, False, None)
+        replicas = self._placement(name, num_partitions, replication_factor, assignments)
         lc = _log_config(self.config, configs)
         self._changing[name] = trio.Event()
         try:
             try:
                 topic.partitions = await trio.to_thread.run_sync(
-                    self._open_partitions, topic, 0, num_partitions, lc, now_wall_ms
+                    self._open_partitions, topic, 0, num_partitions, lc, now_wall_ms, replicas
                 )
             except (OSError, KafkaError) as e:
                 raise _create_failed(name, num_partitions, e) from e
@@ -515,12 +607,15 @@ class TopicRegistry:
         topic = self.topics[name]
         first = len(topic.partitions)
         check_partition_count(total - first)
+        # The new partitions get as many replicas as the first one has (Kafka's
+        # ReplicationControlManager.createPartitions uses the topic's replication factor).
+        replicas = self._placement(name, total, len(topic.partitions[0].replicas), None, first)
         lc = _log_config(self.config, topic.configs)
         self._changing[name] = trio.Event()
         try:
             try:
                 added = await trio.to_thread.run_sync(
-                    self._open_partitions, topic, first, total, lc, now_wall_ms
+                    self._open_partitions, topic, first, total, lc, now_wall_ms, replicas
                 )
             except (OSError, KafkaError) as e:
                 raise _add_failed(name, e) from e
@@ -552,7 +647,8 @@ class TopicRegistry:
             with contextlib.suppress(KafkaError):  # its directory goes next anyway
                 p.log.close()
         for i in range(first, total):
-            shutil.rmtree(partition_dir(self.data_dir, name, i), ignore_errors=True)
+            for root in self.cluster.roots():
+                shutil.rmtree(partition_dir(root, name, i), ignore_errors=True)
 
     def delete(self, name: str) -> None:
         topic = self.topics.pop(name)
@@ -561,7 +657,7 @@ class TopicRegistry:
         for p in topic.partitions:
             p.notify()
             p.log.close()
-            shutil.rmtree(partition_dir(self.data_dir, name, p.index), ignore_errors=True)
+            shutil.rmtree(p.log.path, ignore_errors=True)
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self.topics[name]

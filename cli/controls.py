@@ -4,6 +4,8 @@
     kmock clock show | advance MS
     kmock journal [--api A] [--group-id G] [--since SEQ] [--follow] | kmock journal --clear
     kmock connections list | close [--connection N] [--client-id C] [--address HOST:PORT]
+    kmock cluster show | leader TOPIC PARTITION BROKER | coordinator BROKER --group-id G
+                  | stop ID | start ID          (with kmock.brokers > 1)
 
 They talk to the broker's admin endpoint (`--admin-server`, the /v1 paths of
 docs/controls.md), not to its Kafka listener. The parser only; `cli.commands.controls`
@@ -119,6 +121,29 @@ def register(sub: Any) -> None:
     p.add_argument("--client-id", help="the connections of this client id")
     p.add_argument("--address", metavar="HOST:PORT", help="the connection from this address")
     p.set_defaults(func=run, family="connections")
+
+    cluster = sub.add_parser("cluster", help="several brokers: leaders, coordinators, stop/start")
+    ksub = cluster.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=Parser
+    )
+    ksub.add_parser(
+        "show", parents=[common], help="brokers, and each partition's leader, epoch and ISR"
+    ).set_defaults(func=run, family="cluster")
+    p = ksub.add_parser("leader", parents=[common], help="move a partition's leader")
+    p.add_argument("topic")
+    p.add_argument("partition", type=int)
+    p.add_argument("broker", type=int, help="a running in-sync replica")
+    p.set_defaults(func=run, family="cluster")
+    p = ksub.add_parser("coordinator", parents=[common], help="move a group's coordinator")
+    p.add_argument("broker", type=int)
+    key = p.add_mutually_exclusive_group(required=True)
+    key.add_argument("--group-id")
+    key.add_argument("--transactional-id")
+    p.set_defaults(func=run, family="cluster")
+    for action, text in (("stop", "stop a broker"), ("start", "start a stopped broker")):
+        p = ksub.add_parser(action, parents=[common], help=text)
+        p.add_argument("id", type=int, help="the broker id")
+        p.set_defaults(func=run, family="cluster")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:

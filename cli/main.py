@@ -8,7 +8,7 @@
     kmock produce [TOPIC] [--file PATH] [--format jsonl|lines|keyed] < lines
     kmock consume TOPIC [--from-beginning] [--max-messages N] [--timeout-ms MS]
     kmock dump-log PATH
-    kmock faults|clock|journal|connections ...   (the test controls, on the admin endpoint)
+    kmock faults|clock|journal|connections|cluster ...   (test controls, admin endpoint)
     kmock report lag|groups|snapshot|export ...   (pipeline/, with kmock[pipeline])
 
 Each command family is a light module with `register(subparsers)` (`cli.serve`,

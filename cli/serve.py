@@ -36,6 +36,7 @@ _SHORT_FLAGS = {
     "kmock.durability": "--durability",
     "kmock.clock": "--clock",
     "kmock.schema.registry.port": "--schema-registry-port",
+    "kmock.brokers": "--brokers",
 }
 
 

@@ -2,8 +2,11 @@
 
 One blocking socket with timeouts, one request in flight, and the message dataclasses of
 `protocol.messages` encoded and decoded by `protocol.schema` (no third-party Kafka client
-at run time). kmock is a single broker that leads every partition and coordinates every
-group, so every request goes to the bootstrap address: there is no metadata-driven routing.
+at run time). Requests go to the bootstrap address. Against several brokers (kmock.brokers)
+a partition request answered NOT_LEADER_OR_FOLLOWER is sent again to the leader Metadata
+names, and a group request answered NOT_COORDINATOR to the coordinator FindCoordinator
+names, over a connection of its own kept for the client's life; a single broker never
+answers either, so nothing else changes.
 
     with KafkaClient("127.0.0.1:9092") as client:
         client.create_topic("orders", num_partitions=3)
@@ -50,6 +53,7 @@ from protocol.messages.describe_configs import (
 )
 from protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic, PartitionData
+from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest
 from protocol.messages.list_offsets import (
     ListOffsetsPartition,
@@ -157,6 +161,8 @@ class KafkaClient:
         self._sock: socket.socket | None = None
         self._correlation_id = 0
         self.api_versions: dict[int, range] = {}
+        # Connections to the other brokers of a cluster, by address (see the module docstring).
+        self._peers: dict[tuple[str, int], KafkaClient] = {}
 
     # --- connection ----------------------------------------------------------------------
 
@@ -226,9 +232,51 @@ class KafkaClient:
         self.principal = f"User:{user}"
 
     def close(self) -> None:
+        for peer in self._peers.values():
+            peer.close()
+        self._peers.clear()
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+    # --- other brokers -------------------------------------------------------------------
+
+    def _at(self, host: str, port: int) -> KafkaClient:
+        """The client for the broker at host:port: this one, or a peer connected on need."""
+        if (host, port) == self.address:
+            return self
+        peer = self._peers.get((host, port))
+        if peer is None:
+            peer = KafkaClient(f"{host}:{port}", timeout_s=self.timeout_s, client_id=self.client_id)
+            peer.connect()
+            self._peers[(host, port)] = peer
+        return peer
+
+    def _leaders(self, topic: str) -> dict[int, KafkaClient]:
+        """A client for the leader of each partition of `topic` that has one."""
+        response = self.metadata([topic])
+        brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+        return {
+            p.partition_index: self._at(*brokers[p.leader_id])
+            for t in response.topics
+            for p in t.partitions
+            if p.leader_id in brokers
+        }
+
+    def _coordinated(self, group_id: str, call: Any) -> Any:
+        """`call(client)` at this broker, then once more at the group's coordinator if this
+        one is not it."""
+        try:
+            return call(self)
+        except KafkaError as e:
+            if e.code != ErrorCode.NOT_COORDINATOR:
+                raise
+        request = FindCoordinatorRequest(key=group_id, key_type=0, coordinator_keys=[group_id])
+        version = self.version_for(FindCoordinatorRequest)
+        response = self.send(request, version)
+        found = response.coordinators[0] if version >= 4 else response
+        _check(found.error_code, f"coordinator of {group_id!r}", found.error_message)
+        return call(self._at(found.host, found.port))
 
     def __enter__(self) -> KafkaClient:
         self.connect()
@@ -469,11 +517,15 @@ class KafkaClient:
 
     def describe_group(self, group_id: str) -> DescribedGroup:
         """The group's state and members; an unknown group comes back in state Dead."""
-        response = self.send(DescribeGroupsRequest(groups=[group_id]))
-        group: DescribedGroup = response.groups[0]
-        if group.error_code != ErrorCode.GROUP_ID_NOT_FOUND:  # v6+ (KIP-1043): still Dead
-            _check(group.error_code, f"group {group_id!r}")
-        return group
+
+        def describe(client: KafkaClient) -> DescribedGroup:
+            response = client.send(DescribeGroupsRequest(groups=[group_id]))
+            group: DescribedGroup = response.groups[0]
+            if group.error_code != ErrorCode.GROUP_ID_NOT_FOUND:  # v6+ (KIP-1043): still Dead
+                _check(group.error_code, f"group {group_id!r}")
+            return group
+
+        return self._coordinated(group_id, describe)  # type: ignore[no-any-return]
 
     def committed_offsets(
         self, group_id: str, partitions: Mapping[str, Iterable[int]] | None = None
@@ -490,8 +542,14 @@ class KafkaClient:
                 for t, ps in partitions.items()
             ]
         )
-        response = self.send(OffsetFetchRequest(group_id=group_id, topics=topics))
-        _check(response.error_code, f"offsets of group {group_id!r}")
+        request = OffsetFetchRequest(group_id=group_id, topics=topics)
+
+        def fetch(client: KafkaClient) -> Any:
+            answer = client.send(request)
+            _check(answer.error_code, f"offsets of group {group_id!r}")
+            return answer
+
+        response = self._coordinated(group_id, fetch)
         out = {}
         for t in response.topics:
             for p in t.partitions:
@@ -512,19 +570,20 @@ class KafkaClient:
                     partition_index=partition, committed_offset=offset, committed_metadata=""
                 )
             )
-        response = self.send(
-            OffsetCommitRequest(
-                group_id=group_id,
-                generation_id_or_member_epoch=-1,
-                member_id="",
-                topics=[
-                    OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()
-                ],
-            )
+        request = OffsetCommitRequest(
+            group_id=group_id,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
         )
-        for t in response.topics:
-            for p in t.partitions:
-                _check(p.error_code, f"commit for {group_id!r} on {t.name}-{p.partition_index}")
+
+        def commit(client: KafkaClient) -> None:
+            response = client.send(request)
+            for t in response.topics:
+                for p in t.partitions:
+                    _check(p.error_code, f"commit for {group_id!r} on {t.name}-{p.partition_index}")
+
+        self._coordinated(group_id, commit)
 
     def list_offsets(
         self, partitions: Iterable[tuple[str, int]], timestamp: int, *, raise_errors: bool = True
@@ -547,7 +606,22 @@ class KafkaClient:
         )
         out = {}
         for t in response.topics:
+            elsewhere = [
+                p.partition_index
+                for p in t.partitions
+                if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            ]
+            leaders = self._leaders(t.name) if elsewhere else {}
             for p in t.partitions:
+                leader = leaders.get(p.partition_index)
+                if p.partition_index in elsewhere and leader not in (None, self):
+                    assert leader is not None
+                    out.update(
+                        leader.list_offsets(
+                            [(t.name, p.partition_index)], timestamp, raise_errors=raise_errors
+                        )
+                    )
+                    continue
                 if p.error_code and not raise_errors:
                     continue
                 _check(p.error_code, f"offsets of {t.name}-{p.partition_index}")
@@ -571,6 +645,10 @@ class KafkaClient:
             )
         )
         result = response.responses[0].partition_responses[0]
+        if result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            leader = self._leaders(topic).get(partition)
+            if leader is not None and leader is not self:
+                return leader.produce(topic, partition, batch, acks=acks)
         _check(result.error_code, f"produce to {topic}-{partition}", result.error_message)
         return int(result.base_offset)
 
@@ -614,7 +692,30 @@ class KafkaClient:
         finally:
             self._set_timeout(self.timeout_s)
         _check(response.error_code, f"fetch from {topic}")
-        return {p.partition_index: p for t in response.responses for p in t.partitions}
+        out = {p.partition_index: p for t in response.responses for p in t.partitions}
+        elsewhere = {
+            i: offsets[i]
+            for i, p in out.items()
+            if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        }
+        if elsewhere:
+            by_leader: dict[KafkaClient, dict[int, int]] = {}
+            leaders = self._leaders(topic)
+            for i, offset in elsewhere.items():
+                leader = leaders.get(i)
+                if leader is not None and leader is not self:
+                    by_leader.setdefault(leader, {})[i] = offset
+            for leader, wanted in by_leader.items():
+                out.update(
+                    leader.fetch(
+                        topic,
+                        wanted,
+                        max_wait_ms=0,
+                        max_bytes=max_bytes,
+                        partition_max_bytes=partition_max_bytes,
+                    )
+                )
+        return out
 
 
 def _tls_reason(e: Exception) -> str:

@@ -1,6 +1,9 @@
 """File and directory names of Kafka's on-disk layout: the one place that spells them.
 
     <data dir>/<topic>-<partition>/                  one directory per partition
+    <data dir>/broker-<id>/<topic>-<partition>/      the same, with several brokers
+                                                     (kmock.brokers): under the partition's
+                                                     preferred replica
     <topic>-<partition>/<20-digit base offset>.log   a segment, with .index and .timeindex
                                                      (and .txnindex once a transaction in
                                                      it is aborted)
@@ -25,6 +28,7 @@ __all__ = [
     "TIMEINDEX_SUFFIX",
     "TRANSACTION_STATE_TOPIC",
     "TXN_INDEX_SUFFIX",
+    "broker_dir_name",
     "is_offsets_partition_dir",
     "parse_partition_dir",
     "parse_segment_name",
@@ -52,6 +56,12 @@ SWAP_SUFFIX = LOG_SUFFIX + ".swap"
 # Topic names may contain '-': the partition is the last field. Kafka's deleted
 # "<topic>-<n>.<uuid>-delete" directories do not match.
 _PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
+
+
+def broker_dir_name(node_id: int) -> str:
+    """The directory of one broker's partitions when a process serves several: the log dir
+    of broker `node_id` (each Kafka broker has log.dirs of its own)."""
+    return f"broker-{node_id}"
 
 
 def partition_dir_name(topic: str, partition: int) -> str:

@@ -11,6 +11,12 @@
     GET    /v1/connections            client id, address, API versions used
     POST   /v1/connections/close      {} for all, or {"connection": 3} / {"client_id": "x"}
                                       / {"address": "127.0.0.1:5555"}
+    GET    /v1/cluster                brokers, which run, and every partition's leader, epoch,
+                                      replicas and ISR (docs/controls.md, Several brokers)
+    POST   /v1/cluster/leader         {"topic": "orders", "partition": 0, "broker": 2}
+    POST   /v1/cluster/coordinator    {"group_id": "g", "broker": 3} (or "transactional_id")
+    POST   /v1/brokers/{id}/stop      its listeners close, its leaderships move
+    POST   /v1/brokers/{id}/start     back on the same ports; preferred leaders return
 
 Every answer is a JSON object. Bad input (unknown field, API or error name, a negative
 count, malformed JSON, advancing a wall clock) is answered 400 with {"error": message,
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -30,15 +37,36 @@ from broker.controls.faults import ControlError, api_name
 
 __all__ = ["PATHS", "handle"]
 
-# path -> the methods it takes
-PATHS: dict[str, tuple[str, ...]] = {
-    "/v1/faults": ("GET", "POST", "DELETE"),
-    "/v1/clock": ("GET",),
-    "/v1/clock/advance": ("POST",),
-    "/v1/journal": ("GET", "DELETE"),
-    "/v1/connections": ("GET",),
-    "/v1/connections/close": ("POST",),
-}
+_BROKER_PATH = re.compile(r"/v1/brokers/(-?\d+)/(stop|start)")
+
+
+class _Paths(dict[str, tuple[str, ...]]):
+    """path -> the methods it takes; /v1/brokers/{id}/stop and /start match any id."""
+
+    def __contains__(self, path: object) -> bool:
+        return super().__contains__(path) or (
+            isinstance(path, str) and _BROKER_PATH.fullmatch(path) is not None
+        )
+
+    def __missing__(self, path: str) -> tuple[str, ...]:
+        if _BROKER_PATH.fullmatch(path):
+            return ("POST",)
+        raise KeyError(path)
+
+
+PATHS = _Paths(
+    {
+        "/v1/faults": ("GET", "POST", "DELETE"),
+        "/v1/clock": ("GET",),
+        "/v1/clock/advance": ("POST",),
+        "/v1/journal": ("GET", "DELETE"),
+        "/v1/connections": ("GET",),
+        "/v1/connections/close": ("POST",),
+        "/v1/cluster": ("GET",),
+        "/v1/cluster/leader": ("POST",),
+        "/v1/cluster/coordinator": ("POST",),
+    }
+)
 MAX_WAIT_MS = 60_000  # longest a journal read waits for new entries
 
 
@@ -87,7 +115,33 @@ async def _dispatch(broker: Any, method: str, path: str, query: str, body: bytes
     if path == "/v1/connections/close":
         spec = _json(body) if body.strip() else {}
         return {"closed": controls.close_connections(spec)}
+    if path.startswith(("/v1/cluster", "/v1/brokers/")):
+        return await _cluster(broker, path, body)
     raise AssertionError(path)
+
+
+async def _cluster(broker: Any, path: str, body: bytes) -> Any:
+    from broker.controls import cluster as cluster_control
+
+    if path == "/v1/cluster":
+        return cluster_control.describe(broker)
+    m = _BROKER_PATH.fullmatch(path)
+    if m is not None:
+        node = int(m[1])
+        if m[2] == "stop":
+            return await cluster_control.stop_broker(broker, node)
+        return await cluster_control.start_broker(broker, node)
+    spec = _json(body)
+    if not isinstance(spec, dict):
+        raise ControlError("body", "expected a JSON object")
+    if path == "/v1/cluster/leader":
+        for name in spec:
+            if name not in ("topic", "partition", "broker"):
+                raise ControlError(name, "unknown field (known: topic, partition, broker)")
+        return cluster_control.move_leader(
+            broker, spec.get("topic"), spec.get("partition"), spec.get("broker")
+        )
+    return cluster_control.move_coordinator(broker, spec)
 
 
 async def _journal(broker: Any, method: str, query: str) -> dict[str, Any]:

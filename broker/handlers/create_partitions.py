@@ -67,7 +67,7 @@ async def _add(ctx: RequestContext, request: CreatePartitionsTopic, validate_onl
                 f"{len(request.assignments)} assignment(s) were specified.",
             )
         for assignment in request.assignments:
-            check_replicas(assignment.broker_ids, broker.node_id)
+            check_replicas(assignment.broker_ids, broker.cluster.node_ids)
     if not validate_only:
         await broker.topics.add_partitions(topic.name, request.count, now_wall_ms=broker.wall_ms())
 

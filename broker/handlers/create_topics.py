@@ -7,11 +7,11 @@ topic name.", and none of its copies is created. Every other topic is checked in
      (INVALID_TOPIC_EXCEPTION);
   2. the configs: a null value, an unknown name or a bad value is INVALID_CONFIG;
   3. a manual assignment needs num_partitions and replication_factor both -1
-     (INVALID_REQUEST), partitions numbered 0..n-1 once each, and replicas that are exactly
-     this broker (INVALID_REPLICA_ASSIGNMENT); otherwise num_partitions is -1
+     (INVALID_REQUEST), partitions numbered 0..n-1 once each, and replicas that are
+     registered brokers, each once (INVALID_REPLICA_ASSIGNMENT); otherwise num_partitions is -1
      (num.partitions) or >= 1 (INVALID_PARTITIONS) and replication_factor is -1
      (default.replication.factor) or >= 1 (INVALID_REPLICATION_FACTOR), and a replication
-     factor above 1 is more than the one broker there is (INVALID_REPLICATION_FACTOR).
+     factor above kmock.brokers is more than there are brokers (INVALID_REPLICATION_FACTOR).
 validate_only runs every check and creates nothing. A timeout_ms <= 0 is a deadline that
 has already passed: Kafka's controller then answers REQUEST_TIMED_OUT for every topic and
 creates nothing, and so does kmock.
@@ -40,6 +40,7 @@ from typing import Any
 from broker.cluster import check_replicas
 from broker.config import TOPIC_CONFIGS
 from broker.context import RequestContext
+from broker.placement import check_replication_factor
 from broker.topic_configs import effective_topic_source, topic_value
 from broker.topics import check_partition_count, validate_topic_configs
 from protocol.errors import ErrorCode, KafkaError
@@ -53,7 +54,7 @@ from protocol.messages.create_topics import (
 )
 
 
-def _assigned_partitions(assignments: list[CreatableReplicaAssignment], node_id: int) -> int:
+def _assigned_partitions(assignments: list[CreatableReplicaAssignment], node_ids: list[int]) -> int:
     indexes: set[int] = set()
     for assignment in assignments:
         if assignment.partition_index in indexes:
@@ -62,7 +63,7 @@ def _assigned_partitions(assignments: list[CreatableReplicaAssignment], node_id:
                 "Found multiple manual partition assignments for partition "
                 f"{assignment.partition_index}",
             )
-        check_replicas(assignment.broker_ids, node_id)
+        check_replicas(assignment.broker_ids, node_ids)
         indexes.add(assignment.partition_index)
     if indexes != set(range(len(indexes))):
         raise KafkaError(
@@ -72,8 +73,9 @@ def _assigned_partitions(assignments: list[CreatableReplicaAssignment], node_id:
     return len(indexes)
 
 
-def _partitions(config: Any, topic: CreatableTopic, node_id: int) -> int:
-    """The partition count to create; every replication factor that passes is 1."""
+def _partitions(config: Any, topic: CreatableTopic, node_ids: list[int]) -> tuple[int, int]:
+    """The partition count and replication factor to create (at most one replica per
+    broker: broker.placement)."""
     if topic.assignments:
         if topic.replication_factor != -1:
             raise KafkaError(
@@ -86,7 +88,8 @@ def _partitions(config: Any, topic: CreatableTopic, node_id: int) -> int:
                 ErrorCode.INVALID_REQUEST,
                 "A manual partition assignment was specified, but numPartitions was not set to -1.",
             )
-        return _assigned_partitions(topic.assignments, node_id)
+        count = _assigned_partitions(topic.assignments, node_ids)
+        return count, len(topic.assignments[0].broker_ids)
     if topic.replication_factor == 0 or topic.replication_factor < -1:
         raise KafkaError(
             ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -100,16 +103,10 @@ def _partitions(config: Any, topic: CreatableTopic, node_id: int) -> int:
     replication_factor = topic.replication_factor
     if replication_factor == -1:
         replication_factor = config["default.replication.factor"]
-    if replication_factor > 1:
-        raise KafkaError(
-            ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"Unable to replicate the partition {replication_factor} time(s): The "
-            f"target replication factor of {replication_factor} cannot be reached "
-            "because only 1 broker(s) are registered.",
-        )
+    check_replication_factor(replication_factor, len(node_ids))
     if topic.num_partitions == -1:
-        return int(config["num.partitions"])
-    return topic.num_partitions
+        return int(config["num.partitions"]), replication_factor
+    return topic.num_partitions, replication_factor
 
 
 async def _create(
@@ -125,13 +122,22 @@ async def _create(
             "Null value not supported for topic configs: " + ",".join(nulls),
         )
     overrides = validate_topic_configs({c.name: c.value for c in topic.configs})
-    num_partitions = _partitions(config, topic, broker.node_id)
+    num_partitions, replication_factor = _partitions(config, topic, broker.cluster.node_ids)
     check_partition_count(num_partitions)
     if validate_only:
         topic_id = uuid.uuid4()
     else:
+        assignments = None
+        if topic.assignments:
+            by_index = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+            assignments = [by_index[i] for i in range(num_partitions)]
         created = await broker.topics.create_in_thread(
-            topic.name, num_partitions, overrides, now_wall_ms=broker.wall_ms()
+            topic.name,
+            num_partitions,
+            overrides,
+            now_wall_ms=broker.wall_ms(),
+            replication_factor=replication_factor,
+            assignments=assignments,
         )
         topic_id = created.topic_id
     return CreatableTopicResult(
@@ -140,7 +146,7 @@ async def _create(
         error_code=ErrorCode.NONE,
         error_message=None,
         num_partitions=num_partitions,
-        replication_factor=1,
+        replication_factor=replication_factor,
         configs=[
             CreatableTopicConfigs(
                 name=name,

@@ -8,12 +8,14 @@ OFFSET_OUT_OF_RANGE. Otherwise the log start offset becomes the offset (it never
 back), segments wholly below it are deleted, and the answer's low_watermark is the new log
 start offset. Failed partitions answer low_watermark -1.
 
-Kafka parks the request until every replica's log start offset has caught up; kmock is the
-only replica, so the answer is immediate and timeout_ms is never needed.
+Kafka parks the request until every replica's log start offset has caught up; kmock's
+replicas share one log, so the answer is immediate and timeout_ms is never needed. Only the
+partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere: broker.cluster).
 """
 
 from __future__ import annotations
 
+from broker.cluster import serving_error
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.delete_records import (
@@ -36,6 +38,8 @@ def _delete(ctx: RequestContext, name: str, request: DeleteRecordsPartition) -> 
             ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {name}"
         )
     partition = registry.partition(name, request.partition_index)
+    if (code := serving_error(ctx, partition)) != ErrorCode.NONE:
+        raise KafkaError(code, f"{name}-{request.partition_index}")  # led by another broker
     plog = partition.log
     tp = f"{name}-{request.partition_index}"
     if not plog.config.deletes:

@@ -1,7 +1,8 @@
 """DescribeCluster: this broker, the cluster id and the controller (KIP-700).
 
-kmock is a cluster of one broker, which is also its controller. The broker is listed with
-the address advertised for the listener the client came through, and no rack.
+Every running broker of the process is listed (broker.cluster_state), with the address
+advertised for the listener the client came through and no rack; the first running one is
+named the controller.
 cluster_authorized_operations is Kafka's "not requested" value unless asked for, and then
 every cluster operation, as Kafka reports without an authorizer (with one, the ACLs decide:
 broker.security.enforce). v1 (KIP-919): a request for the
@@ -12,7 +13,7 @@ Kafka's messages; v0 answers both INVALID_REQUEST.
 
 from __future__ import annotations
 
-from broker.cluster import ALL_CLUSTER_OPERATIONS, NOT_REQUESTED
+from broker.cluster import ALL_CLUSTER_OPERATIONS, NOT_REQUESTED, controller_id, node_endpoints
 from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import (
@@ -48,19 +49,17 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
             f"an endpoint of type {wanted}",
         )
     broker = ctx.broker
-    # The address advertised for the client's listener, as Metadata gives it; the broker is
+    # The address advertised for the client's listener, as Metadata gives it; a broker is
     # not listed when that listener is not advertised (KafkaApis.handleDescribeCluster:
     # metadataCache.getAliveBrokerNodes(listenerName)).
-    address = broker.advertised_address(ctx.listener_name)
-    listed = [] if address is None else [address]
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=BROKER_ENDPOINT,
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        controller_id=controller_id(broker),
         brokers=[
-            DescribeClusterBroker(broker_id=broker.node_id, host=host, port=port, rack=None)
-            for host, port in listed
+            DescribeClusterBroker(broker_id=node, host=host, port=port, rack=None)
+            for node, host, port in node_endpoints(ctx)
         ],
         cluster_authorized_operations=(
             ALL_CLUSTER_OPERATIONS

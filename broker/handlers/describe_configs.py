@@ -107,7 +107,7 @@ def _topic_configs(
 def _broker_configs(
     ctx: RequestContext, resource: DescribeConfigsResource, request: DescribeConfigsRequest
 ) -> list[DescribeConfigsResourceResult]:
-    name, node_id = resource.resource_name, ctx.broker.node_id
+    name, node_id = resource.resource_name, ctx.node_id
     if name == "":
         return []
     try:

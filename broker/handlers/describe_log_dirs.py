@@ -4,7 +4,8 @@ The directory is named by its absolute path, as Kafka names it. A null `topics` 
 every partition; otherwise only the named partitions that exist are listed, and a topic
 none of whose partitions is listed is left out, as Kafka does. A partition's size is the sum
 of its segment files; offset_lag is 0 (the log is its own leader) and is_future_key false
-(no replica is being moved). v4 adds the file system's total and usable bytes (KIP-827), as
+(no replica is being moved). With several brokers each lists the partitions it is a replica
+of. v4 adds the file system's total and usable bytes (KIP-827), as
 Java's FileStore reports them.
 """
 
@@ -38,7 +39,8 @@ async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Descri
                 is_future_key=False,
             )
             for p in topic.partitions
-            if wanted is None or (topic.name, p.index) in wanted
+            # With several brokers, this broker's replicas (broker.cluster_state).
+            if (wanted is None or (topic.name, p.index) in wanted) and ctx.node_id in p.replicas
         ]
         if partitions:
             topics.append(DescribeLogDirsTopic(name=topic.name, partitions=partitions))

@@ -5,8 +5,9 @@ An empty topic list asks for every topic. Topics are described in name order, fr
 cursor's topic and partition if one is given; at most `response_partition_limit` partitions
 (capped by Kafka's max.request.partition.size.limit, 2000) go in one answer, and
 `next_cursor` then names the first partition left out. A named topic that does not exist is
-UNKNOWN_TOPIC_OR_PARTITION. This broker leads every partition, with itself as the only
-replica; there are no eligible leader replicas (ELR, KIP-966), so those lists are empty.
+UNKNOWN_TOPIC_OR_PARTITION. Leaders, replicas, ISR and offline replicas are the cluster's
+(broker.cluster_state); there are no eligible leader replicas (ELR, KIP-966), so those
+lists are empty.
 A cursor with a negative partition, or naming a topic the request does not, is
 INVALID_REQUEST.
 """
@@ -33,7 +34,7 @@ async def handle(
     ctx: RequestContext, request: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:
     registry = ctx.broker.topics
-    node = ctx.broker.node_id
+    cluster = ctx.broker.cluster
     cursor = request.cursor
     # An empty list: every topic.
     names = sorted({t.name for t in request.topics} if request.topics else registry.topics)
@@ -79,16 +80,16 @@ async def handle(
                 partitions=[
                     DescribeTopicPartitionsResponsePartition(
                         error_code=ErrorCode.NONE,
-                        partition_index=i,
-                        leader_id=node,
-                        leader_epoch=topic.partitions[i].leader_epoch,
-                        replica_nodes=[node],
-                        isr_nodes=[node],
+                        partition_index=p.index,
+                        leader_id=p.leader,
+                        leader_epoch=p.leader_epoch,
+                        replica_nodes=list(p.replicas),
+                        isr_nodes=list(p.isr),
                         eligible_leader_replicas=[],
                         last_known_elr=[],
-                        offline_replicas=[],
+                        offline_replicas=cluster.offline_replicas(p),
                     )
-                    for i in taken
+                    for p in topic.partitions[taken.start : taken.stop]
                 ],
                 topic_authorized_operations=ALL_TOPIC_OPERATIONS,
             )

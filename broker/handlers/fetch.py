@@ -20,6 +20,11 @@ records before the fetch offset left out of uncompressed batches, each batch one
 with its codec (zstd, which v0/v1 cannot carry, is UNSUPPORTED_COMPRESSION_TYPE for the
 partition, as in Kafka).
 
+With several brokers (broker.cluster_state) only a partition's leader serves it: elsewhere
+it is NOT_LEADER_OR_FOLLOWER; from v16 that and FENCED_LEADER_EPOCH carry the current
+leader and its endpoint (KIP-951, KafkaApis.handleFetchRequest). A consumer fetch is
+answered by the leader only, as Kafka does without a replica.selector.class (KIP-392).
+
 Fetch sessions (KIP-227, v7+) are not kept: every response carries session_id 0, which tells
 the client to send full fetch requests, as a Kafka broker with no free session slots does.
 """
@@ -30,6 +35,7 @@ from typing import Any
 
 import trio
 
+from broker.cluster import leader_endpoints, serving_error
 from broker.context import RequestContext
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
@@ -39,11 +45,14 @@ from protocol.messages.fetch import (
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionData,
 )
 from protocol.records import decode_records, iter_batches
 
 READ_COMMITTED = 1
+_NEW_LEADER = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 def _partition_data(
@@ -66,10 +75,18 @@ def _partition_data(
         "last_stable_offset": lso,
         "log_start_offset": plog.log_start_offset,
     }
-    if fp.current_leader_epoch > p.leader_epoch:
-        return PartitionData(error_code=ErrorCode.UNKNOWN_LEADER_EPOCH, **base), 0
-    if 0 <= fp.current_leader_epoch < p.leader_epoch:
-        return PartitionData(error_code=ErrorCode.FENCED_LEADER_EPOCH, **base), 0
+    code = serving_error(ctx, p, fp.current_leader_epoch)
+    # v16+: the current leader of a partition this broker does not lead, or for an old
+    # epoch (KafkaApis.handleFetchRequest; kept to several brokers, where it can change).
+    leader = LeaderIdAndEpoch()
+    if ctx.api_version >= 16 and ctx.broker.cluster.multi and code in _NEW_LEADER:
+        leader = LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
+    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        return PartitionData(
+            partition_index=fp.partition, error_code=code, current_leader=leader
+        ), 0
+    if code != ErrorCode.NONE:
+        return PartitionData(error_code=code, current_leader=leader, **base), 0
     if not plog.log_start_offset <= fp.fetch_offset <= plog.log_end_offset:
         return PartitionData(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, **base), 0
     limit = min(fp.partition_max_bytes, budget)
@@ -144,6 +161,7 @@ def _build(
     has_error = False
     first = True
     responses = []
+    new_leaders: set[int] = set()
     for ft, topic, topic_id in resolved:
         parts = []
         for fp in ft.partitions:
@@ -163,12 +181,22 @@ def _build(
                 total += n
             if pd.error_code:
                 has_error = True
+                if pd.current_leader.leader_id >= 0:
+                    new_leaders.add(pd.current_leader.leader_id)
             parts.append(pd)
         responses.append(
             FetchableTopicResponse(topic=ft.topic, topic_id=ft.topic_id, partitions=parts)
         )
     return (
-        FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses),
+        FetchResponse(
+            error_code=ErrorCode.NONE,
+            session_id=0,
+            responses=responses,
+            node_endpoints=[
+                NodeEndpoint(node_id=n, host=h, port=p, rack=None)
+                for n, h, p in leader_endpoints(ctx, new_leaders)
+            ],
+        ),
         total,
         has_error,
     )

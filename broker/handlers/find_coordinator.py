@@ -1,8 +1,9 @@
-"""FindCoordinator: kmock is the coordinator of every group and every transactional id (it
-leads every partition of __consumer_offsets and __transaction_state, which the first lookup
-of each kind creates, as in Kafka). Other key types (share groups, key_type 2) are answered
-with COORDINATOR_NOT_AVAILABLE and an explanation; an empty transactional id is
-INVALID_REQUEST, as Kafka answers it.
+"""FindCoordinator: the coordinator of a group or transactional id is the leader of its
+partition of __consumer_offsets or __transaction_state (which the first lookup of each kind
+creates, as in Kafka), so with several brokers different keys get different brokers
+(broker.cluster_state); a partition without a leader is COORDINATOR_NOT_AVAILABLE. Other
+key types (share groups, key_type 2) are answered with COORDINATOR_NOT_AVAILABLE and an
+explanation; an empty transactional id is INVALID_REQUEST, as Kafka answers it.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ def _error(key: str, code: ErrorCode, message: str | None) -> Coordinator:
 
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     if key_type == GROUP:
-        ctx.broker.coordinator.offsets_topic()  # Kafka creates it on the first group lookup
+        topic = ctx.broker.coordinator.offsets_topic()  # Kafka creates it on the first lookup
+        p = topic.partitions[ctx.broker.coordinator.coordinator.partition_for(key)]
     elif key_type == TRANSACTION:
         if not key:
             return _error(key, ErrorCode.INVALID_REQUEST, "empty transactional id")
-        ctx.broker.transactions.state_topic()  # and this one on the first transaction lookup
+        topic = ctx.broker.transactions.state_topic()  # and this one on the first lookup
+        p = topic.partitions[ctx.broker.transactions.coordinator.partition_for(key)]
     else:
         return _error(
             key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"kmock has no coordinator of type {key_type}"
@@ -38,13 +41,13 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     # The address advertised for the client's listener (KafkaApis.getCoordinator:
     # metadataCache.getAliveBrokerNode(id, request.context.listenerName)); none when that
     # listener is not advertised, which Kafka answers COORDINATOR_NOT_AVAILABLE.
-    address = ctx.broker.advertised_address(ctx.listener_name)
+    address = None if p.leader < 0 else ctx.broker.advertised_address(ctx.listener_name, p.leader)
     if address is None:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
     host, port = address
     return Coordinator(
         key=key,
-        node_id=ctx.broker.node_id,
+        node_id=p.leader,
         host=host,
         port=port,
         error_code=ErrorCode.NONE,

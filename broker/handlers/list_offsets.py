@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.cluster import serving_error
 from broker.context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import (
@@ -61,12 +62,9 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
                 )
                 continue
             partition = topic.partitions[p.partition_index]
-            if p.current_leader_epoch > partition.leader_epoch:
-                code = ErrorCode.UNKNOWN_LEADER_EPOCH
-            elif 0 <= p.current_leader_epoch < partition.leader_epoch:
-                code = ErrorCode.FENCED_LEADER_EPOCH
-            else:
-                code = ErrorCode.NONE
+            # The leader answers; an epoch other than its own is UNKNOWN_LEADER_EPOCH (newer)
+            # or FENCED_LEADER_EPOCH (older) (broker.cluster.serving_error).
+            code = serving_error(ctx, partition, p.current_leader_epoch)
             if code:
                 parts.append(
                     ListOffsetsPartitionResponse(

@@ -1,16 +1,25 @@
 """Metadata: brokers, cluster id, controller, and every requested topic's partitions.
 
-kmock is one broker: it leads every partition (leader epoch 0), and is the only replica and
-the only in-sync replica. Topics are auto-created here when `auto.create.topics.enable` and
-the request allow it (v4+ `allow_auto_topic_creation`; always allowed before v4), as Kafka
-does. Kafka answers LEADER_NOT_AVAILABLE for a topic it has just created until the
-controller elects a leader; kmock creates the partitions synchronously and answers with
-them at once, which clients accept as the end state they would have retried for.
+Every broker of the process answers with the same cluster view (broker.cluster_state): the
+running brokers, and each partition's leader, leader epoch, replicas, in-sync replicas and
+offline replicas; a partition without a leader is LEADER_NOT_AVAILABLE. A single broker
+leads every partition (leader epoch 0) and is its only replica. Topics are auto-created
+here when `auto.create.topics.enable` and the request allow it (v4+
+`allow_auto_topic_creation`; always allowed before v4), as Kafka does. Kafka answers
+LEADER_NOT_AVAILABLE for a topic it has just created until the controller elects a leader;
+kmock creates the partitions synchronously and answers with them at once, which clients
+accept as the end state they would have retried for.
 """
 
 from __future__ import annotations
 
-from broker.cluster import ALL_CLUSTER_OPERATIONS, ALL_TOPIC_OPERATIONS, NOT_REQUESTED
+from broker.cluster import (
+    ALL_CLUSTER_OPERATIONS,
+    ALL_TOPIC_OPERATIONS,
+    NOT_REQUESTED,
+    controller_id,
+    node_endpoints,
+)
 from broker.context import RequestContext
 from broker.topics import Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
@@ -27,46 +36,52 @@ from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 def describe_topic(
     ctx: RequestContext, topic: Topic, include_operations: bool
 ) -> MetadataResponseTopic:
-    node = ctx.broker.node_id
-    # The leader (this broker) has no address on the client's listener when
-    # advertised.listeners leaves that listener out: Kafka's MetadataCache then answers
-    # LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before) with no leader.
-    error, leader = ErrorCode.NONE, node
-    if ctx.broker.advertised_address(ctx.listener_name) is None:
-        leader = -1
-        error = (
-            ErrorCode.LISTENER_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
+    cluster = ctx.broker.cluster
+    listed = ctx.broker.node_advertised
+    partitions = []
+    for p in topic.partitions:
+        # The leader has no address on the client's listener when advertised.listeners
+        # leaves that listener out: Kafka's MetadataCache then answers LISTENER_NOT_FOUND
+        # (v6+; LEADER_NOT_AVAILABLE before) with no leader.
+        error, leader = ErrorCode.NONE, p.leader
+        if leader < 0:
+            error = ErrorCode.LEADER_NOT_AVAILABLE
+        elif ctx.listener_name not in listed.get(leader, {}):
+            leader = -1
+            error = (
+                ErrorCode.LISTENER_NOT_FOUND
+                if ctx.api_version >= 6
+                else ErrorCode.LEADER_NOT_AVAILABLE
+            )
+        partitions.append(
+            MetadataResponsePartition(
+                error_code=error,
+                partition_index=p.index,
+                leader_id=leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr),
+                offline_replicas=cluster.offline_replicas(p),
+            )
         )
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
-        partitions=[
-            MetadataResponsePartition(
-                error_code=error,
-                partition_index=p.index,
-                leader_id=leader,
-                leader_epoch=p.leader_epoch,
-                replica_nodes=[node],
-                isr_nodes=[node],
-                offline_replicas=[],
-            )
-            for p in topic.partitions
-        ],
+        partitions=partitions,
         topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_operations else NOT_REQUESTED,
     )
 
 
 def brokers(ctx: RequestContext) -> list[MetadataResponseBroker]:
-    """This broker at the address advertised for the client's listener (KafkaApis:
+    """The running brokers at the address advertised for the client's listener (KafkaApis:
     metadataCache.getAliveBrokerNodes(request.context.listenerName)); none if that listener
     is not advertised."""
-    address = ctx.broker.advertised_address(ctx.listener_name)
-    if address is None:
-        return []
-    host, port = address
-    return [MetadataResponseBroker(node_id=ctx.broker.node_id, host=host, port=port, rack=None)]
+    return [
+        MetadataResponseBroker(node_id=node, host=host, port=port, rack=None)
+        for node, host, port in node_endpoints(ctx)
+    ]
 
 
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
@@ -131,7 +146,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     return MetadataResponse(
         brokers=brokers(ctx),
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        controller_id=controller_id(broker),
         topics=topics,
         cluster_authorized_operations=(
             ALL_CLUSTER_OPERATIONS

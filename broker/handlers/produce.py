@@ -21,6 +21,13 @@ partition that fails is answered with the error Kafka gives (INVALID_TXN_STATE,
 INVALID_PRODUCER_EPOCH, or a retriable NOT_ENOUGH_REPLICAS: broker.txn_runtime). A
 transactional batch in a request without a transactional_id, or the other way round, is
 INVALID_RECORD (Kafka's ProduceRequest.validateRecords raises InvalidRecordException).
+
+With several brokers (broker.cluster_state) a partition is appended to only at its leader:
+elsewhere it is NOT_LEADER_OR_FOLLOWER, from v10 with the current leader and its endpoint
+(KIP-951, KafkaApis.handleProduceRequest). acks=-1 with fewer in-sync replicas than the
+topic's min.insync.replicas is NOT_ENOUGH_REPLICAS, nothing written
+(Partition.appendRecordsToLeader). The leader stamps its epoch into the batch
+(partitionLeaderEpoch), as Kafka's leader does.
 """
 
 from __future__ import annotations
@@ -32,12 +39,15 @@ from typing import Any
 
 import trio
 
+from broker.cluster import leader_endpoints, serving_error
 from broker.context import RequestContext
 from broker.handlers import Deferred
 from protocol.errors import ErrorCode, KafkaError
 from protocol.legacy_records import message_set_magic, read_message_set
 from protocol.messages.produce import (
     BatchIndexAndErrorMessage,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
@@ -66,6 +76,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     # (topic name, topic id, partition responses): no reference into the request, so that a
     # Deferred answer does not keep its frame (its record batches) alive during the fsync.
     responses: list[tuple[str, uuid.UUID, list[PartitionProduceResponse]]] = []
+    new_leaders: set[int] = set()  # named in a NOT_LEADER_OR_FOLLOWER answer (v10+)
     durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
     for topic_data in request.topic_data:
         name = _topic_name(ctx, topic_data)
@@ -77,17 +88,24 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                 code = refused.get((name, pdata.index))
                 if code is not None:
                     raise KafkaError(code, "not in the producer's transaction")
+                epoch = _check_leader(ctx, name, pdata.index, request.acks)
                 result = _append(
-                    broker, name, pdata, wall_ms, ctx.api_version, request.transactional_id
+                    broker, name, pdata, wall_ms, ctx.api_version, request.transactional_id, epoch
                 )
             except KafkaError as e:
                 if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
                     log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
+                leader = LeaderIdAndEpoch()
+                if e.code == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:
+                    p = broker.topics.partition(name, pdata.index)
+                    leader = LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
+                    new_leaders.add(p.leader)
                 result = PartitionProduceResponse(
                     index=pdata.index,
                     error_code=e.code,
                     base_offset=-1,
                     error_message=e.detail or None,
+                    current_leader=leader,
                 )
             else:
                 plog = broker.topics.partition(name, pdata.index).log
@@ -106,7 +124,11 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             responses=[
                 TopicProduceResponse(name=topic, topic_id=topic_id, partition_responses=parts)
                 for topic, topic_id, parts in responses
-            ]
+            ],
+            node_endpoints=[
+                NodeEndpoint(node_id=n, host=h, port=p, rack=None)
+                for n, h, p in leader_endpoints(ctx, new_leaders)
+            ],
         )
 
     if not durable:
@@ -177,6 +199,32 @@ async def _verify_transaction(
     )
 
 
+def _check_leader(ctx: RequestContext, name: str, index: int, acks: int) -> int | None:
+    """The leader epoch to stamp into the batch (None: a single broker leaves the
+    producer's); raises what the partition meets at this broker (broker.cluster)."""
+    broker = ctx.broker
+    if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC) or not broker.cluster.multi:
+        return None  # _append answers these, as before
+    p = broker.topics.partition(name, index)
+    code = serving_error(ctx, p)
+    if code != ErrorCode.NONE:
+        raise KafkaError(code, f"{name}-{index} is led by broker {p.leader}")
+    if acks == -1:
+        topic = broker.topics.get(name)
+        assert topic is not None  # the partition was found above
+        wanted = int(
+            topic.configs.get("min.insync.replicas")
+            or broker.config.topic_default("min.insync.replicas")
+        )
+        if len(p.isr) < wanted:
+            raise KafkaError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {p.isr} is insufficient to satisfy the min.isr "
+                f"requirement of {wanted} for partition {name}-{index}",
+            )
+    return p.leader_epoch
+
+
 def _append(
     broker: Any,
     name: str,
@@ -184,6 +232,7 @@ def _append(
     wall_ms: int,
     version: int,
     transactional_id: str | None = None,
+    leader_epoch: int | None = None,
 ) -> PartitionProduceResponse:
     if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "cannot produce to an internal topic")
@@ -214,7 +263,7 @@ def _append(
         refused = _records_without_key(name, pdata.index, records)
         if refused is not None:
             return refused
-    info = partition.append(records, wall_ms=wall_ms)
+    info = partition.append(records, wall_ms=wall_ms, partition_leader_epoch=leader_epoch)
     return PartitionProduceResponse(
         index=pdata.index,
         error_code=ErrorCode.NONE,

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         "clock": _clock,
         "journal": _journal,
         "connections": _connections,
+        "cluster": _cluster,
     }[args.family]
     family(args, out)
     return EXIT_OK
@@ -198,5 +199,56 @@ def _connections(args: argparse.Namespace, out: Output) -> None:
                 " ".join(f"{k}:{v}" for k, v in c["api_versions"].items()),
             ]
             for c in rows
+        ],
+    )
+
+
+def _cluster(args: argparse.Namespace, out: Output) -> None:
+    if args.action == "show":
+        answer = _call(args, "GET", "/v1/cluster")
+        if args.output == "json":
+            out.json(answer)
+            return
+        out.table(
+            ["BROKER", "RUNNING", "LISTENERS"],
+            [
+                [b["id"], b["running"], " ".join(f"{k}={v}" for k, v in b["listeners"].items())]
+                for b in answer["brokers"]
+            ],
+        )
+        rows = answer["partitions"]
+    elif args.action == "leader":
+        body = {"topic": args.topic, "partition": args.partition, "broker": args.broker}
+        rows = [_call(args, "POST", "/v1/cluster/leader", body)]
+    elif args.action == "coordinator":
+        body = {"broker": args.broker}
+        if args.group_id is not None:
+            body["group_id"] = args.group_id
+        else:
+            body["transactional_id"] = args.transactional_id
+        rows = [_call(args, "POST", "/v1/cluster/coordinator", body)]
+    else:
+        answer = _call(args, "POST", f"/v1/brokers/{args.id}/{args.action}", {})
+        if args.output == "json":
+            out.json(answer)
+        else:
+            done = {"stop": "stopped", "start": "started"}[args.action]
+            out.line(f"broker {answer['broker']} {done}; running: {answer['live']}")
+        return
+    if args.output == "json":
+        out.json(rows)
+        return
+    out.table(
+        ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR"],
+        [
+            [
+                p["topic"],
+                p["partition"],
+                p["leader"],
+                p["leader_epoch"],
+                ",".join(map(str, p["replicas"])),
+                ",".join(map(str, p["isr"])),
+            ]
+            for p in rows
         ],
     )

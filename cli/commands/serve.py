@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from broker.broker import listener_setup
+from broker.cluster_state import check_settings as check_cluster_settings
 from broker.config import (
     ALIASES,
     SETTINGS,
@@ -96,6 +97,7 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
         tls_contexts(config, setup.listeners)
     except TlsError as e:
         raise ConfigError(str(e)) from None
+    check_cluster_settings(config)
     startup_topics(config)
     consumer_group_config(config)
     return config

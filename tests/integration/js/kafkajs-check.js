@@ -61,7 +61,7 @@ function parseArgs(argv) {
     mode: 'produce', brokers: '127.0.0.1:9092', topic: '', group: 'kafkajs-check', n: 10,
     prefix: 'value', compression: 'none', headers: false, idempotent: false, partitions: 3,
     hold: false, timeout: 30, start: 0, sessionTimeout: 6000, heartbeat: 1000,
-    transactionalId: '', plan: '',
+    transactionalId: '', plan: '', batch: 50, delay: 0,
   }
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i].replace(/^--?/, '')
@@ -114,9 +114,13 @@ async function produce(kafka, o) {
     const compression = CODECS[o.compression]
     if (compression === undefined) throw new Error(`unknown --compression ${o.compression}`)
     const headers = o.headers ? Object.fromEntries(HEADERS) : undefined
-    for (let i = o.start; i < o.n; i += 50) {
+    // --batch records per send (default 50), --delay ms between sends (default 0): a
+    // producer that is still sending while the cluster changes.
+    const batch = Number(o.batch)
+    for (let i = o.start; i < o.n; i += batch) {
+      if (i > o.start && Number(o.delay) > 0) await new Promise(r => setTimeout(r, Number(o.delay)))
       const messages = []
-      for (let j = i; j < Math.min(i + 50, o.n); j++) {
+      for (let j = i; j < Math.min(i + batch, o.n); j++) {
         messages.push({ key: `key-${j}`, value: `${o.prefix}-${j}`, headers })
       }
       const result = await producer.send({ topic: o.topic, acks: -1, compression, messages })
