@@ -160,7 +160,8 @@ async def _control(
     except UnicodeDecodeError:
         return ("GET", *_plain(400, "bad request\n"))
     path, _, query = target.partition("?")
-    allowed = PATHS.get(path) or console.methods(path)
+    # PATHS[...] rather than .get: /v1/brokers/{id}/stop and /start are matched by pattern.
+    allowed = PATHS[path] if path in PATHS else console.methods(path)
     if allowed is None:
         status, obj = 404, {"error": f"no such control: {path}"}
     elif method not in allowed:
