@@ -8,6 +8,7 @@ through `ctx.routes`: it never imports broker.routes, which imports every handle
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class RequestContext:
         "client_host",
         "client_id",
         "connection_id",
+        "describable",
         "listener_name",
         "routes",
     )
@@ -56,3 +58,6 @@ class RequestContext:
         # The listener the connection came through (Kafka's RequestContext.listenerName):
         # Metadata, FindCoordinator and DescribeCluster answer with its advertised address.
         self.listener_name = listener_name
+        # With an authorizer, whether the principal may DESCRIBE a topic (set by
+        # broker.security.enforce; the coordinator resolves regex subscriptions with it).
+        self.describable: Callable[[str], bool] | None = None

@@ -40,6 +40,7 @@ __all__ = [
 ANONYMOUS = "User:ANONYMOUS"
 ACL_FILE = "acls.json"
 CLUSTER = "kafka-cluster"
+_TOPIC = ResourceType.TOPIC
 _STATE: WeakKeyDictionary[Any, Authz] = WeakKeyDictionary()
 
 
@@ -105,6 +106,10 @@ class Authz:
             op,
             rtype,
         )
+
+    def describable(self, principal: str, host: str) -> Callable[[str], bool]:
+        """Whether `principal` may DESCRIBE a topic (regex subscriptions resolve to those)."""
+        return lambda name: self.allowed(principal, host, AclOperation.DESCRIBE, _TOPIC, name)
 
     def operations(self, principal: str, host: str, rtype: ResourceType, name: str) -> int:
         """The authorized-operations bitfield of a resource: Kafka's AuthHelper.
