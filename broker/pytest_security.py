@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["OPTIONS", "Certs", "FixtureSecurity", "properties_text"]
+__all__ = ["OPTIONS", "Certs", "FixtureSecurity", "parse_option", "properties_text"]
 
 # The fixture options of this module (marker keywords and KmockBroker keywords).
 OPTIONS = ("security_protocol", "sasl_mechanism", "users", "ssl_client_auth")
@@ -41,6 +41,24 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_USERS = {"kmock": "kmock-secret"}
 CLIENT_AUTH = ("none", "requested", "required")
+
+
+def parse_option(key: str, value: str) -> Any:
+    """One of OPTIONS as an ini `kmock_config` line or --kmock-config flag gives it: users
+    as `name:password` pairs separated by commas, the others as they are.
+
+    Raises:
+      ValueError: a users value that is not such pairs, named.
+    """
+    if key != "users":
+        return value
+    users = {}
+    for pair in value.split(","):
+        name, sep, password = pair.strip().partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"kmock users={value!r}: name:password pairs separated by commas")
+        users[name.strip()] = password
+    return users
 
 
 class Certs(NamedTuple):
