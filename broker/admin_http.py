@@ -122,8 +122,8 @@ def _host_refused(broker: Any, head: bytes) -> str | None:
     without one (not a browser's) is answered."""
     host = None
     for line in head.split(b"\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"host":
+        field, _, value = line.partition(b":")
+        if field.strip().lower() == b"host":
             host = value.strip().decode("latin-1")
             break
     if host is None:
