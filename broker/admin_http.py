@@ -16,6 +16,13 @@ A deliberately tiny HTTP/1.1 server rather than a dependency: it reads one reque
 connection after every response (`Connection: close`), so there is no keep-alive and no
 pipelining. Only the /v1 control paths take a body (Content-Length, at most MAX_BODY_BYTES;
 no chunked encoding). Anything else gets 400, 404, 405, 411, 413 or 431.
+
+A request for the console or /v1 whose Host header names another host than admin.host,
+127.0.0.1, localhost, [::1] or one of admin.allowed.hosts gets 421: a web page cannot reach
+them through a name of its own that it rebinds to 127.0.0.1 (DNS rebinding), since the
+browser sends that name. /healthz, /readyz and /metrics answer whatever the Host, so that
+probes and scrapers that name the container or pod need no setting. While a /v1 GET is answered (a long-poll with `wait_ms`), the connection is watched:
+when the client closes it, the answer is abandoned at once.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ _REASONS = {
     409: "Conflict",
     411: "Length Required",
     413: "Content Too Large",
+    421: "Misdirected Request",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
     503: "Service Unavailable",
@@ -80,8 +88,20 @@ async def _serve_one(broker: Any, stream: trio.SocketStream) -> None:
         elif head is None:
             status, headers, body = _plain(431, "request head too large\n")
             method = "GET"
+        elif (refused := _host_refused(broker, head)) is not None:
+            status, headers, body = _plain(421, refused)
+            method = "GET"
         elif head.startswith(b"/v1/", _target_at(head)):
-            method, status, headers, body = await _control(broker, head, control)
+            if not head.startswith(b"GET "):
+                method, status, headers, body = await _control(broker, head, control)
+            else:
+                with trio.CancelScope() as answering:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(_cancel_when_gone, stream, answering)
+                        method, status, headers, body = await _control(broker, head, control)
+                        nursery.cancel_scope.cancel()
+                if answering.cancelled_caught:
+                    return  # the client went away: nobody to answer
         else:
             method, status, headers, body = _answer(broker, head)
         with trio.move_on_after(REQUEST_TIMEOUT_S):
@@ -93,6 +113,56 @@ async def _serve_one(broker: Any, stream: trio.SocketStream) -> None:
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()
+
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_PROBES = (b"/healthz", b"/readyz", b"/metrics")  # answered whatever the Host
+
+
+def _host_refused(broker: Any, head: bytes) -> str | None:
+    """Why a request's Host header is refused (the text of the 421), or None. A request
+    without one (not a browser's) is answered."""
+    host = None
+    for line in head.split(b"\n")[1:]:
+        field, _, value = line.partition(b":")
+        if field.strip().lower() == b"host":
+            host = value.strip().decode("latin-1")
+            break
+    if host is None:
+        return None
+    target = head[_target_at(head) :].split(b" ", 1)[0].split(b"?", 1)[0]
+    if target in _PROBES:
+        return None
+    name = host.lower()
+    if name.startswith("["):  # [v6]:port
+        name = name[: name.find("]") + 1]
+    else:
+        name = name.rpartition(":")[0] if ":" in name else name
+    name = name.rstrip(".")
+    configured = (broker.config["admin.allowed.hosts"] or "").lower()
+    allowed = {n.strip().rstrip(".") for n in configured.split(",") if n.strip()}
+    if "*" in allowed:
+        return None
+    own = (broker.config["admin.host"] or "").lower()
+    allowed.update(_LOOPBACK_NAMES)
+    allowed.add(f"[{own}]" if ":" in own else own)
+    if name in allowed:
+        return None
+    return (
+        f"Host {host!r} is not a name of this admin endpoint ({', '.join(sorted(allowed))}); "
+        "admin.allowed.hosts adds others\n"
+    )
+
+
+async def _cancel_when_gone(stream: trio.SocketStream, scope: trio.CancelScope) -> None:
+    """Cancel `scope` when the client closes the connection (it sends nothing more after
+    its request: a close, or a reset, is the only thing there is to receive)."""
+    try:
+        data = await stream.receive_some(1)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        data = b""
+    if not data:
+        scope.cancel()
 
 
 async def _receive_head(stream: trio.SocketStream) -> tuple[bytes | None, bytes]:

@@ -160,6 +160,14 @@ SETTINGS: dict[str, Setting] = {
         ),
         _s("admin.host", "string", "127.0.0.1", "Host of the HTTP admin endpoint. kmock only."),
         _s(
+            "admin.allowed.hosts",
+            "list",
+            "",
+            "Host header values the admin endpoint answers besides admin.host, 127.0.0.1, "
+            "localhost and [::1] (others get 421, against DNS rebinding), comma-separated; "
+            "* for any. kmock only.",
+        ),
+        _s(
             "kmock.schema.registry.port",
             "int",
             -1,

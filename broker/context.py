@@ -9,6 +9,7 @@ through `ctx.routes`: it never imports broker.routes, which imports every handle
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class RequestContext:
         "client_host",
         "client_id",
         "connection_id",
+        "describable",
         "listener_name",
         "node_id",
         "routes",
@@ -65,3 +67,6 @@ class RequestContext:
         self.listener_name = listener_name
         # The broker the request is for (broker.cluster_state): handlers answer as it.
         self.node_id: int = NODE_ID.get(broker.node_id)
+        # With an authorizer, whether the principal may DESCRIBE a topic (set by
+        # broker.security.enforce; the coordinator resolves regex subscriptions with it).
+        self.describable: Callable[[str], bool] | None = None

@@ -44,6 +44,14 @@ A TLS or SASL broker, and each client's settings for it (broker.pytest_security)
         producer = KafkaProducer(**kmock.kafka_python_config())
         # kmock.confluent_config(), kmock.aiokafka_config(), kmock.certs.ca, ...
 
+The same options in the ini `kmock_config` lines or --kmock-config secure `kmock_session`
+(and every `kmock` whose marks do not secure it), users as name:password pairs:
+
+    kmock_config =
+        security_protocol=SASL_SSL
+        sasl_mechanism=SCRAM-SHA-512
+        users=alice:secret,bob:other-secret
+
 Seed data, produced before the test body runs and read back by any client like produced data:
   * `kmock.seed("orders", [{"key": "k", "value": "v", "headers": {"h": "1"}}, b"raw", ...])`
   * `kmock.seed_file("tests/data/orders.jsonl")` (the jsonl, lines and keyed formats of
@@ -650,15 +658,22 @@ def pytest_configure(config: pytest.Config) -> None:
     }
 
 
-def _parse(lines: list[str], where: str) -> dict[str, str]:
+def _parse(lines: list[str], where: str) -> dict[str, Any]:
     from broker.config import ALIASES, SETTINGS
+    from broker.pytest_security import OPTIONS, parse_option
 
-    out = {}
+    out: dict[str, Any] = {}
     for line in lines:
         key, sep, value = line.partition("=")
         key = key.strip()
         if not sep or not key:
             raise pytest.UsageError(f"{where}: {line!r} is not KEY=VALUE")
+        if key in OPTIONS:  # the fixtures' security options (broker.pytest_security)
+            try:
+                out[key] = parse_option(key, value.strip())
+            except ValueError as e:
+                raise pytest.UsageError(f"{where}: {e}") from None
+            continue
         if key not in SETTINGS and key not in ALIASES:
             raise pytest.UsageError(f"{where}: unknown kmock setting {key!r}")
         out[key] = value.strip()
@@ -666,7 +681,16 @@ def _parse(lines: list[str], where: str) -> dict[str, str]:
 
 
 def _session_overrides(config: pytest.Config) -> dict[str, Any]:
-    return config.stash[_SETTINGS_KEY]
+    from broker.pytest_security import OPTIONS
+
+    return {k: v for k, v in config.stash[_SETTINGS_KEY].items() if k not in OPTIONS}
+
+
+def _session_security(config: pytest.Config) -> dict[str, Any]:
+    """The security options of the ini `kmock_config` lines and --kmock-config flags."""
+    from broker.pytest_security import OPTIONS
+
+    return {k: v for k, v in config.stash[_SETTINGS_KEY].items() if k in OPTIONS}
 
 
 def _marker_overrides(node: pytest.Item) -> dict[str, Any]:
@@ -732,10 +756,12 @@ def _topics_setting(topics: str | Iterable[str]) -> str:
 def kmock_session(
     tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
 ) -> Iterator[KmockBroker]:
-    """One kmock broker shared by the whole session (topics and groups carry over)."""
+    """One kmock broker shared by the whole session (topics and groups carry over), with
+    the ini and flag settings, security options included."""
     broker = KmockBroker(
         tmp_path_factory.mktemp("kmock-session"),
         {**FIXTURE_DEFAULTS, **_session_overrides(pytestconfig)},
+        **_session_security(pytestconfig),
     )
     broker.start()
     yield broker
@@ -754,9 +780,9 @@ def kmock(
         **_session_overrides(pytestconfig),
         **_marker_overrides(request.node),
     }
-    broker = KmockBroker(
-        tmp_path_factory.mktemp("kmock"), overrides, **_marker_security(request.node)
-    )
+    # a test's marks that secure its broker replace the session's security options whole
+    security = _marker_security(request.node) or _session_security(pytestconfig)
+    broker = KmockBroker(tmp_path_factory.mktemp("kmock"), overrides, **security)
     broker.start()
     try:
         _seed_from_markers(broker, request)

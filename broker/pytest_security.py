@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["OPTIONS", "Certs", "FixtureSecurity", "properties_text"]
+__all__ = ["OPTIONS", "Certs", "FixtureSecurity", "parse_option", "properties_text"]
 
 # The fixture options of this module (marker keywords and KmockBroker keywords).
 OPTIONS = ("security_protocol", "sasl_mechanism", "users", "ssl_client_auth")
@@ -41,6 +41,24 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_USERS = {"kmock": "kmock-secret"}
 CLIENT_AUTH = ("none", "requested", "required")
+
+
+def parse_option(key: str, value: str) -> Any:
+    """One of OPTIONS as an ini `kmock_config` line or --kmock-config flag gives it: users
+    as `name:password` pairs separated by commas, the others as they are.
+
+    Raises:
+      ValueError: a users value that is not such pairs, named.
+    """
+    if key != "users":
+        return value
+    users = {}
+    for pair in value.split(","):
+        name, sep, password = pair.strip().partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"kmock users={value!r}: name:password pairs separated by commas")
+        users[name.strip()] = password
+    return users
 
 
 class Certs(NamedTuple):
@@ -51,6 +69,41 @@ class Certs(NamedTuple):
     client_cert: Path  # principal User:CN=client,O=kmock
     client_key: Path
     client_keystore: Path  # client_cert and client_key in one file (ssl.keystore.location)
+
+
+class _ClientKeys(NamedTuple):
+    """One client library's names for the same connection settings."""
+
+    bootstrap: str
+    protocol: str
+    ca: str
+    cert: str
+    key: str
+    mechanism: str
+    user: str
+    password: str
+
+
+_KAFKA_PYTHON = _ClientKeys(
+    "bootstrap_servers",
+    "security_protocol",
+    "ssl_cafile",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "sasl_mechanism",
+    "sasl_plain_username",
+    "sasl_plain_password",
+)
+_CONFLUENT = _ClientKeys(  # librdkafka
+    "bootstrap.servers",
+    "security.protocol",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "sasl.mechanisms",
+    "sasl.username",
+    "sasl.password",
+)
 
 
 @dataclass(frozen=True)
@@ -131,43 +184,34 @@ class FixtureSecurity:
     def _client_cert(self) -> bool:
         return self.certs is not None and self.ssl_client_auth != "none"
 
+    def _client_conf(
+        self, keys: _ClientKeys, bootstrap: str, user: str | None, password: str | None
+    ) -> dict[str, Any]:
+        conf: dict[str, Any] = {
+            keys.bootstrap: bootstrap,
+            keys.protocol: self.security_protocol,
+        }
+        if self.certs is not None:
+            conf[keys.ca] = str(self.certs.ca)
+            if self._client_cert:
+                conf[keys.cert] = str(self.certs.client_cert)
+                conf[keys.key] = str(self.certs.client_key)
+        if self.sasl_mechanism:
+            name, secret = self._login(user, password)
+            conf[keys.mechanism] = self.sasl_mechanism
+            conf[keys.user] = name
+            conf[keys.password] = secret
+        return conf
+
     def kafka_python(
         self, bootstrap: str, user: str | None = None, password: str | None = None
     ) -> dict[str, Any]:
-        conf: dict[str, Any] = {
-            "bootstrap_servers": bootstrap,
-            "security_protocol": self.security_protocol,
-        }
-        if self.certs is not None:
-            conf["ssl_cafile"] = str(self.certs.ca)
-            if self._client_cert:
-                conf["ssl_certfile"] = str(self.certs.client_cert)
-                conf["ssl_keyfile"] = str(self.certs.client_key)
-        if self.sasl_mechanism:
-            name, secret = self._login(user, password)
-            conf["sasl_mechanism"] = self.sasl_mechanism
-            conf["sasl_plain_username"] = name
-            conf["sasl_plain_password"] = secret
-        return conf
+        return self._client_conf(_KAFKA_PYTHON, bootstrap, user, password)
 
     def confluent(
         self, bootstrap: str, user: str | None = None, password: str | None = None
     ) -> dict[str, Any]:
-        conf: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
-            "security.protocol": self.security_protocol,
-        }
-        if self.certs is not None:
-            conf["ssl.ca.location"] = str(self.certs.ca)
-            if self._client_cert:
-                conf["ssl.certificate.location"] = str(self.certs.client_cert)
-                conf["ssl.key.location"] = str(self.certs.client_key)
-        if self.sasl_mechanism:
-            name, secret = self._login(user, password)
-            conf["sasl.mechanisms"] = self.sasl_mechanism
-            conf["sasl.username"] = name
-            conf["sasl.password"] = secret
-        return conf
+        return self._client_conf(_CONFLUENT, bootstrap, user, password)
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """A client SSLContext trusting the CA (with the client certificate if used)."""
@@ -182,7 +226,7 @@ class FixtureSecurity:
         self, bootstrap: str, user: str | None = None, password: str | None = None
     ) -> dict[str, Any]:
         conf = self.kafka_python(bootstrap, user, password)
-        for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        for key in (_KAFKA_PYTHON.ca, _KAFKA_PYTHON.cert, _KAFKA_PYTHON.key):
             conf.pop(key, None)
         if self.certs is not None:
             conf["ssl_context"] = self.ssl_context()

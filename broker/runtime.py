@@ -471,7 +471,10 @@ class CoordinatorRuntime:
 
     def context(self, ctx: Caller) -> CoordinatorContext:
         return CoordinatorContext(
-            api_version=ctx.api_version, client_id=ctx.client_id, client_host=ctx.client_host
+            api_version=ctx.api_version,
+            client_id=ctx.client_id,
+            client_host=ctx.client_host,
+            describable=getattr(ctx, "describable", None),  # set by broker.security
         )
 
     def _while_loading(

@@ -451,23 +451,13 @@ class KafkaClient:
         validate_only: bool = False,
     ) -> CreatableTopicResult:
         """Create one topic (-1: the broker's num.partitions / default.replication.factor)."""
-        request = CreateTopicsRequest(
-            topics=[
-                CreatableTopic(
-                    name=name,
-                    num_partitions=num_partitions,
-                    replication_factor=replication_factor,
-                    assignments=[],
-                    configs=[
-                        CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
-                    ],
-                )
-            ],
-            timeout_ms=int(self.timeout_s * 1000),
+        (result,) = self.create_topics(
+            [name],
+            num_partitions=num_partitions,
+            replication_factor=replication_factor,
+            configs=configs,
             validate_only=validate_only,
         )
-        response = self.send(request)
-        result: CreatableTopicResult = response.topics[0]
         _check(result.error_code, f"create topic {name!r}", result.error_message)
         return result
 

@@ -144,6 +144,7 @@ class Migration:
                 client_id=ctx.client_id,
                 client_host=ctx.client_host,
                 wall_ms=wall_ms,
+                describable=ctx.describable,
             )
         except KafkaError:
             if upgrade:  # the heartbeat failed: the classic group stays as it was
@@ -392,6 +393,7 @@ class Migration:
             client_host=ctx.client_host,
             topics_metadata=self.topics(),
             now_ms=now_ms,
+            describable=ctx.describable,
         )
         classic = member.classic_member_metadata
         assert classic is not None

@@ -10,6 +10,7 @@ __consumer_offsets that must be appended before those replies go out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.consumer.records import ConsumerGroupRecord
@@ -26,6 +27,11 @@ class RequestContext:
     api_version: int
     client_id: str
     client_host: str
+    # With an authorizer: whether the request's principal may DESCRIBE a topic. A regex
+    # subscription resolves only to such topics (Kafka's GroupMetadataManager.
+    # filterTopicDescribeAuthorizedTopics, with the context of the member whose heartbeat
+    # resolves it). None: no authorizer.
+    describable: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -284,9 +284,11 @@ async def messages(
         if offset == plog.high_watermark and wait_ms:
             event = trio.Event()
             partition.waiters.add(event)
-            with trio.move_on_after(wait_ms / 1000):
-                await event.wait()
-            partition.waiters.discard(event)
+            try:
+                with trio.move_on_after(wait_ms / 1000):
+                    await event.wait()
+            finally:  # also when the client goes away (broker.admin_http)
+                partition.waiters.discard(event)
             if broker.topics.get(topic.name) is not topic:
                 raise ConsoleError(404, "topic", f"topic {topic.name!r} was deleted")
         records, next_offset = await _read(plog, offset, limit)

@@ -1,11 +1,16 @@
 """DescribeProducers: each partition's active producers (Kafka's
 ReplicaManager.activeProducerState): epoch, last sequence and timestamp, the coordinator
-epoch of its last marker, and the first offset of its open transaction."""
+epoch of its last marker, and the first offset of its open transaction.
+
+As KafkaApis.handleDescribeProducersRequest, an illegal topic name is INVALID_TOPIC_EXCEPTION
+with Topic.validate's message (checked before any ACL, broker.security.enforce), and a topic
+that does not exist is UNKNOWN_TOPIC_OR_PARTITION with the code's message."""
 
 from __future__ import annotations
 
 from broker.context import RequestContext
-from protocol.errors import ErrorCode
+from broker.topics import MAX_TOPIC_NAME, validate_topic_name
+from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
@@ -16,15 +21,53 @@ from protocol.messages.describe_producers import (
 from storage.transactions import active_producers
 
 
+def _invalid_topic(name: str) -> str | None:
+    """Kafka's Topic.validate message for an illegal name, or None."""
+    try:
+        validate_topic_name(name)
+    except KafkaError:
+        pass
+    else:
+        return None
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_TOPIC_NAME:
+        return (
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, "
+            f"topic name: {name}"
+        )
+    return (
+        f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+        "alphanumerics, '.', '_' and '-'"
+    )
+
+
 async def handle(
     ctx: RequestContext, request: DescribeProducersRequest
 ) -> DescribeProducersResponse:
     topics = []
     for t in request.topics:
         topic = ctx.broker.topics.get(t.name)
+        invalid = _invalid_topic(t.name)
         partitions = []
         for index in t.partition_indexes:
-            if topic is None or not 0 <= index < len(topic.partitions):
+            if invalid is not None or topic is None:
+                partitions.append(
+                    PartitionResponse(
+                        partition_index=index,
+                        error_code=(
+                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                            if invalid is None
+                            else ErrorCode.INVALID_TOPIC_EXCEPTION
+                        ),
+                        error_message=invalid or "This server does not host this topic-partition.",
+                        active_producers=[],
+                    )
+                )
+                continue
+            if not 0 <= index < len(topic.partitions):
                 partitions.append(
                     PartitionResponse(
                         partition_index=index,

@@ -160,6 +160,10 @@ class AclBinding:
             return self.resource_name in (name, WILDCARD)
         return self.pattern_type == PatternType.PREFIXED and name.startswith(self.resource_name)
 
+    def applies_to(self, principal: str, host: str) -> bool:
+        """The binding is the principal's (or every user's, User:*) from this host (or any)."""
+        return self.principal in (principal, "User:*") and self.host in (host, WILDCARD)
+
 
 @dataclass(frozen=True, slots=True)
 class AclFilter:
@@ -256,11 +260,7 @@ def authorize(
     on_resource = [b for b in bindings if b.matches_resource(resource_type, resource_name)]
     if not on_resource:
         return allow_if_no_acl
-    mine = [
-        b
-        for b in on_resource
-        if b.principal in (principal, "User:*") and b.host in (host, WILDCARD)
-    ]
+    mine = [b for b in on_resource if b.applies_to(principal, host)]
     if any(
         b.permission_type == AclPermissionType.DENY and b.operation in (operation, AclOperation.ALL)
         for b in mine
@@ -307,9 +307,7 @@ def authorize_by_resource_type(
     allow: list[tuple[int, str]] = []
     wildcard_allow = False
     for b in bindings:
-        if b.resource_type != resource_type or b.host not in (host, WILDCARD):
-            continue
-        if b.principal not in (principal, "User:*"):
+        if b.resource_type != resource_type or not b.applies_to(principal, host):
             continue
         if b.operation not in (operation, AclOperation.ALL):
             continue

@@ -17,6 +17,7 @@ import trio
 
 from broker.security.acls import (
     SUPPORTED_OPERATIONS,
+    AclBinding,
     AclOperation,
     AclStore,
     ResourceType,
@@ -40,6 +41,7 @@ __all__ = [
 ANONYMOUS = "User:ANONYMOUS"
 ACL_FILE = "acls.json"
 CLUSTER = "kafka-cluster"
+_TOPIC = ResourceType.TOPIC
 _STATE: WeakKeyDictionary[Any, Authz] = WeakKeyDictionary()
 
 
@@ -79,32 +81,24 @@ class Authz:
         self.principals.pop(connection_id, None)
         self.sessions.pop(connection_id, None)
 
+    def _policy(self) -> tuple[list[AclBinding], frozenset[str], bool]:
+        """What every decision reads: the ACLs as they are now, super.users and
+        allow.everyone.if.no.acl.found."""
+        return self.store.bindings, self.super_users, self.allow_if_no_acl
+
     def allowed(
         self, principal: str, host: str, op: AclOperation, rtype: ResourceType, name: str
     ) -> bool:
-        return authorize(
-            self.store.bindings,
-            self.super_users,
-            self.allow_if_no_acl,
-            principal,
-            host,
-            op,
-            rtype,
-            name,
-        )
+        return authorize(*self._policy(), principal, host, op, rtype, name)
 
     def allowed_on_any(
         self, principal: str, host: str, op: AclOperation, rtype: ResourceType
     ) -> bool:
-        return authorize_by_resource_type(
-            self.store.bindings,
-            self.super_users,
-            self.allow_if_no_acl,
-            principal,
-            host,
-            op,
-            rtype,
-        )
+        return authorize_by_resource_type(*self._policy(), principal, host, op, rtype)
+
+    def describable(self, principal: str, host: str) -> Callable[[str], bool]:
+        """Whether `principal` may DESCRIBE a topic (regex subscriptions resolve to those)."""
+        return lambda name: self.allowed(principal, host, AclOperation.DESCRIBE, _TOPIC, name)
 
     def operations(self, principal: str, host: str, rtype: ResourceType, name: str) -> int:
         """The authorized-operations bitfield of a resource: Kafka's AuthHelper.

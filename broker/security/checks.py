@@ -28,6 +28,7 @@ from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 __all__ = [
     "CLUSTER_FAILED",
+    "DEFAULT_MESSAGES",
     "GROUP_FAILED",
     "INTERNAL_TOPICS",
     "NOT_REQUESTED",
@@ -39,6 +40,7 @@ __all__ = [
     "ErrorResponse",
     "G",
     "Handler",
+    "Message",
     "Op",
     "Refused",
     "T",
@@ -61,10 +63,19 @@ TXN_FAILED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 INTERNAL_TOPICS = frozenset((OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC))
 ZERO_UUID = uuid.UUID(int=0)
 NOT_REQUESTED = -(2**31)  # an authorized-operations field's value when not asked for
+# Kafka's Errors default messages, the error_message of a refusal built from
+# `new ApiError(code)` (ControllerApis.deleteTopics, KafkaApis.handleDescribeConfigsRequest, ...).
+DEFAULT_MESSAGES = {
+    TOPIC_FAILED: "Topic authorization failed.",
+    GROUP_FAILED: "Group authorization failed.",
+    CLUSTER_FAILED: "Cluster authorization failed.",
+    TXN_FAILED: "Transactional Id authorization failed.",
+}
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 ErrorResponse = Callable[[Any, ErrorCode, int], Any]
 Verdict = Callable[[Any], ErrorCode | None]  # an entry -> None (allowed) or its code
+Message = Callable[[ErrorCode], str | None]  # a refusal's code -> its error_message
 
 
 class Refused(Exception):
@@ -146,11 +157,13 @@ async def split(
     answer_field: str,
     *,
     entries: Callable[[Any, ErrorCode], list[Any]] | None = None,
+    message: Message | None = None,
 ) -> Any:
     """Serve the entries of `request.<field>` that `verdict` allows; answer each other one
     with its code in the response's `answer_field` (the API's error_response for the denied
-    entries, or `entries(denied_request, code)` where that does not carry them). With none
-    allowed the handler is not called."""
+    entries, or `entries(denied_request, code)` where that does not carry them), and with
+    `message(code)` as its error_message where Kafka sends one. With none allowed the
+    handler is not called."""
     request = c.request
     items = getattr(request, field)
     codes = [verdict(item) for item in items]
@@ -163,11 +176,15 @@ async def split(
     extra: list[Any] = []
     for code, group in denied.items():
         narrowed = with_items(request, field, group)
-        extra += (
+        refused = (
             entries(narrowed, code)
             if entries is not None
             else getattr(c.refusal(narrowed, code), answer_field)
         )
+        if message is not None:
+            text = message(code)
+            refused = [dataclasses.replace(e, error_message=text) for e in refused]
+        extra += refused
     allowed = [item for item, code in zip(items, codes, strict=True) if code is None]
     if allowed:
         response = await c.serve(with_items(request, field, allowed))

@@ -21,6 +21,7 @@ from broker.security.authz import authz
 from broker.security.checks import (
     CLUSTER,
     CLUSTER_FAILED,
+    DEFAULT_MESSAGES,
     GROUP_FAILED,
     INTERNAL_TOPICS,
     NOT_REQUESTED,
@@ -31,6 +32,7 @@ from broker.security.checks import (
     ErrorResponse,
     G,
     Handler,
+    Message,
     Op,
     Refused,
     T,
@@ -40,6 +42,7 @@ from broker.security.checks import (
     topics_verdict,
     whole,
 )
+from broker.topics import validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
@@ -47,6 +50,8 @@ from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnTopic,
     AddPartitionsToTxnTopicResult,
 )
+from protocol.messages.describe_producers import PartitionResponse as ProducersPartition
+from protocol.messages.describe_producers import TopicResponse as ProducersTopic
 from protocol.messages.fetch import FetchableTopicResponse, PartitionData
 from protocol.messages.offset_delete import (
     OffsetDeleteResponsePartition,
@@ -73,7 +78,9 @@ async def handle(ctx: Any, request: Any, handler: Handler, error_response: Error
     api = APIS.get(type(request).__name__)
     if api is None:
         return await handler(ctx, request)
-    return await api(Call(ctx, request, handler, error_response))
+    c = Call(ctx, request, handler, error_response)
+    ctx.describable = c.state.describable(c.principal, c.host)
+    return await api(c)
 
 
 # --- topics -------------------------------------------------------------------------------
@@ -147,11 +154,14 @@ def _per_topic(op: AclOperation, answer_field: str = "topics") -> Callable[[Call
 
 async def _create_topics(c: Call) -> Any:
     # ControllerApis.createTopics: CREATE on the cluster allows every topic, else CREATE per
-    # topic; a created topic's configs are shown only with DESCRIBE_CONFIGS on it.
+    # topic ("Authorization failed." for a refused one); a created topic's configs are shown
+    # only with DESCRIBE_CONFIGS on it.
     if c.may(Op.CREATE, C, CLUSTER):
         response = await c.serve()
     else:
-        response = await split(c, "topics", topics_verdict(c, Op.CREATE), "topics")
+        verdict = topics_verdict(c, Op.CREATE)
+        refused: Message = lambda _code: "Authorization failed."  # noqa: E731
+        response = await split(c, "topics", verdict, "topics", message=refused)
     if c.version < 5:
         return response
     topics = [
@@ -164,10 +174,13 @@ async def _create_topics(c: Call) -> Any:
 
 
 async def _delete_topics(c: Call) -> Any:
-    # ControllerApis.deleteTopics: DELETE per topic (by name, or by id once resolved).
+    # ControllerApis.deleteTopics: DELETE per topic (by name, or by id once resolved), each
+    # refusal `new ApiError(TOPIC_AUTHORIZATION_FAILED)`, with the code's message (v5+).
+    m = DEFAULT_MESSAGES.get
     if c.version >= 6:
-        return await split(c, "topics", topics_verdict(c, Op.DELETE), "responses")
-    return await split(c, "topic_names", lambda n: c.topic(Op.DELETE, n), "responses")
+        return await split(c, "topics", topics_verdict(c, Op.DELETE), "responses", message=m)
+    verdict: Verdict = lambda n: c.topic(Op.DELETE, n)  # noqa: E731
+    return await split(c, "topic_names", verdict, "responses", message=m)
 
 
 # DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: the resource types (Kafka's
@@ -191,12 +204,44 @@ def _configs(op: AclOperation, answer_field: str) -> Callable[[Call], Any]:
             name = CLUSTER if rtype is C else resource.resource_name
             return None if c.may(op, rtype, name) else code
 
-        return await split(c, "resources", verdict, answer_field)
+        # KafkaApis.handleDescribeConfigsRequest and ControllerApis.authorizeAlterResource
+        # answer a refused resource with the code's message.
+        return await split(c, "resources", verdict, answer_field, message=DEFAULT_MESSAGES.get)
 
     return check
 
 
-# --- groups and offsets -------------------------------------------------------------------
+def _legal_topic_name(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except KafkaError:
+        return False
+    return True
+
+
+def _producers_refused(request: Any, code: ErrorCode) -> list[Any]:
+    return [
+        ProducersTopic(
+            name=t.name,
+            partitions=[
+                ProducersPartition(
+                    partition_index=p, error_code=code, error_message=DEFAULT_MESSAGES[code]
+                )
+                for p in t.partition_indexes
+            ],
+        )
+        for t in request.topics
+    ]
+
+
+async def _describe_producers(c: Call) -> Any:
+    # KafkaApis.handleDescribeProducersRequest: a topic name is validated first (an illegal
+    # one is INVALID_TOPIC_EXCEPTION from the handler, whatever the ACLs), then READ per
+    # topic; a refused partition carries ApiError's message, the code's own.
+    def verdict(t: Any) -> ErrorCode | None:
+        return c.topic(Op.READ, t.name) if _legal_topic_name(t.name) else None
+
+    return await split(c, "topics", verdict, "topics", entries=_producers_refused)
 
 
 # --- groups and offsets -------------------------------------------------------------------
@@ -515,7 +560,7 @@ APIS: dict[str, Callable[[Call], Awaitable[Any]]] = {
     "CreateTopicsRequest": _create_topics,
     "DeleteTopicsRequest": _delete_topics,
     "CreatePartitionsRequest": _per_topic(Op.ALTER, "results"),
-    "DescribeProducersRequest": _per_topic(R),
+    "DescribeProducersRequest": _describe_producers,
     "DescribeConfigsRequest": _configs(Op.DESCRIBE_CONFIGS, "results"),
     "AlterConfigsRequest": _configs(Op.ALTER_CONFIGS, "responses"),
     "IncrementalAlterConfigsRequest": _configs(Op.ALTER_CONFIGS, "responses"),

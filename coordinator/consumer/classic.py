@@ -26,7 +26,7 @@ its JoinGroup.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from coordinator.consumer import records as r
 from coordinator.consumer.coordinator import ConsumerGroupCoordinator
@@ -158,6 +158,7 @@ def classic_join(
     client_host: str,
     topics_metadata: Mapping[str, TopicImage],
     now_ms: int,
+    describable: Callable[[str], bool] | None = None,
 ) -> tuple[ConsumerGroupMember, list[r.ConsumerGroupRecord]]:
     """A classic member joins (or rejoins) the consumer group; returns it, reconciled, and
     the records (already applied). The caller has checked the group size, the protocols
@@ -214,7 +215,7 @@ def classic_join(
     )
     if is_new or updated != member:
         c._write(out, r.member_subscription_record(group_id, updated))
-    bump |= c._refresh_regexes(group, topics_metadata, -1, out)
+    bump |= c._refresh_regexes(group, topics_metadata, -1, out, describable)
     bump |= c._refresh_subscription_metadata(group, topics_metadata, out)
     if bump:
         c._write(out, r.group_epoch_record(group_id, group.group_epoch + 1))

@@ -186,6 +186,7 @@ class ConsumerGroupCoordinator:
         client_id: str | None = None,
         client_host: str | None = None,
         wall_ms: int = -1,
+        describable: Callable[[str], bool] | None = None,
     ) -> CoordinatorResult:
         """Answer one ConsumerGroupHeartbeat.
 
@@ -195,6 +196,8 @@ class ConsumerGroupCoordinator:
           client_id/client_host: from the request header (Kafka updates them on every
             heartbeat); None keeps what the member had.
           wall_ms: wall-clock time for the regex records' timestamp (-1 when unknown).
+          describable: with an authorizer, the topics this member's principal may DESCRIBE;
+            the group's regexes resolve to those only.
 
         Raises:
           KafkaError: the request is refused; nothing changed.
@@ -271,7 +274,7 @@ class ConsumerGroupCoordinator:
             )
             self._write(out, r.current_assignment_record(group_id, updated))
         group = self.groups[group_id]
-        bump |= self._refresh_regexes(group, topics_metadata, wall_ms, out)
+        bump |= self._refresh_regexes(group, topics_metadata, wall_ms, out, describable)
         bump |= self._refresh_subscription_metadata(group, topics_metadata, out)
         if bump:
             self._write(out, r.group_epoch_record(group_id, group.group_epoch + 1))
@@ -463,9 +466,12 @@ class ConsumerGroupCoordinator:
         topics_metadata: Mapping[str, TopicImage],
         wall_ms: int,
         out: list[r.ConsumerGroupRecord],
+        describable: Callable[[str], bool] | None = None,
     ) -> bool:
-        """Resolve the group's regexes against the topics; True when one now matches other
-        topics. A regex no member uses any more is deleted."""
+        """Resolve the group's regexes against the topics (with an authorizer, only those
+        `describable` allows: Kafka's GroupMetadataManager.refreshRegularExpressions);
+        True when one now matches other topics. A regex no member uses any more is
+        deleted."""
         in_use = {m.subscribed_topic_regex for m in group.members.values()}
         for stale in sorted(set(group.resolved_regular_expressions) - in_use):
             self._write(out, r.regular_expression_tombstone(group.group_id, stale))
@@ -482,7 +488,9 @@ class ConsumerGroupCoordinator:
             topics = frozenset(
                 name
                 for name in topics_metadata
-                if name not in INTERNAL_TOPICS and pattern.fullmatch(name)  # type: ignore[attr-defined]
+                if name not in INTERNAL_TOPICS
+                and pattern.fullmatch(name)  # type: ignore[attr-defined]
+                and (describable is None or describable(name))
             )
             resolved = ResolvedRegularExpression(topics, version, wall_ms)
             self._write(out, r.regular_expression_record(group.group_id, regex, resolved))

@@ -28,7 +28,7 @@ class FakeBroker:
     """What the endpoint reads from a broker, before any coordinator exists."""
 
     def __init__(self) -> None:
-        self.config = {"admin.host": "127.0.0.1", "admin.port": 0}
+        self.config = {"admin.host": "127.0.0.1", "admin.port": 0, "admin.allowed.hosts": ""}
         self.ready = trio.Event()
         self.metrics = Metrics()
         self.coordinator = None
@@ -55,7 +55,9 @@ def parse(response: bytes) -> tuple[int, dict[str, str], bytes]:
 
 
 async def get(broker, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
-    return parse(await exchange(broker, f"{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()))
+    return parse(
+        await exchange(broker, f"{method} {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+    )
 
 
 async def test_readyz_is_503_until_the_broker_is_ready_and_healthz_always_200():
@@ -95,6 +97,52 @@ async def test_bad_requests_get_an_answer_and_a_close(request_bytes, status):
     assert got == status
     if status == 405:
         assert headers["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed", "status"),
+    [
+        ("127.0.0.1:9644", "", 200),
+        ("localhost", "", 200),
+        ("LOCALHOST.:80", "", 200),
+        ("[::1]:9644", "", 200),
+        ("rebound.example:9644", "", 421),
+        ("127.0.0.1.rebound.example", "", 421),
+        ("kmock:8080", "", 421),
+        ("kmock:8080", "prometheus-target, kmock", 200),
+        ("anything.example", "*", 200),
+    ],
+)
+async def test_a_host_header_that_does_not_name_the_endpoint_gets_421(host, allowed, status):
+    broker = FakeBroker()
+    broker.config["admin.allowed.hosts"] = allowed
+    for path in ("/", "/v1/nope"):
+        request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+        got, _, body = parse(await exchange(broker, request))
+        if status == 421:
+            assert got == 421
+            assert f"Host {host!r} is not a name of this admin endpoint" in body.decode()
+            assert "admin.allowed.hosts" in body.decode()
+        else:
+            assert got != 421
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics", "/metrics?x=1"])
+async def test_probes_and_metrics_answer_whatever_the_host(path):
+    # A scraper or probe names the container or pod (kmock:8080): no setting is needed.
+    request = f"GET {path} HTTP/1.1\r\nHost: kmock:8080\r\n\r\n".encode()
+    got, _, _ = parse(await exchange(FakeBroker(), request))
+    assert got != 421
+
+
+async def test_the_endpoints_own_host_is_allowed_and_no_host_header_too():
+    broker = FakeBroker()
+    broker.config["admin.host"] = "kmock.internal"
+    assert (
+        parse(await exchange(broker, b"GET /healthz HTTP/1.1\r\nHost: kmock.internal:9\r\n\r\n"))[0]
+        == 200
+    )
+    assert parse(await exchange(broker, b"GET /healthz HTTP/1.1\r\n\r\n"))[0] == 200
 
 
 async def test_a_silent_client_gets_408(autojump_clock):

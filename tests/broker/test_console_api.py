@@ -38,13 +38,15 @@ async def http(
     body: Any = None,
     *,
     headers: str = "",
+    host: str | None = None,
 ) -> tuple[int, Any]:
-    """(status, JSON answer, or the body as text when not JSON) of one admin request."""
-    host, port = broker.admin_address
+    """(status, JSON answer, or the body as text when not JSON) of one admin request, with
+    `host` as its Host header (the address it is sent to by default)."""
+    address, port = broker.admin_address
     data = b"" if body is None else json.dumps(body).encode()
-    stream = await trio.open_tcp_stream(host, port)
+    stream = await trio.open_tcp_stream(address, port)
     head = (
-        f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}"
+        f"{method} {path} HTTP/1.1\r\nHost: {host or f'{address}:{port}'}\r\n{headers}"
         f"Content-Length: {len(data)}\r\n\r\n"
     )
     await stream.send_all(head.encode() + data)
@@ -353,6 +355,44 @@ async def test_follow_live_waits_for_the_next_message(tmp_path: Path) -> None:
                 )
             assert (status, page["messages"], page["next_offset"]) == (200, [], 2)
             await client.aclose()
+
+
+async def test_a_follow_ends_as_soon_as_its_client_goes_away(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path) as broker:
+            await create_topic(broker, "t")
+            host, port = broker.admin_address
+            stream = await trio.open_tcp_stream(host, port)
+            await stream.send_all(
+                f"GET /v1/topics/t/messages?offset=0&wait_ms=60000 HTTP/1.1\r\n"
+                f"Host: {host}:{port}\r\n\r\n".encode()
+            )
+            partition = broker.topics.get("t").partitions[0]
+            while not partition.waiters:
+                await trio.testing.wait_all_tasks_blocked()
+            await stream.aclose()
+            # The read stops waiting for records nobody will receive, long before wait_ms.
+            with trio.fail_after(5):
+                while partition.waiters:
+                    await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+
+
+async def test_a_rebound_host_name_reaches_nothing(tmp_path: Path) -> None:
+    """A page of rebound.example whose name now resolves to 127.0.0.1 sends its own name in
+    Host (and no Origin on a same-origin request): refused before anything is read."""
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path) as broker:
+            for method, path, body in (
+                ("POST", "/v1/topics", {"name": "planted", "partitions": 1}),
+                ("GET", "/v1/topics", None),
+                ("GET", "/", None),
+            ):
+                status, answer = await http(broker, method, path, body, host="rebound.example:9644")
+                assert status == 421
+                assert "'rebound.example:9644' is not a name of this admin endpoint" in answer
+            assert broker.topics.get("planted") is None
+            status, _ = await http(broker, "GET", "/v1/topics", host="localhost")
+            assert status == 200
 
 
 # --- groups -------------------------------------------------------------------------------

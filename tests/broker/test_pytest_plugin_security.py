@@ -224,3 +224,78 @@ def test_client_properties_bring_kmocks_own_client_in(
         assert raised.value.code == ErrorCode.SASL_AUTHENTICATION_FAILED
     finally:
         broker.stop()
+
+
+SESSION_SUITE = """
+import pytest
+
+from client import ClientSecurity, KafkaClient, read_properties
+from protocol.errors import ErrorCode, KafkaError
+
+
+def login(broker, **who):
+    props = read_properties(broker.client_properties(**who))
+    return KafkaClient(broker.bootstrap_servers, timeout_s=10,
+                       security=ClientSecurity.from_properties(props))
+
+
+def test_the_session_broker_is_secured_by_the_ini(kmock_session):
+    assert kmock_session.security.security_protocol == "SASL_SSL"
+    assert kmock_session.security.sasl_mechanism == "SCRAM-SHA-512"
+    assert kmock_session.security.ssl_client_auth == "required"
+    for user in ("alice", "bob"):
+        with login(kmock_session, user=user) as client:
+            assert client.principal == "User:" + user
+    with pytest.raises(KafkaError) as raised:
+        login(kmock_session, password="wrong").connect()
+    assert raised.value.code == ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
+def test_a_kmock_without_security_marks_follows_the_ini(kmock):
+    assert kmock.security.security_protocol == "SASL_SSL"
+
+
+@pytest.mark.kmock_config(security_protocol="PLAINTEXT")
+def test_marks_replace_the_ini_security_whole(kmock):
+    assert kmock.security.security_protocol == "PLAINTEXT"
+    with KafkaClient(kmock.bootstrap_servers, timeout_s=10) as client:
+        assert client.metadata([]).brokers
+"""
+
+
+def test_the_session_fixture_takes_the_security_options_from_the_ini(pytester, monkeypatch) -> None:
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    )
+    pytester.makeini(
+        "[pytest]\n"
+        "kmock_config =\n"
+        "    security_protocol=SASL_SSL\n"
+        "    sasl_mechanism=SCRAM-SHA-512\n"
+        "    users=alice:alice:secret,bob:bob-secret\n"
+        "    ssl_client_auth=required\n"
+    )
+    pytester.makepyfile(test_session=SESSION_SUITE)
+    result = pytester.runpytest_subprocess(
+        *plugin_args(), "-p", "no:cacheprovider", "-p", "no:randomly", timeout=120
+    )
+    result.assert_outcomes(passed=3)
+
+
+def test_a_users_setting_that_is_not_pairs_is_named(pytester, monkeypatch) -> None:
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    )
+    pytester.makepyfile(test_nothing="def test_nothing(kmock_session):\n    pass\n")
+    result = pytester.runpytest_subprocess(
+        *plugin_args(),
+        "-p",
+        "no:cacheprovider",
+        "--kmock-config",
+        "security_protocol=SASL_PLAINTEXT",
+        "--kmock-config",
+        "users=alice",
+        timeout=60,
+    )
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--kmock-config: kmock users='alice': name:password pairs*"])

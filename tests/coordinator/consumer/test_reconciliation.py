@@ -243,6 +243,17 @@ def test_regex_subscription_follows_topics_as_they_are_created():
     }
 
 
+def test_regex_resolves_only_to_the_topics_the_member_may_describe():
+    c = coordinator()
+    metadata = topics(**{"orders-eu": 1, "orders-us": 1})
+    request = join_request("a", None, regex="orders-.*")
+    a = response_of(
+        c.consumer_group_heartbeat(request, 0, metadata, describable=lambda t: t != "orders-us")
+    )
+    assert assigned(a) == {"orders-eu": [0]}
+    assert c.groups[GROUP].resolved_regular_expressions["orders-.*"].topics == {"orders-eu"}
+
+
 def test_regex_uses_re2_full_match_semantics():
     c = coordinator()
     metadata = topics(orders=1, **{"orders-eu": 1})
