@@ -325,7 +325,7 @@ async def http(broker: Any, method: str, path: str, body: Any = None) -> tuple[i
     host, port = broker.admin_address
     data = b"" if body is None else json.dumps(body).encode()
     stream = await trio.open_tcp_stream(host, port)
-    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n"
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(data)}\r\n\r\n"
     await stream.send_all(head.encode() + data)
     answer = bytearray()
     while chunk := await stream.receive_some():
