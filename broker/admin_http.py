@@ -21,8 +21,9 @@ A request for the console or /v1 whose Host header names another host than admin
 127.0.0.1, localhost, [::1] or one of admin.allowed.hosts gets 421: a web page cannot reach
 them through a name of its own that it rebinds to 127.0.0.1 (DNS rebinding), since the
 browser sends that name. /healthz, /readyz and /metrics answer whatever the Host, so that
-probes and scrapers that name the container or pod need no setting. While a /v1 GET is answered (a long-poll with `wait_ms`), the connection is watched:
-when the client closes it, the answer is abandoned at once.
+probes and scrapers that name the container or pod need no setting. While a /v1 GET is
+answered (a long-poll with `wait_ms`), the connection is watched: when the client closes it,
+the answer is abandoned at once.
 """
 
 from __future__ import annotations
