@@ -518,6 +518,18 @@ def check_idempotent(data_dir: Path, topic: str, n: int) -> None:
     assert sum(b.records_count for b in batches) == n, "records on disk != records produced"
 
 
+class LogLines(logging.Handler):
+    """Keeps the message of every log record at `level` or above, for a test to search (a
+    client's own log, such as RDKAFKA_LOG)."""
+
+    def __init__(self, level: int = logging.DEBUG) -> None:
+        super().__init__(level)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 # --- CLI clients ------------------------------------------------------------------------
 
 
