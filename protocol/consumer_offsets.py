@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -93,6 +94,7 @@ __all__ = [
     "TopicMetadata",
     "TopicPartitions",
     "UnknownRecordKey",
+    "decode_coordinator_record",
     "decode_record",
     "encode_key",
     "encode_value",
@@ -314,9 +316,11 @@ _VALUE_FOR_KEY: dict[type[_RecordKey], type[Struct]] = {
     ConsumerGroupCurrentMemberAssignmentKey: ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupRegularExpressionKey: ConsumerGroupRegularExpressionValue,
 }
-# Key type of each key version that we decode.
-_KEY_FOR_VERSION: dict[int, type[_RecordKey]] = {
-    version: key_cls for key_cls in _VALUE_FOR_KEY for version in key_cls.VERSIONS
+# Key and value types of each key version that we decode.
+_TYPES: dict[int, tuple[type[Struct], type[Struct]]] = {
+    version: (key_cls, value_cls)
+    for key_cls, value_cls in _VALUE_FOR_KEY.items()
+    for version in key_cls.VERSIONS
 }
 
 
@@ -344,13 +348,30 @@ def decode_record(
     Raises:
       DecodeError: a key or value that is short, has bytes left over, or is invalid.
     """
+    return decode_coordinator_record(key, value, _TYPES, "record key")
+
+
+def decode_coordinator_record(
+    key: bytes | memoryview,
+    value: bytes | memoryview | None,
+    types: Mapping[int, tuple[type[Struct], type[Struct]]],
+    what: str,
+) -> tuple[Any, Any]:
+    """Decode a coordinator record whose key version is its record type (Kafka's
+    CoordinatorRecordSerde.deserialize): `types` maps each record type we decode to its
+    key and value classes; any other type gives `UnknownRecordKey` and no value.
+
+    Raises:
+      DecodeError: a key or value that is short, has bytes left over, or is invalid; `what`
+        names the key in the message.
+    """
     if len(key) < 2:
-        raise DecodeError(f"record key of {len(key)} bytes has no version")
+        raise DecodeError(f"{what} of {len(key)} bytes has no version")
     (version,) = struct.unpack_from(">h", key, 0)
-    key_cls: Any = _KEY_FOR_VERSION.get(version)
-    if key_cls is None:
+    if version not in types:
         return UnknownRecordKey(version, bytes(key)), None
+    key_cls, value_cls = types[version]
     decoded_key = decode_versioned(key_cls, key)
     if value is None:
         return decoded_key, None
-    return decoded_key, decode_versioned(_VALUE_FOR_KEY[key_cls], value)
+    return decoded_key, decode_versioned(value_cls, value)
