@@ -276,8 +276,10 @@ class ProcMember(ABC):
     def _assigned(self) -> frozenset[int] | None:
         """The last assignment the process printed, None before the first."""
 
-    @abstractmethod
-    def records(self) -> list[Rec]: ...
+    def records(self) -> list[Rec]:
+        """The records the process consumed: its "consumed" events, as the check programs
+        (kafkajs-check, sarama-check) print them."""
+        return consumed(self.proc)
 
     def _leave(self) -> None:
         """Ask the process to leave the group and exit: SIGTERM, unless the client says else."""
