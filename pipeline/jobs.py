@@ -146,22 +146,16 @@ def offset_commits(df: Any) -> Any:
     expire_timestamp, tombstone, log_partition, log_offset, log_timestamp (where the record
     sits in __consumer_offsets).
     """
-    from pyspark.sql import functions as F
-
-    c = F.col("offset_commit")
-    return df.where(F.col("record_type") == "offset_commit").select(
-        "group",
-        c["topic"].alias("topic"),
-        c["partition"].alias("partition"),
-        c["offset"].alias("offset"),
-        c["leader_epoch"].alias("leader_epoch"),
-        c["metadata"].alias("metadata"),
-        c["commit_timestamp"].alias("commit_timestamp"),
-        c["expire_timestamp"].alias("expire_timestamp"),
-        "tombstone",
-        F.col("partition").alias("log_partition"),
-        F.col("offset").alias("log_offset"),
-        F.col("timestamp").alias("log_timestamp"),
+    return _flattened(
+        df,
+        "offset_commit",
+        "topic",
+        "partition",
+        "offset",
+        "leader_epoch",
+        "metadata",
+        "commit_timestamp",
+        "expire_timestamp",
     )
 
 
@@ -173,15 +167,29 @@ def group_metadata(df: Any) -> Any:
     """
     from pyspark.sql import functions as F
 
-    g = F.col("group_metadata")
-    return df.where(F.col("record_type") == "group_metadata").select(
+    members = F.col("group_metadata")["members"]
+    return _flattened(
+        df,
+        "group_metadata",
+        "generation",
+        "protocol_type",
+        "protocol",
+        "leader",
+        "current_state_timestamp",
+        F.coalesce(members, F.array().cast("array<" + _member_ddl() + ">")).alias("members"),
+    )
+
+
+def _flattened(df: Any, record_type: str, *fields: Any) -> Any:
+    """The `record_type` rows of a decoded __consumer_offsets DataFrame: group, the named
+    fields of its `record_type` struct column (or columns given whole), tombstone, and
+    where the record sits in the log."""
+    from pyspark.sql import functions as F
+
+    record = F.col(record_type)
+    return df.where(F.col("record_type") == record_type).select(
         "group",
-        g["generation"].alias("generation"),
-        g["protocol_type"].alias("protocol_type"),
-        g["protocol"].alias("protocol"),
-        g["leader"].alias("leader"),
-        g["current_state_timestamp"].alias("current_state_timestamp"),
-        F.coalesce(g["members"], F.array().cast("array<" + _member_ddl() + ">")).alias("members"),
+        *(record[f].alias(f) if isinstance(f, str) else f for f in fields),
         "tombstone",
         F.col("partition").alias("log_partition"),
         F.col("offset").alias("log_offset"),

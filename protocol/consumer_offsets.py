@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -93,18 +94,33 @@ __all__ = [
     "TopicMetadata",
     "TopicPartitions",
     "UnknownRecordKey",
+    "decode_coordinator_record",
     "decode_record",
     "encode_key",
     "encode_value",
 ]
 
 
-class OffsetCommitKey(Struct):
-    VERSIONS: ClassVar[range] = range(0, 2)
+class _RecordKey(Struct):
+    """A record key: never flexible, and its fields exist at every version it has (its last
+    version is the one Kafka writes)."""
+
+    VERSIONS: ClassVar[range]
     FLEXIBLE_FROM: ClassVar[int | None] = None
-    group: str = wire(String, until=1)
-    topic: str = wire(String, until=1)
-    partition: int = wire(Int32, until=1)
+
+
+class _ConsumerGroupValue(Struct):
+    """A KIP-848 consumer-group record value: version 0 only, flexible."""
+
+    VERSIONS: ClassVar[range] = range(0, 1)
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+
+
+class OffsetCommitKey(_RecordKey):
+    VERSIONS = range(0, 2)
+    group: str = wire(String)
+    topic: str = wire(String)
+    partition: int = wire(Int32)
 
 
 class OffsetCommitValue(Struct):
@@ -117,10 +133,9 @@ class OffsetCommitValue(Struct):
     expire_timestamp: int = wire(Int64, since=1, until=1, default=-1)
 
 
-class GroupMetadataKey(Struct):
-    VERSIONS: ClassVar[range] = range(2, 3)
-    FLEXIBLE_FROM: ClassVar[int | None] = None
-    group: str = wire(String, since=2, until=2)
+class GroupMetadataKey(_RecordKey):
+    VERSIONS = range(2, 3)
+    group: str = wire(String)
 
 
 class MemberMetadata(Struct):
@@ -148,23 +163,19 @@ class GroupMetadataValue(Struct):
 # --- the KIP-848 consumer group records --------------------------------------------------
 
 
-class ConsumerGroupMetadataKey(Struct):
-    VERSIONS: ClassVar[range] = range(3, 4)
-    FLEXIBLE_FROM: ClassVar[int | None] = None
-    group_id: str = wire(String, since=3, until=3)
+class ConsumerGroupMetadataKey(_RecordKey):
+    VERSIONS = range(3, 4)
+    group_id: str = wire(String)
 
 
-class ConsumerGroupMetadataValue(Struct):
-    VERSIONS: ClassVar[range] = range(0, 1)
-    FLEXIBLE_FROM: ClassVar[int | None] = 0
+class ConsumerGroupMetadataValue(_ConsumerGroupValue):
     epoch: int = wire(Int32)
     metadata_hash: int = wire(Int64, tag=0)
 
 
-class ConsumerGroupPartitionMetadataKey(Struct):
-    VERSIONS: ClassVar[range] = range(4, 5)
-    FLEXIBLE_FROM: ClassVar[int | None] = None
-    group_id: str = wire(String, since=4, until=4)
+class ConsumerGroupPartitionMetadataKey(_RecordKey):
+    VERSIONS = range(4, 5)
+    group_id: str = wire(String)
 
 
 class PartitionMetadata(Struct):
@@ -179,17 +190,14 @@ class TopicMetadata(Struct):
     partition_metadata: list[PartitionMetadata] = wire(Array(PartitionMetadata))
 
 
-class ConsumerGroupPartitionMetadataValue(Struct):
-    VERSIONS: ClassVar[range] = range(0, 1)
-    FLEXIBLE_FROM: ClassVar[int | None] = 0
+class ConsumerGroupPartitionMetadataValue(_ConsumerGroupValue):
     topics: list[TopicMetadata] = wire(Array(TopicMetadata))
 
 
-class ConsumerGroupMemberMetadataKey(Struct):
-    VERSIONS: ClassVar[range] = range(5, 6)
-    FLEXIBLE_FROM: ClassVar[int | None] = None
-    group_id: str = wire(String, since=5, until=5)
-    member_id: str = wire(String, since=5, until=5)
+class ConsumerGroupMemberMetadataKey(_RecordKey):
+    VERSIONS = range(5, 6)
+    group_id: str = wire(String)
+    member_id: str = wire(String)
 
 
 class ClassicProtocol(Struct):
@@ -202,9 +210,7 @@ class ClassicMemberMetadata(Struct):
     supported_protocols: list[ClassicProtocol] = wire(Array(ClassicProtocol))
 
 
-class ConsumerGroupMemberMetadataValue(Struct):
-    VERSIONS: ClassVar[range] = range(0, 1)
-    FLEXIBLE_FROM: ClassVar[int | None] = 0
+class ConsumerGroupMemberMetadataValue(_ConsumerGroupValue):
     instance_id: str | None = wire(String, nullable=0, default=None)
     rack_id: str | None = wire(String, nullable=0, default=None)
     client_id: str = wire(String)
@@ -219,15 +225,12 @@ class ConsumerGroupMemberMetadataValue(Struct):
     )
 
 
-class ConsumerGroupTargetAssignmentMetadataKey(Struct):
-    VERSIONS: ClassVar[range] = range(6, 7)
-    FLEXIBLE_FROM: ClassVar[int | None] = None
-    group_id: str = wire(String, since=6, until=6)
+class ConsumerGroupTargetAssignmentMetadataKey(_RecordKey):
+    VERSIONS = range(6, 7)
+    group_id: str = wire(String)
 
 
-class ConsumerGroupTargetAssignmentMetadataValue(Struct):
-    VERSIONS: ClassVar[range] = range(0, 1)
-    FLEXIBLE_FROM: ClassVar[int | None] = 0
+class ConsumerGroupTargetAssignmentMetadataValue(_ConsumerGroupValue):
     assignment_epoch: int = wire(Int32)
 
 
@@ -236,29 +239,23 @@ class TopicPartitions(Struct):
     partitions: list[int] = wire(Array(Int32))
 
 
-class ConsumerGroupTargetAssignmentMemberKey(Struct):
-    VERSIONS: ClassVar[range] = range(7, 8)
-    FLEXIBLE_FROM: ClassVar[int | None] = None
-    group_id: str = wire(String, since=7, until=7)
-    member_id: str = wire(String, since=7, until=7)
+class ConsumerGroupTargetAssignmentMemberKey(_RecordKey):
+    VERSIONS = range(7, 8)
+    group_id: str = wire(String)
+    member_id: str = wire(String)
 
 
-class ConsumerGroupTargetAssignmentMemberValue(Struct):
-    VERSIONS: ClassVar[range] = range(0, 1)
-    FLEXIBLE_FROM: ClassVar[int | None] = 0
+class ConsumerGroupTargetAssignmentMemberValue(_ConsumerGroupValue):
     topic_partitions: list[TopicPartitions] = wire(Array(TopicPartitions))
 
 
-class ConsumerGroupCurrentMemberAssignmentKey(Struct):
-    VERSIONS: ClassVar[range] = range(8, 9)
-    FLEXIBLE_FROM: ClassVar[int | None] = None
-    group_id: str = wire(String, since=8, until=8)
-    member_id: str = wire(String, since=8, until=8)
+class ConsumerGroupCurrentMemberAssignmentKey(_RecordKey):
+    VERSIONS = range(8, 9)
+    group_id: str = wire(String)
+    member_id: str = wire(String)
 
 
-class ConsumerGroupCurrentMemberAssignmentValue(Struct):
-    VERSIONS: ClassVar[range] = range(0, 1)
-    FLEXIBLE_FROM: ClassVar[int | None] = 0
+class ConsumerGroupCurrentMemberAssignmentValue(_ConsumerGroupValue):
     member_epoch: int = wire(Int32)
     previous_member_epoch: int = wire(Int32)
     state: int = wire(Int8)  # MemberState: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_...
@@ -266,16 +263,13 @@ class ConsumerGroupCurrentMemberAssignmentValue(Struct):
     partitions_pending_revocation: list[TopicPartitions] = wire(Array(TopicPartitions))
 
 
-class ConsumerGroupRegularExpressionKey(Struct):
-    VERSIONS: ClassVar[range] = range(16, 17)
-    FLEXIBLE_FROM: ClassVar[int | None] = None
-    group_id: str = wire(String, since=16, until=16)
-    regular_expression: str = wire(String, since=16, until=16)
+class ConsumerGroupRegularExpressionKey(_RecordKey):
+    VERSIONS = range(16, 17)
+    group_id: str = wire(String)
+    regular_expression: str = wire(String)
 
 
-class ConsumerGroupRegularExpressionValue(Struct):
-    VERSIONS: ClassVar[range] = range(0, 1)
-    FLEXIBLE_FROM: ClassVar[int | None] = 0
+class ConsumerGroupRegularExpressionValue(_ConsumerGroupValue):
     topics: list[str] = wire(Array(String))
     version: int = wire(Int64)  # the topic metadata version it was resolved against
     timestamp: int = wire(Int64)  # wall-clock ms of the resolution
@@ -310,20 +304,8 @@ ConsumerGroupRecordValue = (
 RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | UnknownRecordKey
 RecordValue = OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue
 
-# Key version Kafka writes for each key type.
-_KEY_VERSION: dict[type[Struct], int] = {
-    OffsetCommitKey: 1,
-    GroupMetadataKey: 2,
-    ConsumerGroupMetadataKey: 3,
-    ConsumerGroupPartitionMetadataKey: 4,
-    ConsumerGroupMemberMetadataKey: 5,
-    ConsumerGroupTargetAssignmentMetadataKey: 6,
-    ConsumerGroupTargetAssignmentMemberKey: 7,
-    ConsumerGroupCurrentMemberAssignmentKey: 8,
-    ConsumerGroupRegularExpressionKey: 16,
-}
 # Value type stored under each key type.
-_VALUE_FOR_KEY: dict[type[Struct], type[Struct]] = {
+_VALUE_FOR_KEY: dict[type[_RecordKey], type[Struct]] = {
     OffsetCommitKey: OffsetCommitValue,
     GroupMetadataKey: GroupMetadataValue,
     ConsumerGroupMetadataKey: ConsumerGroupMetadataValue,
@@ -334,16 +316,18 @@ _VALUE_FOR_KEY: dict[type[Struct], type[Struct]] = {
     ConsumerGroupCurrentMemberAssignmentKey: ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupRegularExpressionKey: ConsumerGroupRegularExpressionValue,
 }
-# Key type of each key version that we decode.
-_KEY_FOR_VERSION: dict[int, type[Struct]] = {0: OffsetCommitKey} | {
-    version: key_cls for key_cls, version in _KEY_VERSION.items()
+# Key and value types of each key version that we decode.
+_TYPES: dict[int, tuple[type[Struct], type[Struct]]] = {
+    version: (key_cls, value_cls)
+    for key_cls, value_cls in _VALUE_FOR_KEY.items()
+    for version in key_cls.VERSIONS
 }
 
 
 def encode_key(key: OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey) -> bytes:
     """The record key, with the key version Kafka writes (1 for offsets, 2 for groups, the
     record type for the consumer-group records)."""
-    return encode_versioned(key, _KEY_VERSION[type(key)])
+    return encode_versioned(key, key.VERSIONS[-1])
 
 
 def encode_value(value: RecordValue, version: int) -> bytes:
@@ -364,13 +348,30 @@ def decode_record(
     Raises:
       DecodeError: a key or value that is short, has bytes left over, or is invalid.
     """
+    return decode_coordinator_record(key, value, _TYPES, "record key")
+
+
+def decode_coordinator_record(
+    key: bytes | memoryview,
+    value: bytes | memoryview | None,
+    types: Mapping[int, tuple[type[Struct], type[Struct]]],
+    what: str,
+) -> tuple[Any, Any]:
+    """Decode a coordinator record whose key version is its record type (Kafka's
+    CoordinatorRecordSerde.deserialize): `types` maps each record type we decode to its
+    key and value classes; any other type gives `UnknownRecordKey` and no value.
+
+    Raises:
+      DecodeError: a key or value that is short, has bytes left over, or is invalid; `what`
+        names the key in the message.
+    """
     if len(key) < 2:
-        raise DecodeError(f"record key of {len(key)} bytes has no version")
+        raise DecodeError(f"{what} of {len(key)} bytes has no version")
     (version,) = struct.unpack_from(">h", key, 0)
-    key_cls: Any = _KEY_FOR_VERSION.get(version)
-    if key_cls is None:
+    if version not in types:
         return UnknownRecordKey(version, bytes(key)), None
+    key_cls, value_cls = types[version]
     decoded_key = decode_versioned(key_cls, key)
     if value is None:
         return decoded_key, None
-    return decoded_key, decode_versioned(_VALUE_FOR_KEY[key_cls], value)
+    return decoded_key, decode_versioned(value_cls, value)

@@ -84,12 +84,7 @@ def decode_control_key(key: bytes | None) -> int:
     Raises:
         KafkaError: CORRUPT_MESSAGE for a null or short key or a negative version.
     """
-    if key is None or len(key) < _KEY.size:
-        raise _corrupt(f"control record key of {0 if key is None else len(key)} bytes")
-    version, control_type = _KEY.unpack_from(key)
-    if version < 0:
-        raise _corrupt(f"control record key version {version}")
-    return int(control_type)
+    return _after_version(_KEY, key, "control record key")
 
 
 def encode_end_txn_marker_value(coordinator_epoch: int) -> bytes:
@@ -102,12 +97,22 @@ def decode_end_txn_marker_value(value: bytes | None) -> int:
     Raises:
         KafkaError: CORRUPT_MESSAGE for a null or short value or a negative version.
     """
-    if value is None or len(value) < _VALUE.size:
-        raise _corrupt(f"end transaction marker of {0 if value is None else len(value)} bytes")
-    version, coordinator_epoch = _VALUE.unpack_from(value)
+    return _after_version(_VALUE, value, "end transaction marker")
+
+
+def _after_version(layout: struct.Struct, data: bytes | None, what: str) -> int:
+    """The field that follows the int16 version in `data`, laid out as `layout`; bytes
+    after it are ignored.
+
+    Raises:
+        KafkaError: CORRUPT_MESSAGE for null or short data or a negative version.
+    """
+    if data is None or len(data) < layout.size:
+        raise _corrupt(f"{what} of {0 if data is None else len(data)} bytes")
+    version, field = layout.unpack_from(data)
     if version < 0:
-        raise _corrupt(f"end transaction marker version {version}")
-    return int(coordinator_epoch)
+        raise _corrupt(f"{what} version {version}")
+    return int(field)
 
 
 def is_txn_marker(header: BatchHeader) -> bool:

@@ -212,19 +212,27 @@ class FrameBuffer:
     def __len__(self) -> int:
         return len(self._data) - self._start
 
+    def _announced_size(self) -> int | None:
+        """The size in the next frame's prefix, or None until the prefix has arrived.
+
+        Raises:
+          FrameTooLarge: the size is negative or above max_frame_bytes.
+        """
+        if len(self._data) - self._start < 4:
+            return None
+        (size,) = _SIZE.unpack_from(self._data, self._start)
+        if size < 0 or size > self.max_frame_bytes:
+            raise FrameTooLarge(f"frame of {size} bytes (limit {self.max_frame_bytes})")
+        return int(size)
+
     def next_frame(self) -> bytes | None:
         """The next whole frame without its size prefix, or None until more bytes arrive.
 
         Raises:
           FrameTooLarge: the announced size is negative or above max_frame_bytes.
         """
-        avail = len(self._data) - self._start
-        if avail < 4:
-            return None
-        (size,) = _SIZE.unpack_from(self._data, self._start)
-        if size < 0 or size > self.max_frame_bytes:
-            raise FrameTooLarge(f"frame of {size} bytes (limit {self.max_frame_bytes})")
-        if avail < 4 + size:
+        size = self._announced_size()
+        if size is None or len(self._data) - self._start < 4 + size:
             return None
         begin = self._start + 4
         frame = bytes(self._data[begin : begin + size])
@@ -250,13 +258,9 @@ class FrameBuffer:
         Raises:
           FrameTooLarge: as `next_frame`.
         """
+        size = self._announced_size()
         avail = len(self._data) - self._start
-        if avail < 4:
-            return None
-        (size,) = _SIZE.unpack_from(self._data, self._start)
-        if size < 0 or size > self.max_frame_bytes:
-            raise FrameTooLarge(f"frame of {size} bytes (limit {self.max_frame_bytes})")
-        if size <= threshold or avail >= 4 + size:
+        if size is None or size <= threshold or avail >= 4 + size:
             return None
         frame = allocate(size)
         got = avail - 4

@@ -27,11 +27,9 @@ Pure: stdlib and `protocol` only (the PySpark pipeline and `kmock dump-log` may 
 
 from __future__ import annotations
 
-import struct
 from typing import ClassVar
 
-from protocol.consumer_offsets import UnknownRecordKey
-from protocol.primitives import DecodeError
+from protocol.consumer_offsets import UnknownRecordKey, decode_coordinator_record
 from protocol.schema import (
     Array,
     Int8,
@@ -40,7 +38,6 @@ from protocol.schema import (
     Int64,
     String,
     Struct,
-    decode_versioned,
     encode_versioned,
     wire,
 )
@@ -110,12 +107,9 @@ def decode_record(
     Raises:
       DecodeError: a key or value that is short, has bytes left over, or is invalid.
     """
-    if len(key) < 2:
-        raise DecodeError(f"transaction log key of {len(key)} bytes has no version")
-    (version,) = struct.unpack_from(">h", key, 0)
-    if version != TRANSACTION_LOG_KEY_VERSION:
-        return UnknownRecordKey(version, bytes(key)), None
-    decoded_key = decode_versioned(TransactionLogKey, key)
-    if value is None:
-        return decoded_key, None
-    return decoded_key, decode_versioned(TransactionLogValue, value)
+    return decode_coordinator_record(
+        key,
+        value,
+        {TRANSACTION_LOG_KEY_VERSION: (TransactionLogKey, TransactionLogValue)},
+        "transaction log key",
+    )

@@ -146,6 +146,24 @@ def _from_descriptor(
             _from_descriptor(nested, name, out)
 
 
+def _statement_end(tokens: list[str], p: int) -> int | None:
+    """The position just past the statement starting at tokens[p]: past its `;`, or past
+    the `}` that closes its first `{`; None if the tokens end first."""
+    depth = 0
+    while p < len(tokens):
+        t = tokens[p]
+        p += 1
+        if t == "{":
+            depth += 1
+        elif t == "}":
+            depth -= 1
+            if depth == 0:
+                return p
+        elif t == ";" and depth == 0:
+            return p
+    return None
+
+
 def _parse_text(text: str) -> ProtobufSchema:
     # comments out, then a token stream
     source = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
@@ -159,19 +177,10 @@ def _parse_text(text: str) -> ProtobufSchema:
         return ValueError(f"Invalid schema {text!r}: {why} (token {pos})")
 
     def skip_statement(p: int) -> int:
-        depth = 0
-        while p < len(tokens):
-            t = tokens[p]
-            p += 1
-            if t == "{":
-                depth += 1
-            elif t == "}":
-                depth -= 1
-                if depth == 0:
-                    return p
-            elif t == ";" and depth == 0:
-                return p
-        raise fail("unterminated statement")
+        end = _statement_end(tokens, p)
+        if end is None:
+            raise fail("unterminated statement")
+        return end
 
     def message(p: int, prefix: str) -> int:
         if p + 1 >= len(tokens) or tokens[p + 1] != "{":
@@ -386,18 +395,10 @@ def to_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto:
         return p + 1
 
     def skip(p: int) -> int:
-        depth = 0
-        while p < len(tokens):
-            t, p = tokens[p], p + 1
-            if t == "{":
-                depth += 1
-            elif t == "}":
-                depth -= 1
-                if depth == 0:
-                    return p
-            elif t == ";" and depth == 0:
-                return p
-        raise ValueError("unterminated statement")
+        end = _statement_end(tokens, p)
+        if end is None:
+            raise ValueError("unterminated statement")
+        return end
 
     def enum(p: int, scope: str, into: list[descriptor_pb2.EnumDescriptorProto]) -> int:
         e = descriptor_pb2.EnumDescriptorProto(name=tokens[p])

@@ -54,8 +54,10 @@ __all__ = [
     "FileHandle",
     "FileSlice",
     "Segment",
+    "file_mismatch",
     "fsync_directory",
     "last_offset_in_file",
+    "replace_file",
     "syncfs",
     "write_all",
 ]
@@ -168,6 +170,28 @@ def fsync_directory(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def file_mismatch(path: Path, expected: bytes) -> str | None:
+    """Why the file at `path` does not hold `expected` ("missing", "behind the log" or
+    "inconsistent (...)"), or None if it does: for index files checked against the log."""
+    try:
+        current = path.read_bytes()
+    except FileNotFoundError:
+        return "missing"
+    if current == expected:
+        return None
+    if len(expected) > len(current) and expected.startswith(current):
+        return "behind the log"
+    return f"inconsistent ({len(current)} bytes on disk, {len(expected)} expected)"
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write `data` to `<path>.tmp`, then rename it over `path`: a crash leaves the old file
+    or the new one, never half of one (recovery deletes a leftover .tmp)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def write_all(fd: int, parts: list[bytes | bytearray | memoryview]) -> None:
@@ -429,22 +453,10 @@ class Segment:
             (TIMEINDEX_SUFFIX, self.time_index_bytes()),
         ):
             path = segment_path(self.directory, self.base_offset, suffix)
-            try:
-                current = path.read_bytes()
-            except FileNotFoundError:
-                current = None
-            if current == expected:
-                continue
-            if current is None:
-                why = "missing"
-            elif len(expected) > len(current) and expected.startswith(current):
-                why = "behind the log"
-            else:
-                why = f"inconsistent ({len(current)} bytes on disk, {len(expected)} expected)"
-            rewritten.append(f"{suffix[1:]}: {why}")
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(expected)
-            os.replace(tmp, path)
+            why = file_mismatch(path, expected)
+            if why is not None:
+                rewritten.append(f"{suffix[1:]}: {why}")
+                replace_file(path, expected)
         return rewritten
 
     # --- reading -----------------------------------------------------------------------

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from storage.layout import TXN_INDEX_SUFFIX, segment_path
+from storage.segment import file_mismatch, replace_file
 
 __all__ = [
     "ABORTED_TXN_SIZE",
@@ -190,22 +191,11 @@ class TransactionIndex:
         """Make the file hold exactly the in-memory entries; no entries and no file is
         right too. Returns why it had to be rewritten, or None."""
         expected = b"".join(e.encode() for e in self.entries)
-        try:
-            current: bytes | None = self.path.read_bytes()
-        except FileNotFoundError:
-            current = None
-        if current == expected or (current is None and not expected):
+        why = file_mismatch(self.path, expected)
+        if why is None or (why == "missing" and not expected):
             return None
-        if current is None:
-            why = "missing"
-        elif len(expected) > len(current) and expected.startswith(current):
-            why = "behind the log"
-        else:
-            why = f"inconsistent ({len(current)} bytes on disk, {len(expected)} expected)"
         self.close()
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(expected)
-        os.replace(tmp, self.path)
+        replace_file(self.path, expected)
         return why
 
     def flush(self) -> None:

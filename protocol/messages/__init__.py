@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from protocol.schema import Message
 
-__all__ = ["response_class"]
+__all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "response_class"]
+
+# An authorized-operations field's value when the request did not ask for it (Kafka's
+# MetadataResponse / DescribeGroupsResponse.AUTHORIZED_OPERATIONS_OMITTED, Integer.MIN_VALUE).
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 def response_class(request: type[Message]) -> type[Message]:

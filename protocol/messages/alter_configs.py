@@ -9,8 +9,16 @@ Version notes:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from protocol.errors import ErrorCode
 from protocol.schema import Array, Bool, Int8, Int16, Int32, Message, String, Struct, wire
+
+if TYPE_CHECKING:
+    from protocol.messages.incremental_alter_configs import (
+        AlterConfigsResource as IncrementalAlterConfigsResource,
+    )
 
 
 class AlterableConfig(Struct):
@@ -55,14 +63,20 @@ def error_response(
     The same at every version. Kafka may also send the exception's own message
     (ApiError.fromThrowable); we send null and let the client name the code.
     """
-    return AlterConfigsResponse(
-        responses=[
-            AlterConfigsResourceResponse(
-                error_code=code,
-                error_message=None,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-            for resource in request.resources
-        ]
-    )
+    return AlterConfigsResponse(responses=resource_errors(request.resources, code))
+
+
+def resource_errors(
+    resources: Sequence[AlterConfigsResource | IncrementalAlterConfigsResource], code: ErrorCode
+) -> list[AlterConfigsResourceResponse]:
+    """`code` for every resource: the answer of an AlterConfigs or an IncrementalAlterConfigs
+    that failed as a whole."""
+    return [
+        AlterConfigsResourceResponse(
+            error_code=code,
+            error_message=None,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+        for resource in resources
+    ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 
 from protocol.errors import ErrorCode
+from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import Array, Bool, Int8, Int16, Int32, Message, String, Struct, Uuid, wire
 
 # Member.member_type values (Kafka's ConsumerGroupDescribeResponse).
@@ -66,7 +67,7 @@ class DescribedGroup(Struct):
     assignment_epoch: int = wire(Int32)
     assignor_name: str = wire(String)
     members: list[Member] = wire(Array(Member))
-    authorized_operations: int = wire(Int32, default=-2147483648)
+    authorized_operations: int = wire(Int32, default=AUTHORIZED_OPERATIONS_OMITTED)
 
 
 class ConsumerGroupDescribeResponse(Message):

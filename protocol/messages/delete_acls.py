@@ -11,9 +11,8 @@ Version notes:
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
+from protocol.messages.describe_acls import LITERAL
 from protocol.schema import Array, Int8, Int16, Int32, Message, String, Struct, wire
-
-LITERAL = 3
 
 
 class DeleteAclsFilter(Struct):

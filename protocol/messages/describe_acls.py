@@ -15,6 +15,8 @@ from __future__ import annotations
 from protocol.errors import ErrorCode
 from protocol.schema import Array, Int8, Int16, Int32, Message, String, Struct, wire
 
+# PatternType.LITERAL: the pattern type of every binding and filter before v1 (all three
+# ACL APIs use it).
 LITERAL = 3
 
 

@@ -13,6 +13,7 @@ Version notes:
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
+from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import Array, Bool, Int8, Int16, Int32, Message, String, Struct, wire
 
 
@@ -44,7 +45,7 @@ class DescribeClusterResponse(Message):
     cluster_id: str = wire(String)
     controller_id: int = wire(Int32, default=-1)
     brokers: list[DescribeClusterBroker] = wire(Array(DescribeClusterBroker))
-    cluster_authorized_operations: int = wire(Int32, default=-2147483648)
+    cluster_authorized_operations: int = wire(Int32, default=AUTHORIZED_OPERATIONS_OMITTED)
 
 
 def error_response(

@@ -14,6 +14,7 @@ Version notes:
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
+from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import Array, Bool, Bytes, Int16, Int32, Message, String, Struct, wire
 
 
@@ -42,7 +43,7 @@ class DescribedGroup(Struct):
     protocol_type: str = wire(String)
     protocol_data: str = wire(String)
     members: list[DescribedGroupMember] = wire(Array(DescribedGroupMember))
-    authorized_operations: int = wire(Int32, since=3, default=-2147483648)
+    authorized_operations: int = wire(Int32, since=3, default=AUTHORIZED_OPERATIONS_OMITTED)
 
 
 class DescribeGroupsResponse(Message):

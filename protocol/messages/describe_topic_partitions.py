@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 
 from protocol.errors import ErrorCode
+from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import Array, Bool, Int16, Int32, Message, String, Struct, Uuid, wire
 
 
@@ -54,7 +55,7 @@ class DescribeTopicPartitionsResponseTopic(Struct):
     partitions: list[DescribeTopicPartitionsResponsePartition] = wire(
         Array(DescribeTopicPartitionsResponsePartition)
     )
-    topic_authorized_operations: int = wire(Int32, default=-2147483648)
+    topic_authorized_operations: int = wire(Int32, default=AUTHORIZED_OPERATIONS_OMITTED)
 
 
 class DescribeTopicPartitionsResponse(Message):

@@ -11,7 +11,10 @@ Version notes:
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
-from protocol.schema import Array, Bool, Int8, Int16, Int32, Message, String, Struct, wire
+
+# The response is AlterConfigsResponse's, struct for struct and name for name.
+from protocol.messages.alter_configs import AlterConfigsResourceResponse, resource_errors
+from protocol.schema import Array, Bool, Int8, Int32, Message, String, Struct, wire
 
 
 class AlterableConfig(Struct):
@@ -34,13 +37,6 @@ class IncrementalAlterConfigsRequest(Message):
     validate_only: bool = wire(Bool)
 
 
-class AlterConfigsResourceResponse(Struct):
-    error_code: int = wire(Int16)
-    error_message: str | None = wire(String, nullable=True)
-    resource_type: int = wire(Int8)
-    resource_name: str = wire(String)
-
-
 class IncrementalAlterConfigsResponse(Message):
     API_KEY = 44
     VERSIONS = range(0, 2)
@@ -57,14 +53,4 @@ def error_response(
     As Kafka's IncrementalAlterConfigsRequest.getErrorResponse. Kafka may also send the
     exception's own message (ApiError.fromThrowable); we send null.
     """
-    return IncrementalAlterConfigsResponse(
-        responses=[
-            AlterConfigsResourceResponse(
-                error_code=code,
-                error_message=None,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-            for resource in request.resources
-        ]
-    )
+    return IncrementalAlterConfigsResponse(responses=resource_errors(request.resources, code))

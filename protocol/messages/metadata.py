@@ -24,6 +24,7 @@ from __future__ import annotations
 import uuid
 
 from protocol.errors import ErrorCode
+from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import Array, Bool, Int16, Int32, Message, String, Struct, Uuid, wire
 
 
@@ -65,7 +66,7 @@ class MetadataResponseTopic(Struct):
     topic_id: uuid.UUID = wire(Uuid, since=10)
     is_internal: bool = wire(Bool, since=1)
     partitions: list[MetadataResponsePartition] = wire(Array(MetadataResponsePartition))
-    topic_authorized_operations: int = wire(Int32, since=8, default=-2147483648)
+    topic_authorized_operations: int = wire(Int32, since=8, default=AUTHORIZED_OPERATIONS_OMITTED)
 
 
 class MetadataResponse(Message):
@@ -77,7 +78,9 @@ class MetadataResponse(Message):
     cluster_id: str | None = wire(String, since=2, nullable=2, default=None)
     controller_id: int = wire(Int32, since=1, default=-1)
     topics: list[MetadataResponseTopic] = wire(Array(MetadataResponseTopic))
-    cluster_authorized_operations: int = wire(Int32, since=8, until=10, default=-2147483648)
+    cluster_authorized_operations: int = wire(
+        Int32, since=8, until=10, default=AUTHORIZED_OPERATIONS_OMITTED
+    )
     error_code: int = wire(Int16, since=13)
 
 

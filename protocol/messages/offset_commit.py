@@ -18,8 +18,14 @@ Version notes:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from protocol.errors import ErrorCode
 from protocol.schema import Array, Int16, Int32, Int64, Message, String, Struct, wire
+
+if TYPE_CHECKING:
+    from protocol.messages.txn_offset_commit import TxnOffsetCommitRequestTopic
 
 
 class OffsetCommitRequestPartition(Struct):
@@ -72,17 +78,21 @@ def error_response(
 
     The same at every version, as Kafka's OffsetCommitRequest.getErrorResponse.
     """
-    return OffsetCommitResponse(
-        topics=[
-            OffsetCommitResponseTopic(
-                name=topic.name,
-                partitions=[
-                    OffsetCommitResponsePartition(
-                        partition_index=p.partition_index, error_code=code
-                    )
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ]
-    )
+    return OffsetCommitResponse(topics=partition_errors(request.topics, code))
+
+
+def partition_errors(
+    topics: Sequence[OffsetCommitRequestTopic | TxnOffsetCommitRequestTopic], code: ErrorCode
+) -> list[OffsetCommitResponseTopic]:
+    """`code` for every partition of `topics`: the answer of an OffsetCommit or a
+    TxnOffsetCommit that failed as a whole."""
+    return [
+        OffsetCommitResponseTopic(
+            name=topic.name,
+            partitions=[
+                OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+                for p in topic.partitions
+            ],
+        )
+        for topic in topics
+    ]

@@ -15,6 +15,11 @@ Version notes:
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
+from protocol.messages.offset_commit import (
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    partition_errors,
+)
 from protocol.schema import Array, Int16, Int32, Int64, Message, String, Struct, wire
 
 
@@ -44,16 +49,11 @@ class TxnOffsetCommitRequest(Message):
     topics: list[TxnOffsetCommitRequestTopic] = wire(Array(TxnOffsetCommitRequestTopic))
 
 
-class TxnOffsetCommitResponsePartition(Struct):
-    partition_index: int = wire(Int32)
-    error_code: int = wire(Int16)
-
-
-class TxnOffsetCommitResponseTopic(Struct):
-    name: str = wire(String)
-    partitions: list[TxnOffsetCommitResponsePartition] = wire(
-        Array(TxnOffsetCommitResponsePartition)
-    )
+# The response's topics and partitions have OffsetCommitResponse's layout at every version
+# of both APIs (the spec files differ only in the struct names): one class each, under both
+# names.
+TxnOffsetCommitResponsePartition = OffsetCommitResponsePartition
+TxnOffsetCommitResponseTopic = OffsetCommitResponseTopic
 
 
 class TxnOffsetCommitResponse(Message):
@@ -71,17 +71,4 @@ def error_response(
 
     The same at every version, as Kafka's TxnOffsetCommitRequest.getErrorResponse.
     """
-    return TxnOffsetCommitResponse(
-        topics=[
-            TxnOffsetCommitResponseTopic(
-                name=topic.name,
-                partitions=[
-                    TxnOffsetCommitResponsePartition(
-                        partition_index=p.partition_index, error_code=code
-                    )
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ]
-    )
+    return TxnOffsetCommitResponse(topics=partition_errors(request.topics, code))

@@ -276,8 +276,10 @@ class ProcMember(ABC):
     def _assigned(self) -> frozenset[int] | None:
         """The last assignment the process printed, None before the first."""
 
-    @abstractmethod
-    def records(self) -> list[Rec]: ...
+    def records(self) -> list[Rec]:
+        """The records the process consumed: its "consumed" events, as the check programs
+        (kafkajs-check, sarama-check) print them."""
+        return consumed(self.proc)
 
     def _leave(self) -> None:
         """Ask the process to leave the group and exit: SIGTERM, unless the client says else."""
@@ -516,6 +518,18 @@ def check_idempotent(data_dir: Path, topic: str, n: int) -> None:
             )
             seq += b.records_count
     assert sum(b.records_count for b in batches) == n, "records on disk != records produced"
+
+
+class LogLines(logging.Handler):
+    """Keeps the message of every log record at `level` or above, for a test to search (a
+    client's own log, such as RDKAFKA_LOG)."""
+
+    def __init__(self, level: int = logging.DEBUG) -> None:
+        super().__init__(level)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 # --- CLI clients ------------------------------------------------------------------------

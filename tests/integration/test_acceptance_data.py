@@ -40,6 +40,7 @@ from tests.integration.harness import (
     CODECS,
     HEADERS,
     REQUEST_TIMEOUT_MS,
+    LogLines,
     Rec,
     batches_on_disk,
     check_compressed,
@@ -293,15 +294,6 @@ _CUT = re.compile(
     r"\[(\d+)\]: MessageSet with \d+ message\(s\) \(MsgId \d+, BaseSeq (\d+)\) "
     r"encountered error: .*MsgPossiblyPersisted"
 )
-
-
-class LogLines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
 
 
 @deadline(120)

@@ -27,19 +27,10 @@ from confluent_kafka import (
 from confluent_kafka.admin import AclOperation, NewTopic
 from kafka import KafkaConsumer
 
-from tests.integration.harness import RDKAFKA_LOG, deadline, unique, wait_until
+from tests.integration.harness import RDKAFKA_LOG, LogLines, deadline, unique, wait_until
 from tests.integration.test_confluent_kafka import Consumer, Producer, admin, produce, take
 
 pytestmark = pytest.mark.integration
-
-
-class _Captured(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
 
 
 def _create(bootstrap: str, topic: str, partitions: int = 1, **config: str) -> None:
@@ -56,7 +47,7 @@ def test_librdkafka_resets_an_offset_past_the_end_and_reads_from_the_start(share
     topic = unique("reset")
     _create(bootstrap, topic)
     produce(bootstrap, topic, "r", 3)
-    captured = _Captured()
+    captured = LogLines(logging.WARNING)
     RDKAFKA_LOG.addHandler(captured)
     c = Consumer(bootstrap, auto_offset_reset="earliest", debug="protocol,fetch")
     try:

@@ -14,7 +14,6 @@ from tests.integration.harness import (
     JS_DIR,
     Proc,
     ProcMember,
-    Rec,
     consumed,
     explain,
     run,
@@ -145,9 +144,6 @@ class Member(ProcMember):
     def _assigned(self) -> frozenset[int] | None:
         assigned = [e for e in self.proc.events() if e.get("event") == "assigned"]
         return frozenset(assigned[-1]["partitions"]) if assigned else None
-
-    def records(self) -> list[Rec]:
-        return consumed(self.proc)
 
     def _leave(self) -> None:
         self.proc.close_stdin()

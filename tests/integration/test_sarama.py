@@ -14,7 +14,6 @@ from tests.integration.harness import (
     CODECS,
     Proc,
     ProcMember,
-    Rec,
     consumed,
     explain,
     run,
@@ -139,9 +138,6 @@ class Member(ProcMember):
             return None
         claims = assigned[-1].get("claims") or {}
         return frozenset(p for parts in claims.values() for p in parts)
-
-    def records(self) -> list[Rec]:
-        return consumed(self.proc)
 
 
 @scenario("group-rebalance", deadline=90)

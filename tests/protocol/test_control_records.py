@@ -61,9 +61,9 @@ def test_commit_marker_bytes_follow_kafkas_control_batch_layout():
     )
 
 
-@pytest.mark.parametrize("control_type", list(ControlRecordType))
-def test_kafka_python_reads_our_markers(control_type):
-    data = build_control_batch(
+def _marker_batch(control_type: ControlRecordType) -> bytes:
+    """A marker of producer 4000, epoch 7, coordinator epoch 2, at offset 100."""
+    return build_control_batch(
         control_type,
         producer_id=4000,
         producer_epoch=7,
@@ -71,6 +71,11 @@ def test_kafka_python_reads_our_markers(control_type):
         timestamp=T0,
         base_offset=100,
     )
+
+
+@pytest.mark.parametrize("control_type", list(ControlRecordType))
+def test_kafka_python_reads_our_markers(control_type):
+    data = _marker_batch(control_type)
     batch = DefaultRecordBatch(data)
     assert batch.validate_crc()
     assert batch.is_control_batch
@@ -85,14 +90,7 @@ def test_kafka_python_reads_our_markers(control_type):
 
 @pytest.mark.parametrize("control_type", list(ControlRecordType))
 def test_read_txn_marker_round_trips(control_type):
-    data = build_control_batch(
-        control_type,
-        producer_id=4000,
-        producer_epoch=7,
-        coordinator_epoch=2,
-        timestamp=T0,
-        base_offset=100,
-    )
+    data = _marker_batch(control_type)
     assert is_txn_marker(parse_batch_header(data))
     marker = read_txn_marker(data)
     assert marker == EndTxnMarker(control_type, 4000, 7, 2, 100)

@@ -3,8 +3,6 @@ from pathlib import Path
 import pytest
 
 from protocol.consumer_protocol import (
-    ConsumerProtocolSubscription,
-    TopicPartition,
     decode_subscription,
     encode_subscription,
 )
@@ -19,6 +17,7 @@ from protocol.messages.join_group import (
 )
 from protocol.schema import decode, encode
 from tests.protocol.roundtrip import assert_roundtrip
+from tests.protocol.test_consumer_protocol import GOLDEN_SUBSCRIPTIONS
 
 GOLDEN = Path(__file__).parent / "golden" / "kafka_python"
 VERSIONS = JoinGroupRequest.VERSIONS
@@ -78,22 +77,8 @@ def test_v0_request_decodes_rebalance_timeout_as_its_default():
     assert decode(JoinGroupRequest, 0, data).rebalance_timeout_ms == -1
 
 
-SUBSCRIPTION_V0 = ConsumerProtocolSubscription(topics=["orders", "payments"], user_data=None)
-SUBSCRIPTION_V1 = ConsumerProtocolSubscription(
-    topics=["orders"],
-    user_data=b"\x01\x02",
-    owned_partitions=[TopicPartition(topic="orders", partitions=[0, 2])],
-)
-SUBSCRIPTION_V3 = ConsumerProtocolSubscription(
-    topics=["orders", "payments"],
-    user_data=None,
-    owned_partitions=[
-        TopicPartition(topic="orders", partitions=[1]),
-        TopicPartition(topic="payments", partitions=[]),
-    ],
-    generation_id=7,
-    rack_id="rack-a",
-)
+# The subscriptions kafka-python's golden JoinGroup frames carry (the same capture).
+SUBSCRIPTION_V0, SUBSCRIPTION_V1, SUBSCRIPTION_V3 = (GOLDEN_SUBSCRIPTIONS[v] for v in (0, 1, 3))
 
 GOLDEN_REQUESTS = {
     0: JoinGroupRequest(

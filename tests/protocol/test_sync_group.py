@@ -3,8 +3,6 @@ from pathlib import Path
 import pytest
 
 from protocol.consumer_protocol import (
-    ConsumerProtocolAssignment,
-    TopicPartition,
     decode_assignment,
     encode_assignment,
 )
@@ -18,6 +16,7 @@ from protocol.messages.sync_group import (
 )
 from protocol.schema import decode, encode
 from tests.protocol.roundtrip import assert_roundtrip
+from tests.protocol.test_consumer_protocol import GOLDEN_ASSIGNMENTS
 
 GOLDEN = Path(__file__).parent / "golden" / "kafka_python"
 VERSIONS = SyncGroupRequest.VERSIONS
@@ -61,16 +60,8 @@ def test_roundtrip(msg, version):
     assert_roundtrip(msg, version)
 
 
-ASSIGNMENT_V0 = ConsumerProtocolAssignment(
-    assigned_partitions=[
-        TopicPartition(topic="orders", partitions=[0, 1]),
-        TopicPartition(topic="payments", partitions=[3]),
-    ],
-    user_data=None,
-)
-ASSIGNMENT_V3 = ConsumerProtocolAssignment(
-    assigned_partitions=[TopicPartition(topic="orders", partitions=[2])], user_data=b"ud"
-)
+# The assignments kafka-python's golden SyncGroup frames carry (the same capture).
+ASSIGNMENT_V0, ASSIGNMENT_V3 = GOLDEN_ASSIGNMENTS[0], GOLDEN_ASSIGNMENTS[3]
 
 GOLDEN_REQUESTS = {
     0: SyncGroupRequest(

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,17 +53,7 @@ def test_value_v0_bytes():
 
 
 def test_value_v1_bytes_carry_the_tagged_fields_that_differ_from_their_defaults():
-    value = TransactionLogValue(
-        producer_id=1000,
-        previous_producer_id=900,
-        producer_epoch=2,
-        transaction_timeout_ms=60000,
-        transaction_status=1,
-        transaction_partitions=[PartitionsSchema(topic="t", partition_ids=[0, 1])],
-        transaction_last_update_timestamp_ms=5,
-        transaction_start_timestamp_ms=4,
-        client_transaction_version=2,
-    )
+    value = dataclasses.replace(ONGOING, previous_producer_id=900, client_transaction_version=2)
     assert encode_value(value, 1).hex() == (
         "0001"
         "00000000000003e8"

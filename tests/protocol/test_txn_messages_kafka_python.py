@@ -71,8 +71,13 @@ def test_kafka_python_reads_what_we_write(msg, kp_class, version):
     assert decoded.to_dict() == _as_dict(msg, version)
 
 
-# Our struct names are Kafka's, except where two structs of one API share a name.
-_KAFKA_NAMES = {"ListedTransactionState": "TransactionState"}
+# Our struct names are Kafka's, except where two structs of one API share a name, and where
+# TxnOffsetCommitResponse's structs are OffsetCommitResponse's (the same layout).
+_KAFKA_NAMES = {
+    "ListedTransactionState": "TransactionState",
+    "OffsetCommitResponseTopic": "TxnOffsetCommitResponseTopic",
+    "OffsetCommitResponsePartition": "TxnOffsetCommitResponsePartition",
+}
 
 
 def _as_kafka_python(kp_class, obj, version):
