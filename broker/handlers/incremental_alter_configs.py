@@ -41,10 +41,10 @@ from broker.topic_configs import (
 )
 from broker.topics import validate_topic_configs
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages.alter_configs import AlterConfigsResourceResponse
 from protocol.messages.incremental_alter_configs import (
     AlterableConfig,
     AlterConfigsResource,
-    AlterConfigsResourceResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
