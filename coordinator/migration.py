@@ -35,6 +35,14 @@ validateOnlineDowngradeWithFencedMembers, convertToClassicGroup), with ConsumerG
 The consumer group's committed offsets are kept on a classic `Group` that only holds them
 (coordinator.py); a conversion moves them to the new group object with their commits on
 the way.
+
+Memory changes before the records are written (the consumer group applies its records as
+it builds them; a conversion swaps group objects at once). Each call that may change a
+consumer group, or convert one, saves the groups it touches first (`save`) and `seal`s its
+records with an `UndoWrite`: should they not be written, the groups are put back and the
+request gets the error Kafka's GroupCoordinatorService makes of the failed append, as
+Kafka's runtime reverts to the last written offset. A classic JoinGroup to an empty
+consumer group (which goes, for a classic group) is not undone.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, Group, Member, touch
 from coordinator.classic.membership import ClassicMembership
@@ -52,14 +60,18 @@ from coordinator.config import CoordinatorConfig
 from coordinator.consumer import ConsumerGroup, ConsumerGroupCoordinator, TopicImage
 from coordinator.consumer import classic as classic_members
 from coordinator.consumer import records as r
+from coordinator.consumer.coordinator import SavedGroup
 from coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember
 from coordinator.outcome import AnyRecord, Outcome, OutcomeBuilder, Reply, RequestContext
 from coordinator.records import group_metadata_record, group_tombstone
-from coordinator.writes import Writes
+from coordinator.writes import UndoWrite, Writes
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import join_group
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import (
@@ -102,10 +114,66 @@ class Migration:
         # The time of the call being handled: the consumer coordinator's fencing (which may
         # downgrade) carries none.
         self.now_ms = 0
+        # What the call being handled changed, as it was before (see `save`).
+        self._saved: dict[str, tuple[SavedGroup, Group | None, tuple[str | None, ...]]] = {}
         consumer.downgrade = self._downgrade
+        consumer.saving = self.save
 
     def topics(self) -> Mapping[str, TopicImage]:
         return self._last_topics if self.topic_images is None else self.topic_images()
+
+    # --- undo: memory changes only with what is written ----------------------------------
+
+    def begin(self) -> None:
+        """A call starts: nothing of it is saved yet."""
+        self._saved = {}
+
+    def save(self, group_id: str) -> None:
+        """Keep the group (of either type) as it is, once per call, so that `seal` can
+        undo the call's changes should its records not be written."""
+        if group_id not in self._saved:
+            classic = self.groups.get(group_id)
+            fields = (
+                ()
+                if classic is None
+                else (classic.protocol_type, classic.protocol_name, classic.leader_id)
+            )
+            self._saved[group_id] = (self.consumer.save(group_id), classic, fields)
+
+    def seal(
+        self,
+        records: Sequence[AnyRecord],
+        reply: tuple[int, Callable[[ErrorCode], object]] | None = None,
+    ) -> None:
+        """The call is done: should `records` not be written, the groups it saved are put
+        back and `reply` (token, the answer given the error) replaces its answer."""
+        saved, self._saved = self._saved, {}
+        if saved and records:
+            undo = UndoWrite(lambda now_ms: self._undo(saved, now_ms), reply)
+            self.writes.attach(records[-1], undo)
+
+    def undo_now(self, now_ms: int) -> None:
+        """The call failed: put back what it changed."""
+        saved, self._saved = self._saved, {}
+        self._undo(saved, now_ms)
+
+    def _undo(
+        self,
+        saved: Mapping[str, tuple[SavedGroup, Group | None, tuple[str | None, ...]]],
+        now_ms: int,
+    ) -> None:
+        for group_id, (consumer, classic, fields) in saved.items():
+            current = self.groups.get(group_id)
+            if current is not classic:
+                if current is not None and classic is not None:
+                    _move_offsets(current, classic, self.writes)
+                if classic is None:
+                    self.groups.pop(group_id, None)
+                else:
+                    self.groups[group_id] = classic
+            if classic is not None and fields:
+                classic.protocol_type, classic.protocol_name, classic.leader_id = fields
+            self.consumer.restore(consumer, now_ms)
 
     # --- ConsumerGroupHeartbeat: upgrade -----------------------------------------------
 
@@ -122,6 +190,8 @@ class Migration:
         self.now_ms = now_ms
         self._last_topics = topics_metadata
         group_id = request.group_id
+        self.begin()
+        self.save(group_id)
         classic = None if group_id in self.consumer.groups else self.groups.get(group_id)
         if classic is not None and classic.state is _S.DEAD:
             raise KafkaError(_E.COORDINATOR_NOT_AVAILABLE, f"group {group_id!r} is Dead")
@@ -146,10 +216,7 @@ class Migration:
                 wall_ms=wall_ms,
             )
         except KafkaError:
-            if upgrade:  # the heartbeat failed: the classic group stays as it was
-                self.consumer.groups.pop(group_id, None)
-                for member_id in classic.members:  # type: ignore[union-attr]
-                    self.consumer.cancel_timers(group_id, member_id)
+            self.undo_now(now_ms)  # the heartbeat failed: the groups stay as they were
             raise
         records: list[AnyRecord] = [*upgrade, *result.records]
         if classic is not None and not empty:
@@ -162,6 +229,7 @@ class Migration:
             records.insert(0, group_tombstone(group_id))
             classic.protocol_type = classic.protocol_name = classic.leader_id = None
         out.reply(token, result.response)
+        self.seal(records, (token, _failed_heartbeat))
         return dataclasses.replace(out.outcome(), records=tuple(records))
 
     def _upgrade(
@@ -269,10 +337,23 @@ class Migration:
         if (
             not group.all_members_use_classic_protocol_except(leaving)
             or not remaining
-            or not self.consumer.config.migration_policy.is_downgrade_enabled
-            or len(remaining) > self.config.group_max_size
+            or not self._may_downgrade(len(remaining))
         ):
             return None
+        return self._convert_to_classic(group, remaining, rebalance=True)
+
+    def _may_downgrade(self, size: int) -> bool:
+        return (
+            self.consumer.config.migration_policy.is_downgrade_enabled
+            and size <= self.config.group_max_size
+        )
+
+    def _convert_to_classic(
+        self, group: ConsumerGroup, remaining: list[ConsumerGroupMember], *, rebalance: bool
+    ) -> list[r.ConsumerGroupRecord]:
+        """convertToClassicGroup: the consumer group's tombstones and the classic group's
+        record; the classic group (Stable at the group epoch) replaces it, rebalancing
+        unless a static member replaced another with the same subscription."""
         now_ms = self.now_ms
         group_id = group.group_id
         classic = Group(group_id, _S.STABLE, now_ms)
@@ -307,6 +388,8 @@ class Migration:
             cm.assignment = classic_members.encode_partitions(
                 group, partitions, cm.metadata(classic.protocol_name)
             )
+        for member_id in group.members:
+            self.consumer.cancel_timers(group_id, member_id)
         out: list[r.ConsumerGroupRecord] = []
         for record in r.group_tombstones(group):
             self.consumer._write(out, record)
@@ -321,10 +404,11 @@ class Migration:
         self.groups[group_id] = classic
         for cm in classic.members.values():
             touch(cm, now_ms)
-        rebalance = OutcomeBuilder()
-        self.membership.prepare_rebalance(classic, now_ms, rebalance)
-        assert not rebalance.records, "nothing to write yet"
-        assert not rebalance.replies, "nothing parked yet"
+        if rebalance:
+            started = OutcomeBuilder()
+            self.membership.prepare_rebalance(classic, now_ms, started)
+            assert not started.records, "nothing to write yet"
+            assert not started.replies, "nothing parked yet"
         return records  # type: ignore[return-value]
 
     # --- classic requests ------------------------------------------------------------------
@@ -341,12 +425,21 @@ class Migration:
             tombstones = self.consumer.delete_group(request.group_id).records
             outcome = self.membership.join(ctx, request, token, now_ms)
             return dataclasses.replace(outcome, records=(*tombstones, *outcome.records))
+        version = ctx.api_version
+
+        def failed(code: ErrorCode) -> JoinGroupResponse:
+            # GroupCoordinatorService.joinGroup: the error and the member id sent.
+            response = join_group.error_response(request, code, version)
+            return dataclasses.replace(response, member_id=request.member_id)  # type: ignore[type-var]
+
+        self.begin()
+        self.save(request.group_id)
         try:
             response, records = self._join_consumer_group(ctx, request, group, now_ms)
         except KafkaError as e:
-            failed = join_group.error_response(request, e.code, ctx.api_version)
-            response = dataclasses.replace(failed, member_id=request.member_id)  # type: ignore[type-var]
-            records = []
+            self.undo_now(now_ms)
+            response, records = failed(e.code), []
+        self.seal(records, (token, failed))
         return Outcome(replies=(Reply(token, response),), records=tuple(records))
 
     def _join_consumer_group(
@@ -379,6 +472,17 @@ class Migration:
         rebalance_timeout_ms = (
             request.session_timeout_ms if version == 0 else request.rebalance_timeout_ms
         )
+        # validateOnlineDowngradeWithReplacedMember: a static member that replaces the last
+        # member of the consumer protocol downgrades the group (decided before the
+        # replacement, whose records apply at once).
+        instance_id = request.group_instance_id
+        replaced_id = None if instance_id is None else group.static_members.get(instance_id)
+        replaced = None if replaced_id in (None, member_id) else group.members[replaced_id]
+        downgrade = (
+            replaced is not None
+            and group.all_members_use_classic_protocol_except({replaced.member_id})
+            and self._may_downgrade(len(group.members))
+        )
         member, records = classic_members.classic_join(
             self.consumer,
             group,
@@ -393,6 +497,18 @@ class Migration:
             topics_metadata=self.topics(),
             now_ms=now_ms,
         )
+        if downgrade:
+            assert replaced is not None
+            # convertToClassicGroup with the joining member: no rebalance unless its
+            # subscription differs from the replaced member's (Kafka after 4.1; 4.1 never
+            # rebalanced here, leaving the other members on stale assignments).
+            converted = self.consumer.groups[request.group_id]
+            records += self._convert_to_classic(
+                converted,
+                list(converted.members.values()),
+                rebalance=member.subscribed_topic_names != replaced.subscribed_topic_names
+                or replaced.subscribed_topic_regex is not None,
+            )
         classic = member.classic_member_metadata
         assert classic is not None
         response = JoinGroupResponse(
@@ -462,6 +578,8 @@ class Migration:
             identities = list(request.members)
         else:
             identities = [MemberIdentity(member_id=request.member_id)]
+        self.begin()
+        self.save(request.group_id)
         results = []
         leaving: set[str] = set()
         for identity in identities:
@@ -491,6 +609,8 @@ class Migration:
             response = LeaveGroupResponse(error_code=_E.NONE, members=results)
         else:
             response = LeaveGroupResponse(error_code=results[0].error_code)
+        # GroupCoordinatorService.leaveGroup: a failed write is the top-level error.
+        self.seal(records, (token, lambda code: LeaveGroupResponse(error_code=code)))
         return Outcome(replies=(Reply(token, response),), records=tuple(records))
 
 
@@ -499,3 +619,8 @@ def _move_offsets(old: Group, new: Group, writes: Writes) -> None:
     new.offsets = old.offsets
     new.pending_offset_commits = old.pending_offset_commits
     writes.regroup(old, new)
+
+
+def _failed_heartbeat(code: ErrorCode) -> ConsumerGroupHeartbeatResponse:
+    """GroupCoordinatorService.consumerGroupHeartbeat's answer to a failed write."""
+    return ConsumerGroupHeartbeatResponse(error_code=code)

@@ -25,7 +25,8 @@ heartbeat, in order:
 
 No error is raised after the first record is built: validation comes first, so a failed
 heartbeat changes nothing. Every change is made by replaying the records it writes
-(records.py), as Kafka's runtime does.
+(records.py), as Kafka's runtime does; should they not be written, `restore` puts back the
+group and its timers as `save` kept them (Kafka reverts to the last written offset).
 
 Kafka resolves regexes asynchronously and may batch target assignments
 (group.consumer.min.assignment.interval.ms); we resolve and assign within the heartbeat,
@@ -57,7 +58,7 @@ from protocol.messages.consumer_group_heartbeat import (
     TopicPartitions,
 )
 
-__all__ = ["ConsumerGroupConfig", "ConsumerGroupCoordinator", "CoordinatorResult"]
+__all__ = ["ConsumerGroupConfig", "ConsumerGroupCoordinator", "CoordinatorResult", "SavedGroup"]
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -93,6 +94,22 @@ class ConsumerGroupConfig:
                 f"group.consumer.heartbeat.interval.ms ({self.heartbeat_interval_ms}) must be "
                 f"less than group.consumer.session.timeout.ms ({self.session_timeout_ms})"
             )
+
+
+# How soon a timer whose records could not be written runs again (Kafka's CoordinatorTimer
+# reschedules a failed timeout with a 500 ms backoff).
+TIMER_RETRY_BACKOFF_MS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class SavedGroup:
+    """A consumer group as it was (None: there was none) and its members' timers: what
+    `restore` puts back when the records of a change are not written."""
+
+    group_id: str
+    group: ConsumerGroup | None
+    # (group, member) -> its session, rebalance (deadline, epoch), join and sync deadlines.
+    timers: dict[tuple[str, str], tuple[int | None, tuple[int, int] | None, int | None, int | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +156,9 @@ class ConsumerGroupCoordinator:
         self.downgrade: (
             Callable[[ConsumerGroup, set[str]], list[r.ConsumerGroupRecord] | None] | None
         ) = None
+        # Set by the facade: called with a group id before fencing changes that group, so
+        # that the change can be undone should its records not be written.
+        self.saving: Callable[[str], None] | None = None
 
     # --- records -----------------------------------------------------------------------
 
@@ -158,6 +178,50 @@ class ConsumerGroupCoordinator:
                         now_ms + max(m.rebalance_timeout_ms, 0),
                         m.member_epoch,
                     )
+
+    def save(self, group_id: str) -> SavedGroup:
+        """The group and its members' timers as they are now (see `restore`)."""
+        group = self.groups.get(group_id)
+        timers = {}
+        if group is not None:
+            for member_id in group.members:
+                key = (group_id, member_id)
+                timers[key] = (
+                    self._session_deadlines.get(key),
+                    self._rebalance_deadlines.get(key),
+                    self.join_deadlines.get(key),
+                    self.sync_deadlines.get(key),
+                )
+        return SavedGroup(group_id, None if group is None else group.copy(), timers)
+
+    def restore(self, saved: SavedGroup, now_ms: int) -> None:
+        """Put a saved group back: the records written since were not (Kafka's runtime
+        reverts to the last written offset). A timer that was due runs again after
+        TIMER_RETRY_BACKOFF_MS, as Kafka retries a timeout whose write failed."""
+        group_id = saved.group_id
+        current = self.groups.get(group_id)
+        if current is not None:
+            for member_id in current.members:
+                self.cancel_timers(group_id, member_id)
+        if saved.group is None:
+            self.groups.pop(group_id, None)
+        else:
+            self.groups[group_id] = saved.group.copy()
+        retry_ms = now_ms + TIMER_RETRY_BACKOFF_MS
+
+        def later(deadline: int) -> int:
+            return deadline if deadline > now_ms else retry_ms
+
+        for key, (session, rebalance, join, sync) in saved.timers.items():
+            self.cancel_timers(*key)
+            if session is not None:
+                self._session_deadlines[key] = later(session)
+            if rebalance is not None:
+                self._rebalance_deadlines[key] = (later(rebalance[0]), rebalance[1])
+            if join is not None:
+                self.join_deadlines[key] = later(join)
+            if sync is not None:
+                self.sync_deadlines[key] = later(sync)
 
     def _write(self, out: list[r.ConsumerGroupRecord], record: r.ConsumerGroupRecord) -> None:
         out.append(record)
@@ -595,6 +659,8 @@ class ConsumerGroupCoordinator:
         when only classic members remain (Kafka's consumerGroupFenceMembers)."""
         if not member_ids:
             return []
+        if self.saving is not None:
+            self.saving(group.group_id)
         for member_id in member_ids:
             self.cancel_timers(group.group_id, member_id)
         everyone = list(group.members)
