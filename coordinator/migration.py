@@ -60,7 +60,7 @@ from coordinator.config import CoordinatorConfig
 from coordinator.consumer import ConsumerGroup, ConsumerGroupCoordinator, TopicImage
 from coordinator.consumer import classic as classic_members
 from coordinator.consumer import records as r
-from coordinator.consumer.coordinator import SavedGroup
+from coordinator.consumer import saved as consumer_saved
 from coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember
 from coordinator.outcome import AnyRecord, Outcome, OutcomeBuilder, Reply, RequestContext
 from coordinator.records import group_metadata_record, group_tombstone
@@ -84,6 +84,10 @@ from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.primitives import DecodeError
 
 __all__ = ["Migration"]
+
+# A group saved before a change: the consumer group (and its timers), the classic Group
+# object that held the id, and that one's protocol type, name and leader.
+_Saved = tuple[consumer_saved.SavedGroup, Group | None, tuple[str | None, ...]]
 
 _S = GroupState
 _E = ErrorCode
@@ -115,7 +119,9 @@ class Migration:
         # downgrade) carries none.
         self.now_ms = 0
         # What the call being handled changed, as it was before (see `save`).
-        self._saved: dict[str, tuple[SavedGroup, Group | None, tuple[str | None, ...]]] = {}
+        self._saved: dict[
+            str, tuple[consumer_saved.SavedGroup, Group | None, tuple[str | None, ...]]
+        ] = {}
         consumer.downgrade = self._downgrade
         consumer.saving = self.save
 
@@ -138,7 +144,7 @@ class Migration:
                 if classic is None
                 else (classic.protocol_type, classic.protocol_name, classic.leader_id)
             )
-            self._saved[group_id] = (self.consumer.save(group_id), classic, fields)
+            self._saved[group_id] = (consumer_saved.save(self.consumer, group_id), classic, fields)
 
     def seal(
         self,
@@ -159,7 +165,7 @@ class Migration:
 
     def _undo(
         self,
-        saved: Mapping[str, tuple[SavedGroup, Group | None, tuple[str | None, ...]]],
+        saved: Mapping[str, _Saved],
         now_ms: int,
     ) -> None:
         for group_id, (consumer, classic, fields) in saved.items():
@@ -173,7 +179,7 @@ class Migration:
                     self.groups[group_id] = classic
             if classic is not None and fields:
                 classic.protocol_type, classic.protocol_name, classic.leader_id = fields
-            self.consumer.restore(consumer, now_ms)
+            consumer_saved.restore(self.consumer, consumer, now_ms)
 
     # --- ConsumerGroupHeartbeat: upgrade -----------------------------------------------
 

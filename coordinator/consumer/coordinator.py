@@ -45,10 +45,10 @@ import re2  # type: ignore[import-untyped]
 
 from coordinator.consumer import records as r
 from coordinator.consumer.assignors import ASSIGNORS
+from coordinator.consumer.config import ConsumerGroupConfig
 from coordinator.consumer.describe import describe_groups
 from coordinator.consumer.group import ConsumerGroup, ResolvedRegularExpression, TopicImage
 from coordinator.consumer.member import ConsumerGroupMember, MemberState, reconcile
-from coordinator.consumer.policy import ConsumerGroupMigrationPolicy
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import consumer_group_describe as describe_msg
 from protocol.messages.consumer_group_heartbeat import (
@@ -58,58 +58,12 @@ from protocol.messages.consumer_group_heartbeat import (
     TopicPartitions,
 )
 
-__all__ = ["ConsumerGroupConfig", "ConsumerGroupCoordinator", "CoordinatorResult", "SavedGroup"]
+__all__ = ["ConsumerGroupConfig", "ConsumerGroupCoordinator", "CoordinatorResult"]
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 # Topics a regex never matches (Kafka's Topic.isInternal).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
-    heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
-    max_size: int = 2**31 - 1  # group.consumer.max.size
-    assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors; first: default
-    # group.consumer.migration.policy
-    migration_policy: ConsumerGroupMigrationPolicy = ConsumerGroupMigrationPolicy.BIDIRECTIONAL
-
-    def __post_init__(self) -> None:
-        unknown = [name for name in self.assignors if name not in ASSIGNORS]
-        if not self.assignors or unknown:
-            raise ValueError(
-                f"group.consumer.assignors: {list(self.assignors)} must name one or more of "
-                f"{sorted(ASSIGNORS)}"
-            )
-        for setting, value in (
-            ("group.consumer.session.timeout.ms", self.session_timeout_ms),
-            ("group.consumer.heartbeat.interval.ms", self.heartbeat_interval_ms),
-            ("group.consumer.max.size", self.max_size),
-        ):
-            if value < 1:
-                raise ValueError(f"{setting} must be at least 1, not {value}")
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ValueError(
-                f"group.consumer.heartbeat.interval.ms ({self.heartbeat_interval_ms}) must be "
-                f"less than group.consumer.session.timeout.ms ({self.session_timeout_ms})"
-            )
-
-
-# How soon a timer whose records could not be written runs again (Kafka's CoordinatorTimer
-# reschedules a failed timeout with a 500 ms backoff).
-TIMER_RETRY_BACKOFF_MS = 500
-
-
-@dataclass(frozen=True, slots=True)
-class SavedGroup:
-    """A consumer group as it was (None: there was none) and its members' timers: what
-    `restore` puts back when the records of a change are not written."""
-
-    group_id: str
-    group: ConsumerGroup | None
-    # (group, member) -> its session, rebalance (deadline, epoch), join and sync deadlines.
-    timers: dict[tuple[str, str], tuple[int | None, tuple[int, int] | None, int | None, int | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,50 +133,6 @@ class ConsumerGroupCoordinator:
                         m.member_epoch,
                     )
 
-    def save(self, group_id: str) -> SavedGroup:
-        """The group and its members' timers as they are now (see `restore`)."""
-        group = self.groups.get(group_id)
-        timers = {}
-        if group is not None:
-            for member_id in group.members:
-                key = (group_id, member_id)
-                timers[key] = (
-                    self._session_deadlines.get(key),
-                    self._rebalance_deadlines.get(key),
-                    self.join_deadlines.get(key),
-                    self.sync_deadlines.get(key),
-                )
-        return SavedGroup(group_id, None if group is None else group.copy(), timers)
-
-    def restore(self, saved: SavedGroup, now_ms: int) -> None:
-        """Put a saved group back: the records written since were not (Kafka's runtime
-        reverts to the last written offset). A timer that was due runs again after
-        TIMER_RETRY_BACKOFF_MS, as Kafka retries a timeout whose write failed."""
-        group_id = saved.group_id
-        current = self.groups.get(group_id)
-        if current is not None:
-            for member_id in current.members:
-                self.cancel_timers(group_id, member_id)
-        if saved.group is None:
-            self.groups.pop(group_id, None)
-        else:
-            self.groups[group_id] = saved.group.copy()
-        retry_ms = now_ms + TIMER_RETRY_BACKOFF_MS
-
-        def later(deadline: int) -> int:
-            return deadline if deadline > now_ms else retry_ms
-
-        for key, (session, rebalance, join, sync) in saved.timers.items():
-            self.cancel_timers(*key)
-            if session is not None:
-                self._session_deadlines[key] = later(session)
-            if rebalance is not None:
-                self._rebalance_deadlines[key] = (later(rebalance[0]), rebalance[1])
-            if join is not None:
-                self.join_deadlines[key] = later(join)
-            if sync is not None:
-                self.sync_deadlines[key] = later(sync)
-
     def _write(self, out: list[r.ConsumerGroupRecord], record: r.ConsumerGroupRecord) -> None:
         out.append(record)
         self.replay(record)
@@ -281,15 +191,12 @@ class ConsumerGroupCoordinator:
 
         member, replaced, is_new = self._find_member(group, request, member_id)
         out: list[r.ConsumerGroupRecord] = []
-        if replaced is not None or (is_new and member_id in group.members):
-            # A static member takes the place of the instance that left with epoch -2, or
-            # a dynamic member rejoins with epoch 0 and starts over.
-            old = replaced or group.members[member_id]
-            old_target = group.target_assignment.get(old.member_id, {})
-            for record in self._member_tombstones(group_id, old.member_id):
+        if replaced is not None:  # it takes the place of the instance that left with -2
+            member = self.replace_static_member(group, replaced, member_id, out)
+        elif is_new and member_id in group.members:  # a dynamic member starts over
+            for record in self._member_tombstones(group_id, member_id):
                 self._write(out, record)
-            self._session_deadlines.pop((group_id, old.member_id), None)
-            self._rebalance_deadlines.pop((group_id, old.member_id), None)
+            self.cancel_timers(group_id, member_id)
         group = self.groups.get(group_id, group)
 
         updated = member.replace(
@@ -328,37 +235,14 @@ class ConsumerGroupCoordinator:
             bump = True
         if updated != member or is_new:
             self._write(out, r.member_subscription_record(group_id, updated))
-        if replaced is not None:
-            self._write(
-                out,
-                r.target_assignment_record(group_id, member_id, old_target),
-            )
-            self._write(out, r.current_assignment_record(group_id, updated))
         group = self.groups[group_id]
-        bump |= self._refresh_regexes(group, topics_metadata, wall_ms, out)
-        bump |= self._refresh_subscription_metadata(group, topics_metadata, out)
-        if bump:
-            self._write(out, r.group_epoch_record(group_id, group.group_epoch + 1))
-        if group.group_epoch > group.assignment_epoch:
-            self._assign(group, out)
-
-        current = group.members[member_id]
+        self.update_target(group, bump, topics_metadata, wall_ms, out)
         owned = (
             None
             if request.topic_partitions is None
             else [(t.topic_id, t.partitions) for t in request.topic_partitions]
         )
-        reconciled = reconcile(
-            current,
-            target_epoch=group.assignment_epoch,
-            target=group.target_assignment.get(member_id, {}),
-            subscribed_topic_ids=self._topic_ids(group, current, topics_metadata),
-            owned=owned,
-            partition_epoch=group.partition_epoch,
-        )
-        if reconciled != current:
-            self._write(out, r.current_assignment_record(group_id, reconciled))
-        self._schedule(group_id, reconciled, current, now_ms)
+        reconciled = self.reconcile_member(group, member_id, topics_metadata, owned, now_ms, out)
 
         # The assignment goes out on a full request (a join, or a client that lost track and
         # resends everything) or when the member's partitions changed.
@@ -382,6 +266,69 @@ class ConsumerGroupCoordinator:
             assignment=assignment,
         )
         return CoordinatorResult(response, tuple(out))
+
+    def replace_static_member(
+        self,
+        group: ConsumerGroup,
+        old: ConsumerGroupMember,
+        member_id: str,
+        out: list[r.ConsumerGroupRecord],
+    ) -> ConsumerGroupMember:
+        """Kafka's replaceStaticMember: the old instance's records go, the new member id
+        takes its subscription and its target and current assignments; returns it."""
+        group_id = group.group_id
+        target = group.target_assignment.get(old.member_id, {})
+        for record in self._member_tombstones(group_id, old.member_id):
+            self._write(out, record)
+        self.cancel_timers(group_id, old.member_id)
+        new = old.replace(member_id=member_id)
+        self._write(out, r.member_subscription_record(group_id, new))
+        self._write(out, r.target_assignment_record(group_id, member_id, target))
+        self._write(out, r.current_assignment_record(group_id, new))
+        return new
+
+    def update_target(
+        self,
+        group: ConsumerGroup,
+        bump: bool,
+        topics_metadata: Mapping[str, TopicImage],
+        wall_ms: int,
+        out: list[r.ConsumerGroupRecord],
+    ) -> None:
+        """After a member's update: resolve regexes and refresh the subscribed topics'
+        metadata, bump the group epoch when they (or `bump`) say so, and compute a new
+        target assignment when the group epoch is past it."""
+        bump |= self._refresh_regexes(group, topics_metadata, wall_ms, out)
+        bump |= self._refresh_subscription_metadata(group, topics_metadata, out)
+        if bump:
+            self._write(out, r.group_epoch_record(group.group_id, group.group_epoch + 1))
+        if group.group_epoch > group.assignment_epoch:
+            self._assign(group, out)
+
+    def reconcile_member(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        topics_metadata: Mapping[str, TopicImage],
+        owned: list[tuple[uuid.UUID, list[int]]] | None,
+        now_ms: int,
+        out: list[r.ConsumerGroupRecord],
+    ) -> ConsumerGroupMember:
+        """Move the member towards its target (member.py), `owned` being what it reports
+        (None: unknown); its session restarts and its revocation deadline is set."""
+        current = group.members[member_id]
+        reconciled = reconcile(
+            current,
+            target_epoch=group.assignment_epoch,
+            target=group.target_assignment.get(member_id, {}),
+            subscribed_topic_ids=self._topic_ids(group, current, topics_metadata),
+            owned=owned,
+            partition_epoch=group.partition_epoch,
+        )
+        if reconciled != current:
+            self._write(out, r.current_assignment_record(group.group_id, reconciled))
+        self._schedule(group.group_id, reconciled, current, now_ms)
+        return reconciled
 
     def _validate(self, request: ConsumerGroupHeartbeatRequest, version: int) -> None:
         """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.consumer.coordinator import TIMER_RETRY_BACKOFF_MS
+from coordinator.consumer.saved import TIMER_RETRY_BACKOFF_MS
 from coordinator.coordinator import GroupCoordinator
 from coordinator.outcome import Outcome
 from protocol.errors import ErrorCode
