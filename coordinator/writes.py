@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from coordinator.classic.group import Group, OffsetAndMetadata, Parked, TopicPartition
-from coordinator.outcome import AnyRecord, OutcomeBuilder
+from coordinator.outcome import AnyRecord, OutcomeBuilder, append_error
 from coordinator.records import CoordinatorRecord
 from protocol.errors import ErrorCode
 from protocol.messages.sync_group import SyncGroupRequest
@@ -169,20 +169,8 @@ class Writes:
 
 
 def group_write_error(code: ErrorCode) -> ErrorCode:
-    """A failed __consumer_offsets write, as Kafka reports it to group requests."""
-    if code in (
-        _E.UNKNOWN_TOPIC_OR_PARTITION,
-        _E.NOT_ENOUGH_REPLICAS,
-        _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        _E.REQUEST_TIMED_OUT,
-    ):
-        return _E.COORDINATOR_NOT_AVAILABLE
-    if code in (_E.NOT_LEADER_OR_FOLLOWER, _E.KAFKA_STORAGE_ERROR):
-        return _E.NOT_COORDINATOR
-    if code in (
-        _E.MESSAGE_TOO_LARGE,
-        _E.RECORD_LIST_TOO_LARGE,
-        _E.INVALID_FETCH_SIZE,
-    ):
+    """A failed __consumer_offsets write, as Kafka reports it to group requests
+    (GroupCoordinatorService.handleOperationException)."""
+    if code is _E.INVALID_FETCH_SIZE:
         return _E.UNKNOWN_SERVER_ERROR
-    return code
+    return append_error(code)

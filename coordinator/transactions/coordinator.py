@@ -42,9 +42,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from coordinator.outcome import Reply
+from coordinator.outcome import Reply, append_error
 from coordinator.transactions.answers import (
-    append_error,
     describe_transactions,
     fail_end_txn,
     fail_v3_add,
