@@ -74,6 +74,7 @@ from coordinator.classic.group import (
     Group,
     Member,
     OffsetAndMetadata,
+    leave_each,
     touch,
 )
 from coordinator.classic.membership import ClassicMembership
@@ -129,7 +130,7 @@ from protocol.messages.describe_groups import (
 )
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
-from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
+from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -276,17 +277,7 @@ class GroupCoordinator:
             # Kafka 4.x (GroupCoordinatorService.leaveGroup): an unknown group is answered
             # NONE at the top level and UNKNOWN_MEMBER_ID for every member (v0-2 carry the
             # member's code at the top level: the membership raises it).
-            response = LeaveGroupResponse(
-                error_code=_E.NONE,
-                members=[
-                    MemberResponse(
-                        member_id=m.member_id,
-                        group_instance_id=m.group_instance_id,
-                        error_code=_E.UNKNOWN_MEMBER_ID,
-                    )
-                    for m in request.members
-                ],
-            )
+            response, _ = leave_each(ctx.api_version, request, lambda _: _E.UNKNOWN_MEMBER_ID)
             return Outcome(replies=(Reply(token, response),))
         return self.membership.leave(ctx, request, token, now_ms)
 

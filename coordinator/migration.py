@@ -47,12 +47,11 @@ consumer group (which goes, for a classic group) is not undone.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-from coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, Group, Member, touch
+from coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, Group, Member, leave_each, touch
 from coordinator.classic.membership import ClassicMembership
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
@@ -61,7 +60,11 @@ from coordinator.consumer import ConsumerGroup, ConsumerGroupCoordinator, TopicI
 from coordinator.consumer import classic as classic_members
 from coordinator.consumer import records as r
 from coordinator.consumer import saved as consumer_saved
-from coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember
+from coordinator.consumer.member import (
+    ClassicMemberMetadata,
+    ConsumerGroupMember,
+    new_member_id,
+)
 from coordinator.outcome import AnyRecord, Outcome, OutcomeBuilder, Reply, RequestContext
 from coordinator.records import group_metadata_record, group_tombstone
 from coordinator.writes import UndoWrite, Writes
@@ -78,7 +81,6 @@ from protocol.messages.leave_group import (
     LeaveGroupRequest,
     LeaveGroupResponse,
     MemberIdentity,
-    MemberResponse,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.primitives import DecodeError
@@ -459,7 +461,7 @@ class Migration:
         member_id = request.member_id
         known = bool(member_id)
         if not known:
-            member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            member_id = new_member_id()
         max_size = self.consumer.config.max_size
         if len(group.members) >= max_size and (not known or member_id not in group.members):
             raise KafkaError(
@@ -580,41 +582,26 @@ class Migration:
         if group is None:
             return None
         self.now_ms = now_ms
-        if ctx.api_version >= 3:
-            identities = list(request.members)
-        else:
-            identities = [MemberIdentity(member_id=request.member_id)]
         self.begin()
         self.save(request.group_id)
-        results = []
         leaving: set[str] = set()
-        for identity in identities:
-            code = _E.NONE
-            if identity.group_instance_id is None:
-                if identity.member_id in group.members:
-                    leaving.add(identity.member_id)
-                else:
-                    code = _E.UNKNOWN_MEMBER_ID
-            else:
+
+        def leave_one(identity: MemberIdentity) -> ErrorCode:
+            member_id = identity.member_id
+            if identity.group_instance_id is not None:
                 static = group.static_members.get(identity.group_instance_id)
                 if static is None:
-                    code = _E.UNKNOWN_MEMBER_ID
-                elif identity.member_id and identity.member_id != static:
-                    code = _E.FENCED_INSTANCE_ID
-                else:
-                    leaving.add(static)
-            results.append(
-                MemberResponse(
-                    member_id=identity.member_id,
-                    group_instance_id=identity.group_instance_id,
-                    error_code=code,
-                )
-            )
+                    return _E.UNKNOWN_MEMBER_ID
+                if member_id and member_id != static:
+                    return _E.FENCED_INSTANCE_ID
+                member_id = static
+            elif member_id not in group.members:
+                return _E.UNKNOWN_MEMBER_ID
+            leaving.add(member_id)
+            return _E.NONE
+
+        response, _ = leave_each(ctx.api_version, request, leave_one)
         records = self.consumer.fence(group, leaving)
-        if ctx.api_version >= 3:
-            response = LeaveGroupResponse(error_code=_E.NONE, members=results)
-        else:
-            response = LeaveGroupResponse(error_code=results[0].error_code)
         # GroupCoordinatorService.leaveGroup: a failed write is the top-level error.
         self.seal(records, (token, lambda code: LeaveGroupResponse(error_code=code)))
         return Outcome(replies=(Reply(token, response),), records=tuple(records))

@@ -35,7 +35,6 @@ which a single-broker dev server can afford, so a member sees its assignment soo
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -48,7 +47,12 @@ from coordinator.consumer.assignors import ASSIGNORS
 from coordinator.consumer.config import ConsumerGroupConfig
 from coordinator.consumer.describe import describe_groups
 from coordinator.consumer.group import ConsumerGroup, ResolvedRegularExpression, TopicImage
-from coordinator.consumer.member import ConsumerGroupMember, MemberState, reconcile
+from coordinator.consumer.member import (
+    ConsumerGroupMember,
+    MemberState,
+    new_member_id,
+    reconcile,
+)
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import consumer_group_describe as describe_msg
 from protocol.messages.consumer_group_heartbeat import (
@@ -187,7 +191,7 @@ class ConsumerGroupCoordinator:
             group = ConsumerGroup(group_id)
         member_id = request.member_id
         if not member_id:  # v0 join: the coordinator names the member
-            member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            member_id = new_member_id()
 
         member, replaced, is_new = self._find_member(group, request, member_id)
         out: list[r.ConsumerGroupRecord] = []
