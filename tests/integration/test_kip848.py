@@ -52,7 +52,7 @@ OVERRIDES = {
 }
 
 
-def _member(bootstrap: str, group: str, topic: str) -> CkConsumer:
+def _member(bootstrap: str, group: str, topic: str, **conf: Any) -> CkConsumer:
     c = CkConsumer(
         confluent_conf(
             bootstrap,
@@ -63,6 +63,7 @@ def _member(bootstrap: str, group: str, topic: str) -> CkConsumer:
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
                 "fetch.wait.max.ms": 100,
+                **conf,
             },
         )
     )
@@ -372,11 +373,11 @@ class _Classic(_Member):
 
 
 class _Modern(_Member):
-    """A confluent-kafka member (group.protocol=consumer)."""
+    """A confluent-kafka member (group.protocol=consumer, or what `conf` says)."""
 
-    def __init__(self, name: str, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, name: str, bootstrap: str, group: str, topic: str, **conf: Any) -> None:
         self.name = name
-        self.consumer = _member(bootstrap, group, topic)
+        self.consumer = _member(bootstrap, group, topic, **conf)
         self.assigned: set[int] = set()
 
     def assignment(self) -> set[int]:
@@ -498,6 +499,67 @@ def test_a_classic_group_upgrades_online_and_downgrades_back(fresh_broker):
             stream, classic, lambda: not stream.missing(), "every record after the restart", False
         )
         assert _group_type(admin, group) == ConsumerGroupType.CLASSIC
+        assert stream.errors == []
+        assert set(stream.consumed) == stream.sent
+    finally:
+        for m in running:
+            m.stop()
+
+
+@deadline(180)
+def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades(fresh_broker):
+    """Two kafka-python members and a static confluent-kafka `group.protocol=consumer`
+    member (group.instance.id) share a stream in an upgraded group. The static member
+    stops (a static leave: its place is kept); a confluent-kafka classic member with the
+    same group.instance.id takes it, which turns the group classic again
+    (validateOnlineDowngradeWithReplacedMember). Every record is consumed exactly once."""
+    b = fresh_broker(**OVERRIDES)
+    bootstrap = b.bootstrap_servers
+    topic, group = unique("kip848-static"), f"kip848-static-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
+    stream = _Stream(bootstrap, topic)
+    classic: list[_Member] = [_Classic(f"classic-{i}", bootstrap, group, topic) for i in range(2)]
+    running: list[_Member] = []
+    try:
+        for m in classic:
+            m.start(stream)
+            running.append(m)
+        _produce_until(stream, classic, lambda: _covered(classic), "two classic members")
+        modern = _Modern("static-consumer", bootstrap, group, topic, **{"group.instance.id": "i0"})
+        modern.start(stream)
+        running.append(modern)
+        members = [*classic, modern]
+        _produce_until(
+            stream,
+            members,
+            lambda: _covered(members) and stream.count(modern.name) > 0,
+            "the static consumer-protocol member to take its share and consume",
+        )
+        running.remove(modern)
+        modern.stop()
+        assert _group_type(admin, group) == ConsumerGroupType.CONSUMER, "its place is kept"
+
+        replacement = _Modern(
+            "static-classic", bootstrap, group, topic,
+            **{"group.protocol": "classic", "group.instance.id": "i0",
+               "session.timeout.ms": 10_000, "partition.assignment.strategy": "range"},
+        )  # fmt: skip
+        replacement.start(stream)
+        running.append(replacement)
+        members = [*classic, replacement]
+        _produce_until(
+            stream,
+            members,
+            lambda: (
+                _covered(members)
+                and stream.count(replacement.name) > 0
+                and _group_type(admin, group) == ConsumerGroupType.CLASSIC
+            ),
+            "the classic replacement to consume in a classic group",
+        )
+        stream.flush()
+        _produce_until(stream, members, lambda: not stream.missing(), "every record", False)
         assert stream.errors == []
         assert set(stream.consumed) == stream.sent
     finally:
