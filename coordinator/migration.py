@@ -157,8 +157,21 @@ class Migration:
         back and `reply` (token, the answer given the error) replaces its answer."""
         saved, self._saved = self._saved, {}
         if saved and records:
-            undo = UndoWrite(lambda now_ms: self._undo(saved, now_ms), reply)
+            left = {group_id: self._as_left(group_id) for group_id in saved}
+            undo = UndoWrite(lambda now_ms: self._undo(saved, now_ms, left), reply)
             self.writes.attach(records[-1], undo)
+
+    def _as_left(self, group_id: str) -> tuple[object, ...]:
+        """The group as a call left it, to tell whether a later call changed it."""
+        consumer = self.consumer.groups.get(group_id)
+        classic = self.groups.get(group_id)
+        return (
+            None if consumer is None else vars(consumer.copy()),
+            classic,
+            None
+            if classic is None
+            else (classic.state, classic.generation_id, tuple(classic.members)),
+        )
 
     def undo_now(self, now_ms: int) -> None:
         """The call failed: put back what it changed."""
@@ -169,8 +182,14 @@ class Migration:
         self,
         saved: Mapping[str, _Saved],
         now_ms: int,
+        left: Mapping[str, tuple[object, ...]] | None = None,
     ) -> None:
         for group_id, (consumer, classic, fields) in saved.items():
+            if left is not None and self._as_left(group_id) != left[group_id]:
+                # A later call changed the group on top of this one (an append whose
+                # failure is known only after an fsync, in the strict durability mode):
+                # it stays as it is, as before undoing existed.
+                continue
             current = self.groups.get(group_id)
             if current is not classic:
                 if current is not None and classic is not None:

@@ -48,6 +48,9 @@ def restore(c: ConsumerGroupCoordinator, saved: SavedGroup, now_ms: int) -> None
     reverts to the last written offset). A timer that was due runs again after
     TIMER_RETRY_BACKOFF_MS, as Kafka retries a timeout whose write failed."""
     group_id = saved.group_id
+    # A session restarted since stays restarted (the member did send a request; Kafka's
+    # timers are not part of what its runtime reverts).
+    sessions = {key: c._session_deadlines.get(key) for key in saved.timers}
     current = c.groups.get(group_id)
     if current is not None:
         for member_id in current.members:
@@ -64,7 +67,7 @@ def restore(c: ConsumerGroupCoordinator, saved: SavedGroup, now_ms: int) -> None
     for key, (session, rebalance, join, sync) in saved.timers.items():
         c.cancel_timers(*key)
         if session is not None:
-            c._session_deadlines[key] = later(session)
+            c._session_deadlines[key] = later(max(session, sessions[key] or session))
         if rebalance is not None:
             c._rebalance_deadlines[key] = (later(rebalance[0]), rebalance[1])
         if join is not None:

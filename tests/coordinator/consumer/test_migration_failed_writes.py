@@ -157,3 +157,28 @@ def test_a_session_timeout_downgrade_not_written_is_retried() -> None:
     outcome = c.expire(due + TIMER_RETRY_BACKOFF_MS, WALL + due)
     c.on_appended(outcome, due + TIMER_RETRY_BACKOFF_MS)
     assert c.group_type(GROUP) == "classic"
+
+
+def test_a_failure_known_after_a_later_change_leaves_the_group_as_it_is() -> None:
+    """In the strict durability mode a failed fsync is known only after other calls ran:
+    a group changed since is not put back (its later records were written on top)."""
+    c = coordinator()
+    _, first = cg_heartbeat(c, 0, "m0")
+    _, second = cg_heartbeat(c, 5, "m1")
+    c.on_appended(second, 5)
+    c.on_append_failed(first, E.KAFKA_STORAGE_ERROR, 6)
+    assert set(c.consumer.groups[GROUP].members) == {"m0", "m1"}
+
+
+def test_an_empty_classic_group_taken_over_not_written_keeps_its_metadata() -> None:
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2, 3, 4, 5]])
+    leave(c, 10, (ids[0], None))
+    classic = c.group(GROUP)
+    assert (str(classic.state), classic.protocol_type) == ("Empty", "consumer")
+    before = state(c)
+    _, outcome = cg_heartbeat(c, 20, "c0")
+    assert classic.protocol_type is None
+    failed_reply(c, outcome, E.KAFKA_STORAGE_ERROR, 20, ConsumerGroupHeartbeatResponse)
+    assert state(c) == before
+    assert classic.protocol_type == "consumer"
