@@ -121,9 +121,7 @@ class Migration:
         # downgrade) carries none.
         self.now_ms = 0
         # What the call being handled changed, as it was before (see `save`).
-        self._saved: dict[
-            str, tuple[consumer_saved.SavedGroup, Group | None, tuple[str | None, ...]]
-        ] = {}
+        self._saved: dict[str, _Saved] = {}
         consumer.downgrade = self._downgrade
         consumer.saving = self.save
 
