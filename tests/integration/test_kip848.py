@@ -434,6 +434,21 @@ def _group_type(admin: AdminClient, group: str) -> Any:
     return {g.group_id: g.type for g in listed.valid}.get(group)
 
 
+def _two_classic_members(
+    bootstrap: str, admin: AdminClient, group: str, topic: str, running: list[_Member]
+) -> tuple[_Stream, list[_Member]]:
+    """The topic, a stream to it, and two kafka-python members (added to `running`)
+    covering its partitions."""
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
+    stream = _Stream(bootstrap, topic)
+    classic: list[_Member] = [_Classic(f"classic-{i}", bootstrap, group, topic) for i in range(2)]
+    for m in classic:
+        m.start(stream)
+        running.append(m)
+    _produce_until(stream, classic, lambda: _covered(classic), "two classic members")
+    return stream, classic
+
+
 @deadline(180)
 def test_a_classic_group_upgrades_online_and_downgrades_back(fresh_broker):
     """Two kafka-python members consume a steady stream from a 6-partition topic; a
@@ -445,15 +460,9 @@ def test_a_classic_group_upgrades_online_and_downgrades_back(fresh_broker):
     bootstrap = b.bootstrap_servers
     topic, group = unique("kip848-migration"), f"kip848-migration-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
-    stream = _Stream(bootstrap, topic)
-    classic: list[_Member] = [_Classic(f"classic-{i}", bootstrap, group, topic) for i in range(2)]
     running: list[_Member] = []
     try:
-        for m in classic:
-            m.start(stream)
-            running.append(m)
-        _produce_until(stream, classic, lambda: _covered(classic), "two classic members")
+        stream, classic = _two_classic_members(bootstrap, admin, group, topic, running)
         assert _group_type(admin, group) == ConsumerGroupType.CLASSIC
 
         # Upgrade: the consumer-protocol member joins the classic group.
@@ -517,15 +526,9 @@ def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades(f
     bootstrap = b.bootstrap_servers
     topic, group = unique("kip848-static"), f"kip848-static-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
-    stream = _Stream(bootstrap, topic)
-    classic: list[_Member] = [_Classic(f"classic-{i}", bootstrap, group, topic) for i in range(2)]
     running: list[_Member] = []
     try:
-        for m in classic:
-            m.start(stream)
-            running.append(m)
-        _produce_until(stream, classic, lambda: _covered(classic), "two classic members")
+        stream, classic = _two_classic_members(bootstrap, admin, group, topic, running)
         modern = _Modern("static-consumer", bootstrap, group, topic, **{"group.instance.id": "i0"})
         modern.start(stream)
         running.append(modern)

@@ -52,6 +52,17 @@ def _join(
     )
 
 
+_SUBSCRIPTION = encode_subscription(ConsumerProtocolSubscription(topics=["a"]), 0)
+_MODERN = ConsumerGroupHeartbeatRequest(
+    group_id=GROUP,
+    member_id="modern",
+    member_epoch=0,
+    rebalance_timeout_ms=10_000,
+    subscribed_topic_names=["a"],
+    topic_partitions=[],
+)
+
+
 async def _describe(client: WireClient) -> dict[str, int]:
     request = ConsumerGroupDescribeRequest(group_ids=[GROUP], include_authorized_operations=False)
     (group,) = (await client.call(request, 1)).groups
@@ -87,17 +98,7 @@ async def test_a_classic_member_is_served_inside_the_upgraded_group(tmp_path: Pa
             assert synced.error_code == ErrorCode.NONE
 
             # The consumer-protocol member upgrades the group; it waits for the partitions.
-            modern = await client.call(
-                ConsumerGroupHeartbeatRequest(
-                    group_id=GROUP,
-                    member_id="modern",
-                    member_epoch=0,
-                    rebalance_timeout_ms=10_000,
-                    subscribed_topic_names=["a"],
-                    topic_partitions=[],
-                ),
-                1,
-            )
+            modern = await client.call(_MODERN, 1)
             assert modern.error_code == ErrorCode.NONE
             assert await _describe(client) == {member_id: 0, "modern": 1}
 
@@ -129,17 +130,6 @@ async def test_a_classic_member_is_served_inside_the_upgraded_group(tmp_path: Pa
         async with running(tmp_path) as broker:
             client = await WireClient.connect(broker)
             assert await _describe(client) == before
-
-
-_SUBSCRIPTION = encode_subscription(ConsumerProtocolSubscription(topics=["a"]), 0)
-_MODERN = ConsumerGroupHeartbeatRequest(
-    group_id=GROUP,
-    member_id="modern",
-    member_epoch=0,
-    rebalance_timeout_ms=10_000,
-    subscribed_topic_names=["a"],
-    topic_partitions=[],
-)
 
 
 async def _upgraded(client: WireClient, session_ms: int, rebalance_ms: int) -> tuple[str, int]:
