@@ -434,6 +434,28 @@ def _group_type(admin: AdminClient, group: str) -> Any:
     return {g.group_id: g.type for g in listed.valid}.get(group)
 
 
+def _add(
+    stream: _Stream,
+    members: list[_Member],
+    new: _Member,
+    running: list[_Member],
+    who: str,
+    until: Any = lambda: True,
+) -> list[_Member]:
+    """Start `new` (added to `running`) and produce until it has its share of the
+    partitions and consumed some, and `until()`; returns the members with it."""
+    new.start(stream)
+    running.append(new)
+    members = [*members, new]
+    _produce_until(
+        stream,
+        members,
+        lambda: _covered(members) and stream.count(new.name) > 0 and until(),
+        f"{who} to take its share and consume",
+    )
+    return members
+
+
 def _two_classic_members(
     bootstrap: str, admin: AdminClient, group: str, topic: str, running: list[_Member]
 ) -> tuple[_Stream, list[_Member]]:
@@ -467,15 +489,7 @@ def test_a_classic_group_upgrades_online_and_downgrades_back(fresh_broker):
 
         # Upgrade: the consumer-protocol member joins the classic group.
         modern = _Modern("consumer-0", bootstrap, group, topic)
-        modern.start(stream)
-        running.append(modern)
-        members = [*classic, modern]
-        _produce_until(
-            stream,
-            members,
-            lambda: _covered(members) and stream.count(modern.name) > 0,
-            "the consumer-protocol member to take its share and consume",
-        )
+        _add(stream, classic, modern, running, "the consumer-protocol member")
         d = _describe(admin, group, 3)
         assert d.type == ConsumerGroupType.CONSUMER
         assert _group_type(admin, group) == ConsumerGroupType.CONSUMER
@@ -530,15 +544,7 @@ def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades(f
     try:
         stream, classic = _two_classic_members(bootstrap, admin, group, topic, running)
         modern = _Modern("static-consumer", bootstrap, group, topic, **{"group.instance.id": "i0"})
-        modern.start(stream)
-        running.append(modern)
-        members = [*classic, modern]
-        _produce_until(
-            stream,
-            members,
-            lambda: _covered(members) and stream.count(modern.name) > 0,
-            "the static consumer-protocol member to take its share and consume",
-        )
+        _add(stream, classic, modern, running, "the static consumer-protocol member")
         running.remove(modern)
         modern.stop()
         assert _group_type(admin, group) == ConsumerGroupType.CONSUMER, "its place is kept"
@@ -548,18 +554,13 @@ def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades(f
             **{"group.protocol": "classic", "group.instance.id": "i0",
                "session.timeout.ms": 10_000, "partition.assignment.strategy": "range"},
         )  # fmt: skip
-        replacement.start(stream)
-        running.append(replacement)
-        members = [*classic, replacement]
-        _produce_until(
+        members = _add(
             stream,
-            members,
-            lambda: (
-                _covered(members)
-                and stream.count(replacement.name) > 0
-                and _group_type(admin, group) == ConsumerGroupType.CLASSIC
-            ),
-            "the classic replacement to consume in a classic group",
+            classic,
+            replacement,
+            running,
+            "the classic replacement, in a classic group",
+            lambda: _group_type(admin, group) == ConsumerGroupType.CLASSIC,
         )
         stream.flush()
         _produce_until(stream, members, lambda: not stream.missing(), "every record", False)
