@@ -67,7 +67,7 @@ from coordinator.consumer.member import (
 )
 from coordinator.outcome import AnyRecord, Outcome, OutcomeBuilder, Reply, RequestContext
 from coordinator.records import group_metadata_record, group_tombstone
-from coordinator.writes import UndoWrite, Writes
+from coordinator.writes import TombstoneWrite, UndoWrite, Writes
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import join_group
@@ -446,10 +446,6 @@ class Migration:
         group = self.consumer.groups.get(request.group_id)
         if group is None:
             return self.membership.join(ctx, request, token, now_ms)
-        if not group.members:
-            tombstones = self.consumer.delete_group(request.group_id).records
-            outcome = self.membership.join(ctx, request, token, now_ms)
-            return dataclasses.replace(outcome, records=(*tombstones, *outcome.records))
         version = ctx.api_version
 
         def failed(code: ErrorCode) -> JoinGroupResponse:
@@ -457,6 +453,14 @@ class Migration:
             response = join_group.error_response(request, code, version)
             return dataclasses.replace(response, member_id=request.member_id)  # type: ignore[type-var]
 
+        if not group.members:
+            # The consumer group goes and a classic group starts; should its tombstones not
+            # be written, the join gets the error (memory stays: see the module doc).
+            tombstones = self.consumer.delete_group(request.group_id).records
+            if tombstones:
+                self.writes.attach(tombstones[-1], TombstoneWrite(None, (token, failed)))
+            outcome = self.membership.join(ctx, request, token, now_ms)
+            return dataclasses.replace(outcome, records=(*tombstones, *outcome.records))
         self.begin()
         self.save(request.group_id)
         try:

@@ -182,3 +182,19 @@ def test_an_empty_classic_group_taken_over_not_written_keeps_its_metadata() -> N
     failed_reply(c, outcome, E.KAFKA_STORAGE_ERROR, 20, ConsumerGroupHeartbeatResponse)
     assert state(c) == before
     assert classic.protocol_type == "consumer"
+
+
+def test_a_classic_join_to_an_empty_consumer_group_not_written_gets_the_error() -> None:
+    c = coordinator()
+    _, joined = cg_heartbeat(c, 0, "m0")
+    c.on_appended(joined, 0)
+    _, left = cg_heartbeat(c, 10, "m0", -1)
+    c.on_appended(left, 10)
+    assert not c.consumer.groups[GROUP].members
+    token, outcome = join(c, 20)
+    assert reply(outcome, token).error_code == E.MEMBER_ID_REQUIRED
+    failed = c.on_append_failed(outcome, E.KAFKA_STORAGE_ERROR, 20)
+    assert (reply(failed, token).error_code, reply(failed, token).member_id) == (
+        E.NOT_COORDINATOR,
+        "",
+    )
