@@ -57,6 +57,7 @@ class Setting:
     read_only: bool = True  # Kafka's "read-only" broker configs (cannot be altered at runtime)
     min_value: int | float | None = None  # Kafka's ConfigDef range check (atLeast)
     choices: tuple[str, ...] | None = None  # Kafka's ValidString / ValidList
+    choices_ignore_case: bool = False  # Kafka's CaseInsensitiveValidString
     acted_on: bool = True  # False: accepted and reported like Kafka, but kmock ignores it
     sensitive: bool = False  # Kafka's PASSWORD type: never shown (DescribeConfigs, logs)
 
@@ -513,7 +514,11 @@ def _convert(setting: Setting, value: Any) -> Any:
             return v.lower() == "true"
     except ValueError:
         raise ConfigError(f"{setting.name}: {value!r} is not a valid {setting.type}") from None
-    if setting.type == "string" and setting.choices and v not in setting.choices:
+    if (
+        setting.type == "string"
+        and setting.choices
+        and (v.lower() if setting.choices_ignore_case else v) not in setting.choices
+    ):
         raise ConfigError(f"{setting.name}: {value!r} is not one of {', '.join(setting.choices)}")
     return v
 

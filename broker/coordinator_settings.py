@@ -163,5 +163,6 @@ COORDINATOR_BROKER_SETTINGS: list[dict[str, Any]] = [
         "becomes a consumer group when a consumer-protocol member joins it), downgrade (back, "
         "when its last consumer-protocol member leaves), bidirectional (both), or disabled.",
         choices=("disabled", "upgrade", "downgrade", "bidirectional"),
+        choices_ignore_case=True,  # GroupCoordinatorConfig: CaseInsensitiveValidString
     ),
 ]

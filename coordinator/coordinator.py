@@ -14,7 +14,8 @@ group.consumer.migration.policy (coordinator/migration.py). A consumer group's c
 offsets are kept, as everyone's, by `OffsetManager`, on an Empty classic `Group` that only
 holds them and that ListGroups, DescribeGroups and the metrics do not show. The consumer coordinator
 applies its records as it builds them (they are its state, as Kafka's replay makes them);
-the broker appends them like any other.
+the broker appends them like any other, and should they not be written the change is
+undone (`UndoWrite`, coordinator/migration.py).
 
 Every request handler takes the request dataclass, a `RequestContext` and the time, and
 returns an `Outcome`: the replies to send and the __consumer_offsets records to append
@@ -73,6 +74,7 @@ from coordinator.classic.group import (
     Group,
     Member,
     OffsetAndMetadata,
+    leave_each,
     touch,
 )
 from coordinator.classic.membership import ClassicMembership
@@ -96,6 +98,7 @@ from coordinator.writes import (
     StaticMemberWrite,
     TombstoneWrite,
     TxnCommitWrite,
+    UndoWrite,
     Writes,
     group_write_error,
 )
@@ -115,7 +118,6 @@ from protocol.messages.consumer_group_describe import (
 )
 from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
 )
 from protocol.messages.delete_groups import (
     DeletableGroupResult,
@@ -127,8 +129,8 @@ from protocol.messages.describe_groups import (
     DescribeGroupsResponse,
 )
 from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
-from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
+from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -275,17 +277,7 @@ class GroupCoordinator:
             # Kafka 4.x (GroupCoordinatorService.leaveGroup): an unknown group is answered
             # NONE at the top level and UNKNOWN_MEMBER_ID for every member (v0-2 carry the
             # member's code at the top level: the membership raises it).
-            response = LeaveGroupResponse(
-                error_code=_E.NONE,
-                members=[
-                    MemberResponse(
-                        member_id=m.member_id,
-                        group_instance_id=m.group_instance_id,
-                        error_code=_E.UNKNOWN_MEMBER_ID,
-                    )
-                    for m in request.members
-                ],
-            )
+            response, _ = leave_each(ctx.api_version, request, lambda _: _E.UNKNOWN_MEMBER_ID)
             return Outcome(replies=(Reply(token, response),))
         return self.membership.leave(ctx, request, token, now_ms)
 
@@ -549,25 +541,15 @@ class GroupCoordinator:
                 if effect.reply is not None:
                     token, failed = effect.reply
                     special[token] = failed(group_error)
+            elif isinstance(effect, UndoWrite):
+                effect.undo(now_ms)
+                if effect.reply is not None:
+                    token, failed = effect.reply
+                    special[token] = failed(group_error)
         replies = []
         for reply in outcome.replies:
             if reply.token in special:
                 replies.append(Reply(reply.token, special[reply.token]))
-            elif isinstance(reply.response, ConsumerGroupHeartbeatResponse) and any(
-                isinstance(r, ConsumerGroupRecord) for r in outcome.records
-            ):
-                # The consumer group's state already has the records (Kafka would revert
-                # to its snapshot); the member retries and the next heartbeat writes again.
-                failed_hb = ConsumerGroupHeartbeatResponse(error_code=group_error)
-                replies.append(Reply(reply.token, failed_hb))
-            elif isinstance(reply.response, JoinGroupResponse) and any(
-                isinstance(r, ConsumerGroupRecord) for r in outcome.records
-            ):
-                # A classic member's join to a consumer group: the same, it joins again.
-                failed_join = dataclasses.replace(  # type: ignore[type-var]
-                    reply.response, error_code=group_error, generation_id=-1, members=[]
-                )
-                replies.append(Reply(reply.token, failed_join))
             elif reply.token in commits:
                 failed_commit = self.offsets.failed_commit(reply.response, code)
                 replies.append(Reply(reply.token, failed_commit))
@@ -620,7 +602,10 @@ class GroupCoordinator:
         self._clock.seen(now_ms, wall_ms)
         out = OutcomeBuilder()
         self.migration.now_ms = now_ms  # fencing may downgrade a group
-        out.records.extend(self.consumer.expire(now_ms).records)  # consumer group sessions
+        self.migration.begin()
+        fenced = self.consumer.expire(now_ms).records  # consumer group sessions
+        self.migration.seal(fenced)  # not written: the members stay, retried later
+        out.records.extend(fenced)
         while True:
             due = min(
                 (d for d in self._deadlines() if d[0] <= now_ms), key=lambda d: d[0], default=None

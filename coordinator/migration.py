@@ -35,16 +35,23 @@ validateOnlineDowngradeWithFencedMembers, convertToClassicGroup), with ConsumerG
 The consumer group's committed offsets are kept on a classic `Group` that only holds them
 (coordinator.py); a conversion moves them to the new group object with their commits on
 the way.
+
+Memory changes before the records are written (the consumer group applies its records as
+it builds them; a conversion swaps group objects at once). Each call that may change a
+consumer group, or convert one, saves the groups it touches first (`save`) and `seal`s its
+records with an `UndoWrite`: should they not be written, the groups are put back and the
+request gets the error Kafka's GroupCoordinatorService makes of the failed append, as
+Kafka's runtime reverts to the last written offset. A classic JoinGroup to an empty
+consumer group (which goes, for a classic group) is not undone.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, Group, Member, touch
+from coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, Group, Member, leave_each, touch
 from coordinator.classic.membership import ClassicMembership
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
@@ -52,26 +59,37 @@ from coordinator.config import CoordinatorConfig
 from coordinator.consumer import ConsumerGroup, ConsumerGroupCoordinator, TopicImage
 from coordinator.consumer import classic as classic_members
 from coordinator.consumer import records as r
-from coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember
+from coordinator.consumer import saved as consumer_saved
+from coordinator.consumer.member import (
+    ClassicMemberMetadata,
+    ConsumerGroupMember,
+    new_member_id,
+)
 from coordinator.outcome import AnyRecord, Outcome, OutcomeBuilder, Reply, RequestContext
 from coordinator.records import group_metadata_record, group_tombstone
-from coordinator.writes import Writes
+from coordinator.writes import TombstoneWrite, UndoWrite, Writes
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import join_group
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import (
     LeaveGroupRequest,
     LeaveGroupResponse,
     MemberIdentity,
-    MemberResponse,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.primitives import DecodeError
 
 __all__ = ["Migration"]
+
+# A group saved before a change: the consumer group (and its timers), the classic Group
+# object that held the id, and that one's protocol type, name and leader.
+_Saved = tuple[consumer_saved.SavedGroup, Group | None, tuple[str | None, ...]]
 
 _S = GroupState
 _E = ErrorCode
@@ -102,10 +120,85 @@ class Migration:
         # The time of the call being handled: the consumer coordinator's fencing (which may
         # downgrade) carries none.
         self.now_ms = 0
+        # What the call being handled changed, as it was before (see `save`).
+        self._saved: dict[str, _Saved] = {}
         consumer.downgrade = self._downgrade
+        consumer.saving = self.save
 
     def topics(self) -> Mapping[str, TopicImage]:
         return self._last_topics if self.topic_images is None else self.topic_images()
+
+    # --- undo: memory changes only with what is written ----------------------------------
+
+    def begin(self) -> None:
+        """A call starts: nothing of it is saved yet."""
+        self._saved = {}
+
+    def save(self, group_id: str) -> None:
+        """Keep the group (of either type) as it is, once per call, so that `seal` can
+        undo the call's changes should its records not be written."""
+        if group_id not in self._saved:
+            classic = self.groups.get(group_id)
+            fields = (
+                ()
+                if classic is None
+                else (classic.protocol_type, classic.protocol_name, classic.leader_id)
+            )
+            self._saved[group_id] = (consumer_saved.save(self.consumer, group_id), classic, fields)
+
+    def seal(
+        self,
+        records: Sequence[AnyRecord],
+        reply: tuple[int, Callable[[ErrorCode], object]] | None = None,
+    ) -> None:
+        """The call is done: should `records` not be written, the groups it saved are put
+        back and `reply` (token, the answer given the error) replaces its answer."""
+        saved, self._saved = self._saved, {}
+        if saved and records:
+            left = {group_id: self._as_left(group_id) for group_id in saved}
+            undo = UndoWrite(lambda now_ms: self._undo(saved, now_ms, left), reply)
+            self.writes.attach(records[-1], undo)
+
+    def _as_left(self, group_id: str) -> tuple[object, ...]:
+        """The group as a call left it, to tell whether a later call changed it."""
+        consumer = self.consumer.groups.get(group_id)
+        classic = self.groups.get(group_id)
+        return (
+            None if consumer is None else vars(consumer.copy()),
+            classic,
+            None
+            if classic is None
+            else (classic.state, classic.generation_id, tuple(classic.members)),
+        )
+
+    def undo_now(self, now_ms: int) -> None:
+        """The call failed: put back what it changed."""
+        saved, self._saved = self._saved, {}
+        self._undo(saved, now_ms)
+
+    def _undo(
+        self,
+        saved: Mapping[str, _Saved],
+        now_ms: int,
+        left: Mapping[str, tuple[object, ...]] | None = None,
+    ) -> None:
+        for group_id, (consumer, classic, fields) in saved.items():
+            if left is not None and self._as_left(group_id) != left[group_id]:
+                # A later call changed the group on top of this one (an append whose
+                # failure is known only after an fsync, in the strict durability mode):
+                # it stays as it is, as before undoing existed.
+                continue
+            current = self.groups.get(group_id)
+            if current is not classic:
+                if current is not None and classic is not None:
+                    _move_offsets(current, classic, self.writes)
+                if classic is None:
+                    self.groups.pop(group_id, None)
+                else:
+                    self.groups[group_id] = classic
+            if classic is not None and fields:
+                classic.protocol_type, classic.protocol_name, classic.leader_id = fields
+            consumer_saved.restore(self.consumer, consumer, now_ms)
 
     # --- ConsumerGroupHeartbeat: upgrade -----------------------------------------------
 
@@ -122,6 +215,8 @@ class Migration:
         self.now_ms = now_ms
         self._last_topics = topics_metadata
         group_id = request.group_id
+        self.begin()
+        self.save(group_id)
         classic = None if group_id in self.consumer.groups else self.groups.get(group_id)
         if classic is not None and classic.state is _S.DEAD:
             raise KafkaError(_E.COORDINATOR_NOT_AVAILABLE, f"group {group_id!r} is Dead")
@@ -147,10 +242,7 @@ class Migration:
                 describable=ctx.describable,
             )
         except KafkaError:
-            if upgrade:  # the heartbeat failed: the classic group stays as it was
-                self.consumer.groups.pop(group_id, None)
-                for member_id in classic.members:  # type: ignore[union-attr]
-                    self.consumer.cancel_timers(group_id, member_id)
+            self.undo_now(now_ms)  # the heartbeat failed: the groups stay as they were
             raise
         records: list[AnyRecord] = [*upgrade, *result.records]
         if classic is not None and not empty:
@@ -163,6 +255,7 @@ class Migration:
             records.insert(0, group_tombstone(group_id))
             classic.protocol_type = classic.protocol_name = classic.leader_id = None
         out.reply(token, result.response)
+        self.seal(records, (token, _failed_heartbeat))
         return dataclasses.replace(out.outcome(), records=tuple(records))
 
     def _upgrade(
@@ -270,10 +363,23 @@ class Migration:
         if (
             not group.all_members_use_classic_protocol_except(leaving)
             or not remaining
-            or not self.consumer.config.migration_policy.is_downgrade_enabled
-            or len(remaining) > self.config.group_max_size
+            or not self._may_downgrade(len(remaining))
         ):
             return None
+        return self._convert_to_classic(group, remaining, rebalance=True)
+
+    def _may_downgrade(self, size: int) -> bool:
+        return (
+            self.consumer.config.migration_policy.is_downgrade_enabled
+            and size <= self.config.group_max_size
+        )
+
+    def _convert_to_classic(
+        self, group: ConsumerGroup, remaining: list[ConsumerGroupMember], *, rebalance: bool
+    ) -> list[r.ConsumerGroupRecord]:
+        """convertToClassicGroup: the consumer group's tombstones and the classic group's
+        record; the classic group (Stable at the group epoch) replaces it, rebalancing
+        unless a static member replaced another with the same subscription."""
         now_ms = self.now_ms
         group_id = group.group_id
         classic = Group(group_id, _S.STABLE, now_ms)
@@ -308,6 +414,8 @@ class Migration:
             cm.assignment = classic_members.encode_partitions(
                 group, partitions, cm.metadata(classic.protocol_name)
             )
+        for member_id in group.members:
+            self.consumer.cancel_timers(group_id, member_id)
         out: list[r.ConsumerGroupRecord] = []
         for record in r.group_tombstones(group):
             self.consumer._write(out, record)
@@ -322,10 +430,11 @@ class Migration:
         self.groups[group_id] = classic
         for cm in classic.members.values():
             touch(cm, now_ms)
-        rebalance = OutcomeBuilder()
-        self.membership.prepare_rebalance(classic, now_ms, rebalance)
-        assert not rebalance.records, "nothing to write yet"
-        assert not rebalance.replies, "nothing parked yet"
+        if rebalance:
+            started = OutcomeBuilder()
+            self.membership.prepare_rebalance(classic, now_ms, started)
+            assert not started.records, "nothing to write yet"
+            assert not started.replies, "nothing parked yet"
         return records  # type: ignore[return-value]
 
     # --- classic requests ------------------------------------------------------------------
@@ -338,16 +447,29 @@ class Migration:
         group = self.consumer.groups.get(request.group_id)
         if group is None:
             return self.membership.join(ctx, request, token, now_ms)
+        version = ctx.api_version
+
+        def failed(code: ErrorCode) -> JoinGroupResponse:
+            # GroupCoordinatorService.joinGroup: the error and the member id sent.
+            response = join_group.error_response(request, code, version)
+            return dataclasses.replace(response, member_id=request.member_id)  # type: ignore[type-var]
+
         if not group.members:
+            # The consumer group goes and a classic group starts; should its tombstones not
+            # be written, the join gets the error (memory stays: see the module doc).
             tombstones = self.consumer.delete_group(request.group_id).records
+            if tombstones:
+                self.writes.attach(tombstones[-1], TombstoneWrite(None, (token, failed)))
             outcome = self.membership.join(ctx, request, token, now_ms)
             return dataclasses.replace(outcome, records=(*tombstones, *outcome.records))
+        self.begin()
+        self.save(request.group_id)
         try:
             response, records = self._join_consumer_group(ctx, request, group, now_ms)
         except KafkaError as e:
-            failed = join_group.error_response(request, e.code, ctx.api_version)
-            response = dataclasses.replace(failed, member_id=request.member_id)  # type: ignore[type-var]
-            records = []
+            self.undo_now(now_ms)
+            response, records = failed(e.code), []
+        self.seal(records, (token, failed))
         return Outcome(replies=(Reply(token, response),), records=tuple(records))
 
     def _join_consumer_group(
@@ -361,7 +483,7 @@ class Migration:
         member_id = request.member_id
         known = bool(member_id)
         if not known:
-            member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            member_id = new_member_id()
         max_size = self.consumer.config.max_size
         if len(group.members) >= max_size and (not known or member_id not in group.members):
             raise KafkaError(
@@ -380,6 +502,17 @@ class Migration:
         rebalance_timeout_ms = (
             request.session_timeout_ms if version == 0 else request.rebalance_timeout_ms
         )
+        # validateOnlineDowngradeWithReplacedMember: a static member that replaces the last
+        # member of the consumer protocol downgrades the group (decided before the
+        # replacement, whose records apply at once).
+        instance_id = request.group_instance_id
+        replaced_id = None if instance_id is None else group.static_members.get(instance_id)
+        replaced = None if replaced_id in (None, member_id) else group.members[replaced_id]
+        downgrade = (
+            replaced is not None
+            and group.all_members_use_classic_protocol_except({replaced.member_id})
+            and self._may_downgrade(len(group.members))
+        )
         member, records = classic_members.classic_join(
             self.consumer,
             group,
@@ -395,6 +528,18 @@ class Migration:
             now_ms=now_ms,
             describable=ctx.describable,
         )
+        if downgrade:
+            assert replaced is not None
+            # convertToClassicGroup with the joining member: no rebalance unless its
+            # subscription differs from the replaced member's (Kafka after 4.1; 4.1 never
+            # rebalanced here, leaving the other members on stale assignments).
+            converted = self.consumer.groups[request.group_id]
+            records += self._convert_to_classic(
+                converted,
+                list(converted.members.values()),
+                rebalance=member.subscribed_topic_names != replaced.subscribed_topic_names
+                or replaced.subscribed_topic_regex is not None,
+            )
         classic = member.classic_member_metadata
         assert classic is not None
         response = JoinGroupResponse(
@@ -460,39 +605,28 @@ class Migration:
         if group is None:
             return None
         self.now_ms = now_ms
-        if ctx.api_version >= 3:
-            identities = list(request.members)
-        else:
-            identities = [MemberIdentity(member_id=request.member_id)]
-        results = []
+        self.begin()
+        self.save(request.group_id)
         leaving: set[str] = set()
-        for identity in identities:
-            code = _E.NONE
-            if identity.group_instance_id is None:
-                if identity.member_id in group.members:
-                    leaving.add(identity.member_id)
-                else:
-                    code = _E.UNKNOWN_MEMBER_ID
-            else:
+
+        def leave_one(identity: MemberIdentity) -> ErrorCode:
+            member_id = identity.member_id
+            if identity.group_instance_id is not None:
                 static = group.static_members.get(identity.group_instance_id)
                 if static is None:
-                    code = _E.UNKNOWN_MEMBER_ID
-                elif identity.member_id and identity.member_id != static:
-                    code = _E.FENCED_INSTANCE_ID
-                else:
-                    leaving.add(static)
-            results.append(
-                MemberResponse(
-                    member_id=identity.member_id,
-                    group_instance_id=identity.group_instance_id,
-                    error_code=code,
-                )
-            )
+                    return _E.UNKNOWN_MEMBER_ID
+                if member_id and member_id != static:
+                    return _E.FENCED_INSTANCE_ID
+                member_id = static
+            elif member_id not in group.members:
+                return _E.UNKNOWN_MEMBER_ID
+            leaving.add(member_id)
+            return _E.NONE
+
+        response, _ = leave_each(ctx.api_version, request, leave_one)
         records = self.consumer.fence(group, leaving)
-        if ctx.api_version >= 3:
-            response = LeaveGroupResponse(error_code=_E.NONE, members=results)
-        else:
-            response = LeaveGroupResponse(error_code=results[0].error_code)
+        # GroupCoordinatorService.leaveGroup: a failed write is the top-level error.
+        self.seal(records, (token, lambda code: LeaveGroupResponse(error_code=code)))
         return Outcome(replies=(Reply(token, response),), records=tuple(records))
 
 
@@ -501,3 +635,8 @@ def _move_offsets(old: Group, new: Group, writes: Writes) -> None:
     new.offsets = old.offsets
     new.pending_offset_commits = old.pending_offset_commits
     writes.regroup(old, new)
+
+
+def _failed_heartbeat(code: ErrorCode) -> ConsumerGroupHeartbeatResponse:
+    """GroupCoordinatorService.consumerGroupHeartbeat's answer to a failed write."""
+    return ConsumerGroupHeartbeatResponse(error_code=code)

@@ -45,6 +45,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import offset_delete
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
+    OffsetCommitRequestPartition,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
@@ -68,6 +69,7 @@ from protocol.messages.offset_fetch import (
 )
 from protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
     TxnOffsetCommitResponse,
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
@@ -149,23 +151,13 @@ class OffsetManager:
         for topic in request.topics:
             partitions = []
             for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata is not None and _java_length(metadata) > (
-                    self.config.offset_metadata_max_bytes
-                ):
+                # v1 may name the commit time; -1 (and every later version): now.
+                at_ms = wall_ms if version != 1 or p.commit_timestamp == -1 else p.commit_timestamp
+                offset = self._offset(p, at_ms, expire_ms)
+                if offset is None:
                     code = _E.OFFSET_METADATA_TOO_LARGE
                 else:
                     code = _E.NONE
-                    offset = OffsetAndMetadata(
-                        offset=p.committed_offset,
-                        leader_epoch=p.committed_leader_epoch,
-                        metadata=metadata or "",
-                        # v1 may name the commit time; -1 (and every later version): now.
-                        commit_timestamp_ms=wall_ms
-                        if version != 1 or p.commit_timestamp == -1
-                        else p.commit_timestamp,
-                        expire_timestamp_ms=expire_ms,
-                    )
                     partition = (topic.name, p.partition_index)
                     group.pending_offset_commits[partition] += 1
                     self.writes.emit(
@@ -181,6 +173,26 @@ class OffsetManager:
             topics.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
         out.reply(token, OffsetCommitResponse(topics=topics))
         return out.outcome()
+
+    def _offset(
+        self,
+        p: OffsetCommitRequestPartition | TxnOffsetCommitRequestPartition,
+        commit_timestamp_ms: int,
+        expire_timestamp_ms: int | None,
+    ) -> OffsetAndMetadata | None:
+        """The partition's offset to commit, or None when its metadata is longer than
+        offset.metadata.max.bytes (OFFSET_METADATA_TOO_LARGE; Kafka's
+        OffsetMetadataManager.isMetadataInvalid)."""
+        metadata = p.committed_metadata
+        if metadata is not None and _java_length(metadata) > self.config.offset_metadata_max_bytes:
+            return None
+        return OffsetAndMetadata(
+            offset=p.committed_offset,
+            leader_epoch=p.committed_leader_epoch,
+            metadata=metadata or "",
+            commit_timestamp_ms=commit_timestamp_ms,
+            expire_timestamp_ms=expire_timestamp_ms,
+        )
 
     def _check_offset_commit(
         self, group: Group, generation_id: int, request: OffsetCommitRequest
@@ -363,20 +375,11 @@ class OffsetManager:
         for topic in request.topics:
             partitions = []
             for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata is not None and _java_length(metadata) > (
-                    self.config.offset_metadata_max_bytes
-                ):
+                offset = self._offset(p, wall_ms, None)
+                if offset is None:
                     code = _E.OFFSET_METADATA_TOO_LARGE
                 else:
                     code = _E.NONE
-                    offset = OffsetAndMetadata(
-                        offset=p.committed_offset,
-                        leader_epoch=p.committed_leader_epoch,
-                        metadata=metadata or "",
-                        commit_timestamp_ms=wall_ms,
-                        expire_timestamp_ms=None,
-                    )
                     self.writes.emit(
                         out,
                         offset_commit_record(group_id, topic.name, p.partition_index, offset),

@@ -15,8 +15,17 @@ from dataclasses import dataclass
 
 from coordinator.consumer.records import ConsumerGroupRecord
 from coordinator.records import CoordinatorRecord
+from protocol.errors import ErrorCode
 
-__all__ = ["AnyRecord", "GenerationStarted", "Outcome", "OutcomeBuilder", "Reply", "RequestContext"]
+__all__ = [
+    "AnyRecord",
+    "GenerationStarted",
+    "Outcome",
+    "OutcomeBuilder",
+    "Reply",
+    "RequestContext",
+    "append_error",
+]
 
 # A record of either group type; both have the interface the broker appends through.
 AnyRecord = CoordinatorRecord | ConsumerGroupRecord
@@ -84,3 +93,25 @@ class OutcomeBuilder:
             tuple(self.generations),
             tuple(self.dead_groups),
         )
+
+
+_E = ErrorCode
+# Codes of a failed append that a coordinator's client is told as another code.
+_APPEND_ERRORS = {
+    _E.UNKNOWN_TOPIC_OR_PARTITION: _E.COORDINATOR_NOT_AVAILABLE,
+    _E.NOT_ENOUGH_REPLICAS: _E.COORDINATOR_NOT_AVAILABLE,
+    _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: _E.COORDINATOR_NOT_AVAILABLE,
+    _E.REQUEST_TIMED_OUT: _E.COORDINATOR_NOT_AVAILABLE,
+    _E.NOT_LEADER_OR_FOLLOWER: _E.NOT_COORDINATOR,
+    _E.KAFKA_STORAGE_ERROR: _E.NOT_COORDINATOR,
+    _E.MESSAGE_TOO_LARGE: _E.UNKNOWN_SERVER_ERROR,
+    _E.RECORD_LIST_TOO_LARGE: _E.UNKNOWN_SERVER_ERROR,
+}
+
+
+def append_error(code: ErrorCode) -> ErrorCode:
+    """What a coordinator's client is told when the append of its records fails, the
+    same for both coordinators (Kafka's TransactionStateManager.appendTransactionToLog;
+    GroupCoordinatorService.handleOperationException adds INVALID_FETCH_SIZE, see
+    writes.group_write_error): the client may retry, or find the coordinator again."""
+    return _APPEND_ERRORS.get(code, code)

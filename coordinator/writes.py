@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from coordinator.classic.group import Group, OffsetAndMetadata, Parked, TopicPartition
-from coordinator.outcome import OutcomeBuilder
+from coordinator.outcome import AnyRecord, OutcomeBuilder, append_error
 from coordinator.records import CoordinatorRecord
 from protocol.errors import ErrorCode
 from protocol.messages.sync_group import SyncGroupRequest
@@ -26,6 +26,7 @@ __all__ = [
     "StaticMemberWrite",
     "TombstoneWrite",
     "TxnCommitWrite",
+    "UndoWrite",
     "Writes",
     "group_write_error",
 ]
@@ -89,7 +90,22 @@ class TxnCommitWrite:
     token: int
 
 
-Effect = CommitWrite | AssignmentWrite | StaticMemberWrite | TombstoneWrite | TxnCommitWrite
+@dataclass(frozen=True, slots=True)
+class UndoWrite:
+    """Changes made in memory before their records are written (a consumer group applies
+    its records as it builds them, and a conversion swaps group objects): undone should
+    the records not be written, as Kafka's runtime reverts its state to the last written
+    offset."""
+
+    undo: Callable[[int], None]  # given now_ms
+    # The reply that depends on the records, and that reply should they not be written,
+    # given the error (None: a timer, which nobody waits for).
+    reply: tuple[int, Callable[[ErrorCode], object]] | None
+
+
+Effect = (
+    CommitWrite | AssignmentWrite | StaticMemberWrite | TombstoneWrite | TxnCommitWrite | UndoWrite
+)
 
 
 _E = ErrorCode
@@ -102,7 +118,7 @@ class Writes:
 
     def __init__(self) -> None:
         # id(record) -> (record, what to do once it is durable or failed).
-        self._effects: dict[int, tuple[CoordinatorRecord, Effect]] = {}
+        self._effects: dict[int, tuple[AnyRecord, Effect]] = {}
 
     def emit(
         self, out: OutcomeBuilder, record: CoordinatorRecord, effect: Effect | None = None
@@ -119,6 +135,11 @@ class Writes:
             self.emit(out, record)
         if records:
             self.emit(out, records[-1], effect)
+
+    def attach(self, record: AnyRecord, effect: Effect) -> None:
+        """Give a record already in an outcome an effect (it has none yet)."""
+        assert id(record) not in self._effects, "one effect per record"
+        self._effects[id(record)] = (record, effect)
 
     def take(self, record: object) -> Effect | None:
         """The record's effect, now that its append has answered (None if it has none)."""
@@ -148,20 +169,8 @@ class Writes:
 
 
 def group_write_error(code: ErrorCode) -> ErrorCode:
-    """A failed __consumer_offsets write, as Kafka reports it to group requests."""
-    if code in (
-        _E.UNKNOWN_TOPIC_OR_PARTITION,
-        _E.NOT_ENOUGH_REPLICAS,
-        _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        _E.REQUEST_TIMED_OUT,
-    ):
-        return _E.COORDINATOR_NOT_AVAILABLE
-    if code in (_E.NOT_LEADER_OR_FOLLOWER, _E.KAFKA_STORAGE_ERROR):
-        return _E.NOT_COORDINATOR
-    if code in (
-        _E.MESSAGE_TOO_LARGE,
-        _E.RECORD_LIST_TOO_LARGE,
-        _E.INVALID_FETCH_SIZE,
-    ):
+    """A failed __consumer_offsets write, as Kafka reports it to group requests
+    (GroupCoordinatorService.handleOperationException)."""
+    if code is _E.INVALID_FETCH_SIZE:
         return _E.UNKNOWN_SERVER_ERROR
-    return code
+    return append_error(code)

@@ -13,6 +13,7 @@ deadline); the coordinator reads them in `next_deadline_ms` and acts on them in 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -20,6 +21,12 @@ from coordinator.classic.state import TRANSITIONS, GroupState
 from protocol.consumer_protocol import decode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponseMember
+from protocol.messages.leave_group import (
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberIdentity,
+    MemberResponse,
+)
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.primitives import DecodeError
 
@@ -30,6 +37,7 @@ __all__ = [
     "OffsetAndMetadata",
     "Parked",
     "check_generation",
+    "leave_each",
     "member_error",
     "touch",
 ]
@@ -331,3 +339,27 @@ def check_generation(group: Group, generation_id: int) -> None:
             ErrorCode.ILLEGAL_GENERATION,
             f"group {group.group_id!r}: generation {generation_id} != {group.generation_id}",
         )
+
+
+def leave_each(
+    version: int, request: LeaveGroupRequest, leave_one: Callable[[MemberIdentity], ErrorCode]
+) -> tuple[LeaveGroupResponse, list[ErrorCode]]:
+    """LeaveGroup's members (v3+: a batch; v0-2: the one member id), each handed to
+    `leave_one` for its code, in order; the answer (v3+: per member; v0-2: the member's
+    code at the top level) and the codes."""
+    if version >= 3:
+        identities = list(request.members)
+    else:
+        identities = [MemberIdentity(member_id=request.member_id)]
+    codes = [leave_one(identity) for identity in identities]
+    if version < 3:
+        return LeaveGroupResponse(error_code=codes[0]), codes
+    results = [
+        MemberResponse(
+            member_id=identity.member_id,
+            group_instance_id=identity.group_instance_id,
+            error_code=code,
+        )
+        for identity, code in zip(identities, codes, strict=True)
+    ]
+    return LeaveGroupResponse(error_code=ErrorCode.NONE, members=results), codes

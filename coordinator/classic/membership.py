@@ -15,7 +15,15 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-from coordinator.classic.group import Group, Member, Parked, check_generation, member_error, touch
+from coordinator.classic.group import (
+    Group,
+    Member,
+    Parked,
+    check_generation,
+    leave_each,
+    member_error,
+    touch,
+)
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
@@ -32,9 +40,7 @@ from protocol.messages.join_group import (
 )
 from protocol.messages.leave_group import (
     LeaveGroupRequest,
-    LeaveGroupResponse,
     MemberIdentity,
-    MemberResponse,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
@@ -542,26 +548,12 @@ class ClassicMembership:
 
         v0-2 name one member and carry its error at the top level; v3+ answer per member.
         """
-        version = ctx.api_version
-        if version >= 3:
-            identities = list(request.members)
-        else:
-            identities = [MemberIdentity(member_id=request.member_id)]
         out = OutcomeBuilder()
         group = self.live_group(request.group_id)
-        results = []
-        members_left = False
-        for identity in identities:
-            code = self._leave_one(group, identity, out)
-            members_left |= code is _E.NONE
-            results.append(
-                MemberResponse(
-                    member_id=identity.member_id,
-                    group_instance_id=identity.group_instance_id,
-                    error_code=code,
-                )
-            )
-        if members_left:
+        response, codes = leave_each(
+            ctx.api_version, request, lambda identity: self._leave_one(group, identity, out)
+        )
+        if _E.NONE in codes:
             # Kafka 4.x (classicGroupLeaveToClassicGroup): a pending member id that leaves
             # counts as a member that left, so a Stable group rebalances (3.x only ended a
             # join phase the id held open); a rebalancing group ends its join phase if
@@ -570,10 +562,6 @@ class ClassicMembership:
                 self.prepare_rebalance(group, now_ms, out)
             else:
                 self.maybe_complete_join(group, now_ms, out)
-        if version >= 3:
-            response = LeaveGroupResponse(error_code=_E.NONE, members=results)
-        else:
-            response = LeaveGroupResponse(error_code=results[0].error_code)
         out.reply(token, response)
         return out.outcome()
 

@@ -8,11 +8,8 @@ time comes in as `now_ms`, topic metadata as an argument.
 """
 
 from coordinator.consumer.assignors import ASSIGNORS, range_assign, uniform_assign
-from coordinator.consumer.coordinator import (
-    ConsumerGroupConfig,
-    ConsumerGroupCoordinator,
-    CoordinatorResult,
-)
+from coordinator.consumer.config import ConsumerGroupConfig
+from coordinator.consumer.coordinator import ConsumerGroupCoordinator, CoordinatorResult
 from coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupState,

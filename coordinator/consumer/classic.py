@@ -35,7 +35,6 @@ from coordinator.consumer.member import (
     ClassicMemberMetadata,
     ConsumerGroupMember,
     MemberState,
-    reconcile,
 )
 from protocol.consumer_protocol import (
     ConsumerProtocolAssignment,
@@ -182,19 +181,7 @@ def classic_join(
                     f"member {existing_id}.",
                 )
             # A restarted static instance takes the old member's place and assignment.
-            old = group.members[existing_id]
-            old_target = group.target_assignment.get(existing_id, {})
-            for record in (
-                r.current_assignment_tombstone(group_id, existing_id),
-                r.target_assignment_tombstone(group_id, existing_id),
-                r.member_subscription_tombstone(group_id, existing_id),
-            ):
-                c._write(out, record)
-            c.cancel_timers(group_id, existing_id)
-            member = old.replace(member_id=member_id)
-            c._write(out, r.member_subscription_record(group_id, member))
-            c._write(out, r.target_assignment_record(group_id, member_id, old_target))
-            c._write(out, r.current_assignment_record(group_id, member))
+            member = c.replace_static_member(group, group.members[existing_id], member_id, out)
     is_new = member is None
     if member is None:
         member = ConsumerGroupMember(member_id=member_id)
@@ -215,30 +202,13 @@ def classic_join(
     )
     if is_new or updated != member:
         c._write(out, r.member_subscription_record(group_id, updated))
-    bump |= c._refresh_regexes(group, topics_metadata, -1, out, describable)
-    bump |= c._refresh_subscription_metadata(group, topics_metadata, out)
-    if bump:
-        c._write(out, r.group_epoch_record(group_id, group.group_epoch + 1))
-    if group.group_epoch > group.assignment_epoch:
-        c._assign(group, out)
-
-    current = group.members[member_id]
+    c.update_target(group, bump, topics_metadata, -1, out, describable)
     owned = [
         (topics_metadata[t.topic].topic_id, list(t.partitions))
         for t in subscription.owned_partitions
         if t.topic in topics_metadata
     ]
-    reconciled = reconcile(
-        current,
-        target_epoch=group.assignment_epoch,
-        target=group.target_assignment.get(member_id, {}),
-        subscribed_topic_ids=c._topic_ids(group, current, topics_metadata),
-        owned=owned,
-        partition_epoch=group.partition_epoch,
-    )
-    if reconciled != current:
-        c._write(out, r.current_assignment_record(group_id, reconciled))
-    c._schedule(group_id, reconciled, current, now_ms)
+    reconciled = c.reconcile_member(group, member_id, topics_metadata, owned, now_ms, out)
     key = (group_id, member_id)
     c.join_deadlines.pop(key, None)
     c.sync_deadlines[key] = now_ms + max(updated.rebalance_timeout_ms, 0)

@@ -25,7 +25,8 @@ heartbeat, in order:
 
 No error is raised after the first record is built: validation comes first, so a failed
 heartbeat changes nothing. Every change is made by replaying the records it writes
-(records.py), as Kafka's runtime does.
+(records.py), as Kafka's runtime does; should they not be written, `restore` puts back the
+group and its timers as `save` kept them (Kafka reverts to the last written offset).
 
 Kafka resolves regexes asynchronously and may batch target assignments
 (group.consumer.min.assignment.interval.ms); we resolve and assign within the heartbeat,
@@ -34,7 +35,6 @@ which a single-broker dev server can afford, so a member sees its assignment soo
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -44,10 +44,15 @@ import re2  # type: ignore[import-untyped]
 
 from coordinator.consumer import records as r
 from coordinator.consumer.assignors import ASSIGNORS
+from coordinator.consumer.config import ConsumerGroupConfig
 from coordinator.consumer.describe import describe_groups
 from coordinator.consumer.group import ConsumerGroup, ResolvedRegularExpression, TopicImage
-from coordinator.consumer.member import ConsumerGroupMember, MemberState, reconcile
-from coordinator.consumer.policy import ConsumerGroupMigrationPolicy
+from coordinator.consumer.member import (
+    ConsumerGroupMember,
+    MemberState,
+    new_member_id,
+    reconcile,
+)
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import consumer_group_describe as describe_msg
 from protocol.messages.consumer_group_heartbeat import (
@@ -63,36 +68,6 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 # Topics a regex never matches (Kafka's Topic.isInternal).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
-    heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
-    max_size: int = 2**31 - 1  # group.consumer.max.size
-    assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors; first: default
-    # group.consumer.migration.policy
-    migration_policy: ConsumerGroupMigrationPolicy = ConsumerGroupMigrationPolicy.BIDIRECTIONAL
-
-    def __post_init__(self) -> None:
-        unknown = [name for name in self.assignors if name not in ASSIGNORS]
-        if not self.assignors or unknown:
-            raise ValueError(
-                f"group.consumer.assignors: {list(self.assignors)} must name one or more of "
-                f"{sorted(ASSIGNORS)}"
-            )
-        for setting, value in (
-            ("group.consumer.session.timeout.ms", self.session_timeout_ms),
-            ("group.consumer.heartbeat.interval.ms", self.heartbeat_interval_ms),
-            ("group.consumer.max.size", self.max_size),
-        ):
-            if value < 1:
-                raise ValueError(f"{setting} must be at least 1, not {value}")
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ValueError(
-                f"group.consumer.heartbeat.interval.ms ({self.heartbeat_interval_ms}) must be "
-                f"less than group.consumer.session.timeout.ms ({self.session_timeout_ms})"
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +114,9 @@ class ConsumerGroupCoordinator:
         self.downgrade: (
             Callable[[ConsumerGroup, set[str]], list[r.ConsumerGroupRecord] | None] | None
         ) = None
+        # Set by the facade: called with a group id before fencing changes that group, so
+        # that the change can be undone should its records not be written.
+        self.saving: Callable[[str], None] | None = None
 
     # --- records -----------------------------------------------------------------------
 
@@ -216,19 +194,16 @@ class ConsumerGroupCoordinator:
             group = ConsumerGroup(group_id)
         member_id = request.member_id
         if not member_id:  # v0 join: the coordinator names the member
-            member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            member_id = new_member_id()
 
         member, replaced, is_new = self._find_member(group, request, member_id)
         out: list[r.ConsumerGroupRecord] = []
-        if replaced is not None or (is_new and member_id in group.members):
-            # A static member takes the place of the instance that left with epoch -2, or
-            # a dynamic member rejoins with epoch 0 and starts over.
-            old = replaced or group.members[member_id]
-            old_target = group.target_assignment.get(old.member_id, {})
-            for record in self._member_tombstones(group_id, old.member_id):
+        if replaced is not None:  # it takes the place of the instance that left with -2
+            member = self.replace_static_member(group, replaced, member_id, out)
+        elif is_new and member_id in group.members:  # a dynamic member starts over
+            for record in self._member_tombstones(group_id, member_id):
                 self._write(out, record)
-            self._session_deadlines.pop((group_id, old.member_id), None)
-            self._rebalance_deadlines.pop((group_id, old.member_id), None)
+            self.cancel_timers(group_id, member_id)
         group = self.groups.get(group_id, group)
 
         updated = member.replace(
@@ -267,37 +242,14 @@ class ConsumerGroupCoordinator:
             bump = True
         if updated != member or is_new:
             self._write(out, r.member_subscription_record(group_id, updated))
-        if replaced is not None:
-            self._write(
-                out,
-                r.target_assignment_record(group_id, member_id, old_target),
-            )
-            self._write(out, r.current_assignment_record(group_id, updated))
         group = self.groups[group_id]
-        bump |= self._refresh_regexes(group, topics_metadata, wall_ms, out, describable)
-        bump |= self._refresh_subscription_metadata(group, topics_metadata, out)
-        if bump:
-            self._write(out, r.group_epoch_record(group_id, group.group_epoch + 1))
-        if group.group_epoch > group.assignment_epoch:
-            self._assign(group, out)
-
-        current = group.members[member_id]
+        self.update_target(group, bump, topics_metadata, wall_ms, out, describable)
         owned = (
             None
             if request.topic_partitions is None
             else [(t.topic_id, t.partitions) for t in request.topic_partitions]
         )
-        reconciled = reconcile(
-            current,
-            target_epoch=group.assignment_epoch,
-            target=group.target_assignment.get(member_id, {}),
-            subscribed_topic_ids=self._topic_ids(group, current, topics_metadata),
-            owned=owned,
-            partition_epoch=group.partition_epoch,
-        )
-        if reconciled != current:
-            self._write(out, r.current_assignment_record(group_id, reconciled))
-        self._schedule(group_id, reconciled, current, now_ms)
+        reconciled = self.reconcile_member(group, member_id, topics_metadata, owned, now_ms, out)
 
         # The assignment goes out on a full request (a join, or a client that lost track and
         # resends everything) or when the member's partitions changed.
@@ -321,6 +273,70 @@ class ConsumerGroupCoordinator:
             assignment=assignment,
         )
         return CoordinatorResult(response, tuple(out))
+
+    def replace_static_member(
+        self,
+        group: ConsumerGroup,
+        old: ConsumerGroupMember,
+        member_id: str,
+        out: list[r.ConsumerGroupRecord],
+    ) -> ConsumerGroupMember:
+        """Kafka's replaceStaticMember: the old instance's records go, the new member id
+        takes its subscription and its target and current assignments; returns it."""
+        group_id = group.group_id
+        target = group.target_assignment.get(old.member_id, {})
+        for record in self._member_tombstones(group_id, old.member_id):
+            self._write(out, record)
+        self.cancel_timers(group_id, old.member_id)
+        new = old.replace(member_id=member_id)
+        self._write(out, r.member_subscription_record(group_id, new))
+        self._write(out, r.target_assignment_record(group_id, member_id, target))
+        self._write(out, r.current_assignment_record(group_id, new))
+        return new
+
+    def update_target(
+        self,
+        group: ConsumerGroup,
+        bump: bool,
+        topics_metadata: Mapping[str, TopicImage],
+        wall_ms: int,
+        out: list[r.ConsumerGroupRecord],
+        describable: Callable[[str], bool] | None = None,
+    ) -> None:
+        """After a member's update: resolve regexes (to the topics `describable` allows)
+        and refresh the subscribed topics' metadata, bump the group epoch when they (or
+        `bump`) say so, and compute a new target assignment when the group epoch is past it."""
+        bump |= self._refresh_regexes(group, topics_metadata, wall_ms, out, describable)
+        bump |= self._refresh_subscription_metadata(group, topics_metadata, out)
+        if bump:
+            self._write(out, r.group_epoch_record(group.group_id, group.group_epoch + 1))
+        if group.group_epoch > group.assignment_epoch:
+            self._assign(group, out)
+
+    def reconcile_member(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        topics_metadata: Mapping[str, TopicImage],
+        owned: list[tuple[uuid.UUID, list[int]]] | None,
+        now_ms: int,
+        out: list[r.ConsumerGroupRecord],
+    ) -> ConsumerGroupMember:
+        """Move the member towards its target (member.py), `owned` being what it reports
+        (None: unknown); its session restarts and its revocation deadline is set."""
+        current = group.members[member_id]
+        reconciled = reconcile(
+            current,
+            target_epoch=group.assignment_epoch,
+            target=group.target_assignment.get(member_id, {}),
+            subscribed_topic_ids=self._topic_ids(group, current, topics_metadata),
+            owned=owned,
+            partition_epoch=group.partition_epoch,
+        )
+        if reconciled != current:
+            self._write(out, r.current_assignment_record(group.group_id, reconciled))
+        self._schedule(group.group_id, reconciled, current, now_ms)
+        return reconciled
 
     def _validate(self, request: ConsumerGroupHeartbeatRequest, version: int) -> None:
         """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
@@ -603,6 +619,8 @@ class ConsumerGroupCoordinator:
         when only classic members remain (Kafka's consumerGroupFenceMembers)."""
         if not member_ids:
             return []
+        if self.saving is not None:
+            self.saving(group.group_id)
         for member_id in member_ids:
             self.cancel_timers(group.group_id, member_id)
         everyone = list(group.members)

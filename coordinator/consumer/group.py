@@ -83,6 +83,21 @@ class ConsumerGroup:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
+    def copy(self) -> ConsumerGroup:
+        """A copy to put back should the records of a change not be written (Kafka reverts
+        its timeline). Members and assignments are immutable: copying the maps is enough."""
+        return ConsumerGroup(
+            self.group_id,
+            self.group_epoch,
+            dict(self.subscription_metadata),
+            self.assignment_epoch,
+            dict(self.members),
+            dict(self.target_assignment),
+            dict(self.resolved_regular_expressions),
+            dict(self.partition_epochs),
+            dict(self.static_members),
+        )
+
     def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         """The epoch of the member holding the partition, or -1 (currentPartitionEpoch)."""
         return self.partition_epochs.get((topic_id, partition), -1)

@@ -41,6 +41,7 @@ state from the record).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -56,6 +57,7 @@ __all__ = [
     "ClassicMemberMetadata",
     "ConsumerGroupMember",
     "MemberState",
+    "new_member_id",
     "reconcile",
     "transition_to",
 ]
@@ -152,6 +154,12 @@ class ConsumerGroupMember:
             for topic_id, partitions in a.items()
             for p in partitions
         }
+
+
+def new_member_id() -> str:
+    """A member id the coordinator makes (Kafka's Uuid.randomUuid().toString(): base64url
+    of 16 random bytes, unpadded)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 def transition_to(

@@ -36,7 +36,6 @@ _S = TransactionState
 _E = ErrorCode
 
 __all__ = [
-    "append_error",
     "describe_transactions",
     "fail_end_txn",
     "fail_v3_add",
@@ -48,23 +47,6 @@ __all__ = [
     "verify",
     "with_error",
 ]
-
-
-def append_error(code: ErrorCode) -> ErrorCode:
-    """What a client is told when a __transaction_state write fails (Kafka's
-    TransactionStateManager.appendTransactionToLog)."""
-    if code in (
-        _E.UNKNOWN_TOPIC_OR_PARTITION,
-        _E.NOT_ENOUGH_REPLICAS,
-        _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        _E.REQUEST_TIMED_OUT,
-    ):
-        return _E.COORDINATOR_NOT_AVAILABLE
-    if code in (_E.NOT_LEADER_OR_FOLLOWER, _E.KAFKA_STORAGE_ERROR):
-        return _E.NOT_COORDINATOR
-    if code in (_E.MESSAGE_TOO_LARGE, _E.RECORD_LIST_TOO_LARGE):
-        return _E.UNKNOWN_SERVER_ERROR
-    return code
 
 
 def fenced_code(version: int, first_fenced_version: int) -> ErrorCode:

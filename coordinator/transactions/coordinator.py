@@ -42,9 +42,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from coordinator.outcome import Reply
+from coordinator.outcome import Reply, append_error
 from coordinator.transactions.answers import (
-    append_error,
     describe_transactions,
     fail_end_txn,
     fail_v3_add,
@@ -252,17 +251,7 @@ class TransactionCoordinator:
         if transit.state is _S.PREPARE_EPOCH_FENCE:
             # Abort the open transaction with the bumped epoch and let the producer retry:
             # by then the epoch is bumped once more, past the one the fence used.
-            abort, is_fence = end_transaction(
-                metadata,
-                transit.producer_id,
-                transit.producer_epoch,
-                commit=False,
-                from_client=False,
-                client_transaction_version=self.config.transaction_version,
-                now_ms=now_ms,
-                allocate_producer_id=self._allocate_producer_id,
-            )
-            assert abort is not None, "an Ongoing transaction always has something to abort"
+            abort, is_fence = self._abort(metadata, transit, now_ms)
             response = InitProducerIdResponse(
                 error_code=_E.CONCURRENT_TRANSACTIONS, producer_id=-1, producer_epoch=-1
             )
@@ -611,7 +600,16 @@ class TransactionCoordinator:
         return out.outcome()
 
     def _abort_timed_out(self, metadata: TransactionMetadata, now_ms: int, out: _Out) -> None:
-        fence = metadata.prepare_fence_producer_epoch()
+        transit, is_fence = self._abort(metadata, metadata.prepare_fence_producer_epoch(), now_ms)
+        self._emit(out, _Effect(metadata, transit, _After.SEND_MARKERS, is_epoch_fence=is_fence))
+
+    def _abort(
+        self, metadata: TransactionMetadata, fence: TxnTransit, now_ms: int
+    ) -> tuple[TxnTransit, bool]:
+        """The coordinator aborts the open transaction with the fenced epoch (Kafka's
+        TransactionCoordinator.endTransaction with isFromClient = false, from
+        handleInitProducerId's epoch fence and abortTimedOutTransactions): the abort's
+        transition, and whether it is an epoch fence."""
         transit, is_fence = end_transaction(
             metadata,
             fence.producer_id,
@@ -623,7 +621,7 @@ class TransactionCoordinator:
             allocate_producer_id=self._allocate_producer_id,
         )
         assert transit is not None, "an Ongoing transaction always has something to abort"
-        self._emit(out, _Effect(metadata, transit, _After.SEND_MARKERS, is_epoch_fence=is_fence))
+        return transit, is_fence
 
     # --- replay ----------------------------------------------------------------------------
 

@@ -229,6 +229,21 @@ def test_every_migration_policy_is_accepted(policy: str) -> None:
     assert config.migration_policy is ConsumerGroupMigrationPolicy(policy)
 
 
+@pytest.mark.parametrize("given", ["BIDIRECTIONAL", "Upgrade", " downgrade ", "DISABLED"])
+def test_the_migration_policy_is_matched_case_insensitively(given: str) -> None:
+    """GroupCoordinatorConfig validates it with CaseInsensitiveValidString and
+    ConsumerGroupMigrationPolicy.parse lower-cases it (strings are trimmed by ConfigDef)."""
+    config = consumer_group_config(
+        load_config(overrides={"group.consumer.migration.policy": given})
+    )
+    assert config.migration_policy is ConsumerGroupMigrationPolicy(given.strip().lower())
+
+
+def test_an_unknown_migration_policy_in_any_case_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"group\.consumer\.migration\.policy: 'SIDEWAYS'"):
+        load_config(overrides={"group.consumer.migration.policy": "SIDEWAYS"})
+
+
 async def test_a_consumer_member_cannot_join_a_classic_group_with_members(tmp_path: Path) -> None:
     """Kafka's answer with group.consumer.migration.policy=disabled."""
     from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol

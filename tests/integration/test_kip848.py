@@ -52,7 +52,7 @@ OVERRIDES = {
 }
 
 
-def _member(bootstrap: str, group: str, topic: str) -> CkConsumer:
+def _member(bootstrap: str, group: str, topic: str, **conf: Any) -> CkConsumer:
     c = CkConsumer(
         confluent_conf(
             bootstrap,
@@ -63,6 +63,7 @@ def _member(bootstrap: str, group: str, topic: str) -> CkConsumer:
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
                 "fetch.wait.max.ms": 100,
+                **conf,
             },
         )
     )
@@ -372,11 +373,11 @@ class _Classic(_Member):
 
 
 class _Modern(_Member):
-    """A confluent-kafka member (group.protocol=consumer)."""
+    """A confluent-kafka member (group.protocol=consumer, or what `conf` says)."""
 
-    def __init__(self, name: str, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, name: str, bootstrap: str, group: str, topic: str, **conf: Any) -> None:
         self.name = name
-        self.consumer = _member(bootstrap, group, topic)
+        self.consumer = _member(bootstrap, group, topic, **conf)
         self.assigned: set[int] = set()
 
     def assignment(self) -> set[int]:
@@ -433,6 +434,43 @@ def _group_type(admin: AdminClient, group: str) -> Any:
     return {g.group_id: g.type for g in listed.valid}.get(group)
 
 
+def _add(
+    stream: _Stream,
+    members: list[_Member],
+    new: _Member,
+    running: list[_Member],
+    who: str,
+    until: Any = lambda: True,
+) -> list[_Member]:
+    """Start `new` (added to `running`) and produce until it has its share of the
+    partitions and consumed some, and `until()`; returns the members with it."""
+    new.start(stream)
+    running.append(new)
+    members = [*members, new]
+    _produce_until(
+        stream,
+        members,
+        lambda: _covered(members) and stream.count(new.name) > 0 and until(),
+        f"{who} to take its share and consume",
+    )
+    return members
+
+
+def _two_classic_members(
+    bootstrap: str, admin: AdminClient, group: str, topic: str, running: list[_Member]
+) -> tuple[_Stream, list[_Member]]:
+    """The topic, a stream to it, and two kafka-python members (added to `running`)
+    covering its partitions."""
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
+    stream = _Stream(bootstrap, topic)
+    classic: list[_Member] = [_Classic(f"classic-{i}", bootstrap, group, topic) for i in range(2)]
+    for m in classic:
+        m.start(stream)
+        running.append(m)
+    _produce_until(stream, classic, lambda: _covered(classic), "two classic members")
+    return stream, classic
+
+
 @deadline(180)
 def test_a_classic_group_upgrades_online_and_downgrades_back(fresh_broker):
     """Two kafka-python members consume a steady stream from a 6-partition topic; a
@@ -444,28 +482,14 @@ def test_a_classic_group_upgrades_online_and_downgrades_back(fresh_broker):
     bootstrap = b.bootstrap_servers
     topic, group = unique("kip848-migration"), f"kip848-migration-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
-    stream = _Stream(bootstrap, topic)
-    classic: list[_Member] = [_Classic(f"classic-{i}", bootstrap, group, topic) for i in range(2)]
     running: list[_Member] = []
     try:
-        for m in classic:
-            m.start(stream)
-            running.append(m)
-        _produce_until(stream, classic, lambda: _covered(classic), "two classic members")
+        stream, classic = _two_classic_members(bootstrap, admin, group, topic, running)
         assert _group_type(admin, group) == ConsumerGroupType.CLASSIC
 
         # Upgrade: the consumer-protocol member joins the classic group.
         modern = _Modern("consumer-0", bootstrap, group, topic)
-        modern.start(stream)
-        running.append(modern)
-        members = [*classic, modern]
-        _produce_until(
-            stream,
-            members,
-            lambda: _covered(members) and stream.count(modern.name) > 0,
-            "the consumer-protocol member to take its share and consume",
-        )
+        _add(stream, classic, modern, running, "the consumer-protocol member")
         d = _describe(admin, group, 3)
         assert d.type == ConsumerGroupType.CONSUMER
         assert _group_type(admin, group) == ConsumerGroupType.CONSUMER
@@ -498,6 +522,48 @@ def test_a_classic_group_upgrades_online_and_downgrades_back(fresh_broker):
             stream, classic, lambda: not stream.missing(), "every record after the restart", False
         )
         assert _group_type(admin, group) == ConsumerGroupType.CLASSIC
+        assert stream.errors == []
+        assert set(stream.consumed) == stream.sent
+    finally:
+        for m in running:
+            m.stop()
+
+
+@deadline(180)
+def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades(fresh_broker):
+    """Two kafka-python members and a static confluent-kafka `group.protocol=consumer`
+    member (group.instance.id) share a stream in an upgraded group. The static member
+    stops (a static leave: its place is kept); a confluent-kafka classic member with the
+    same group.instance.id takes it, which turns the group classic again
+    (validateOnlineDowngradeWithReplacedMember). Every record is consumed exactly once."""
+    b = fresh_broker(**OVERRIDES)
+    bootstrap = b.bootstrap_servers
+    topic, group = unique("kip848-static"), f"kip848-static-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(confluent_conf(bootstrap, CLIENT_ID))
+    running: list[_Member] = []
+    try:
+        stream, classic = _two_classic_members(bootstrap, admin, group, topic, running)
+        modern = _Modern("static-consumer", bootstrap, group, topic, **{"group.instance.id": "i0"})
+        _add(stream, classic, modern, running, "the static consumer-protocol member")
+        running.remove(modern)
+        modern.stop()
+        assert _group_type(admin, group) == ConsumerGroupType.CONSUMER, "its place is kept"
+
+        replacement = _Modern(
+            "static-classic", bootstrap, group, topic,
+            **{"group.protocol": "classic", "group.instance.id": "i0",
+               "session.timeout.ms": 10_000, "partition.assignment.strategy": "range"},
+        )  # fmt: skip
+        members = _add(
+            stream,
+            classic,
+            replacement,
+            running,
+            "the classic replacement, in a classic group",
+            lambda: _group_type(admin, group) == ConsumerGroupType.CLASSIC,
+        )
+        stream.flush()
+        _produce_until(stream, members, lambda: not stream.missing(), "every record", False)
         assert stream.errors == []
         assert set(stream.consumed) == stream.sent
     finally:

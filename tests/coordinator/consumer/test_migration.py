@@ -69,12 +69,12 @@ def coordinator(policy: P = P.BIDIRECTIONAL, **config: Any) -> GroupCoordinator:
     return c
 
 
-def subscription(owned: list[int] | None = None) -> bytes:
+def subscription(owned: list[int] | None = None, topics: tuple[str, ...] = ("t",)) -> bytes:
     """v0 (eager: nothing owned) or, with `owned`, v1 reporting owned partitions of "t"."""
     if owned is None:
-        return encode_subscription(ConsumerProtocolSubscription(topics=["t"]), 0)
+        return encode_subscription(ConsumerProtocolSubscription(topics=list(topics)), 0)
     sub = ConsumerProtocolSubscription(
-        topics=["t"], owned_partitions=[TopicPartition(topic="t", partitions=owned)]
+        topics=list(topics), owned_partitions=[TopicPartition(topic="t", partitions=owned)]
     )
     return encode_subscription(sub, 1)
 
@@ -97,6 +97,8 @@ def join(
     protocol: str = "range",
     protocol_type: str = "consumer",
     version: int = 9,
+    instance_id: str | None = None,
+    topics: tuple[str, ...] = ("t",),
 ) -> tuple[int, Outcome]:
     token = next_token()
     request = JoinGroupRequest(
@@ -104,8 +106,9 @@ def join(
         session_timeout_ms=SESSION_MS,
         rebalance_timeout_ms=REBALANCE_MS,
         member_id=member_id,
+        group_instance_id=instance_id,
         protocol_type=protocol_type,
-        protocols=[JoinGroupRequestProtocol(name=protocol, metadata=subscription(owned))],
+        protocols=[JoinGroupRequestProtocol(name=protocol, metadata=subscription(owned, topics))],
     )
     return token, c.join(ctx(version), request, token, now_ms)
 
@@ -131,12 +134,19 @@ def classic_group(c: GroupCoordinator, split: list[list[int]]) -> list[str]:
 
 
 def cg_heartbeat(
-    c: GroupCoordinator, now_ms: int, member_id: str, epoch: int = 0, owned: list[int] | None = None
+    c: GroupCoordinator,
+    now_ms: int,
+    member_id: str,
+    epoch: int = 0,
+    owned: list[int] | None = None,
+    *,
+    instance_id: str | None = None,
 ) -> tuple[Any, Outcome]:
     joining = epoch == 0
     request = ConsumerGroupHeartbeatRequest(
         group_id=GROUP,
         member_id=member_id,
+        instance_id=instance_id,
         member_epoch=epoch,
         rebalance_timeout_ms=REBALANCE_MS if joining else -1,
         subscribed_topic_names=["t"] if joining else None,
@@ -449,6 +459,87 @@ def test_the_downgraded_group_rebalances_and_keeps_its_offsets() -> None:
     assert [a.generation_id for a in answers] == [generation + 1] * 2
     assert str(c.group(GROUP).state) == "CompletingRebalance"
     assert fetch(c, {"t": [0]})[("t", 0)][0] == 7
+
+
+def settled_with_static_consumer_member() -> tuple[GroupCoordinator, list[str]]:
+    """An upgraded group whose classic members rejoined (eager) and whose one
+    consumer-protocol member, "c0" with instance id "i0", owns what they released."""
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
+    cg_heartbeat(c, 100, "c0", instance_id="i0")
+    for m in ids:
+        join(c, 200, m)
+    epoch = c.consumer.groups[GROUP].group_epoch
+    for m in ids:
+        sync(c, 210, m, epoch)
+    response, _ = cg_heartbeat(c, 220, "c0", epoch, owned=[], instance_id="i0")
+    assert response.assignment.topic_partitions, "c0 got its share"
+    return c, ids
+
+
+def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades() -> None:
+    """validateOnlineDowngradeWithReplacedMember: the classic instance takes "c0"'s place
+    with the same subscription; the group becomes a Stable classic group at the group
+    epoch, the new member holding what "c0" owned, without a rebalance."""
+    c, ids = settled_with_static_consumer_member()
+    group_epoch = c.consumer.groups[GROUP].group_epoch
+    owned = owned_partitions(c)["c0"]
+    token, outcome = join(c, 300, instance_id="i0")
+    response = reply(outcome, token)
+    assert response.error_code == ErrorCode.NONE
+    assert c.group_type(GROUP) == "classic"
+    group = c.group(GROUP)
+    assert str(group.state) == "Stable"
+    assert group.generation_id == group_epoch
+    new_id = response.member_id
+    assert set(group.members) == {*ids, new_id}
+    assert group.members[new_id].group_instance_id == "i0"
+    assert set(partitions_of(group.members[new_id].assignment)) == owned
+    assert response.generation_id == group_epoch
+    last = outcome.records[-1]
+    assert isinstance(last.key, GroupMetadataKey)
+    assert last.value is not None
+    # The new member syncs in the classic group and gets "c0"'s partitions.
+    sync_token, synced = sync(c, 310, new_id, group_epoch, instance_id="i0")
+    assert set(partitions_of(reply(synced, sync_token).assignment)) == owned
+    assert heartbeat(c, 320, ids[0], group_epoch).error_code == ErrorCode.NONE
+    # Nothing of the consumer group's timers is left to fence anyone.
+    assert GROUP not in c.consumer.groups
+    assert c.consumer.next_deadline_ms() is None
+
+
+def test_a_static_replacement_with_another_subscription_downgrades_and_rebalances() -> None:
+    c, _ids = settled_with_static_consumer_member()
+    token, outcome = join(c, 300, instance_id="i0", topics=("t", "u"))
+    assert reply(outcome, token).error_code == ErrorCode.NONE
+    assert c.group_type(GROUP) == "classic"
+    assert str(c.group(GROUP).state) == "PreparingRebalance"
+
+
+def test_no_downgrade_by_a_static_replacement_while_consumer_members_remain() -> None:
+    c, _ids = settled_with_static_consumer_member()
+    cg_heartbeat(c, 250, "c1")
+    token, outcome = join(c, 300, instance_id="i0")
+    assert reply(outcome, token).error_code == ErrorCode.NONE
+    assert c.group_type(GROUP) == "consumer"
+    assert "c0" not in c.consumer.groups[GROUP].members
+
+
+@pytest.mark.parametrize("policy", [P.UPGRADE, P.DISABLED])
+def test_no_downgrade_by_a_static_replacement_without_the_policy(policy: P) -> None:
+    c, _ids = settled_with_static_consumer_member()
+    c.consumer.config = ConsumerGroupConfig(migration_policy=policy)
+    token, outcome = join(c, 300, instance_id="i0")
+    assert reply(outcome, token).error_code == ErrorCode.NONE
+    assert c.group_type(GROUP) == "consumer"
+
+
+def test_no_downgrade_by_a_static_replacement_past_the_classic_group_size() -> None:
+    c, _ids = settled_with_static_consumer_member()
+    c.config = c.migration.config = CoordinatorConfig(group_max_size=2)
+    token, outcome = join(c, 300, instance_id="i0")
+    assert reply(outcome, token).error_code == ErrorCode.NONE
+    assert c.group_type(GROUP) == "consumer"
 
 
 # --- replay ------------------------------------------------------------------------------

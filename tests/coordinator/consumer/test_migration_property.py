@@ -45,6 +45,9 @@ class ClassicClient:
             # assign: this model follows the members only inside the consumer group.
             if self.inside:
                 self.owned = set()
+            else:  # before the upgrade it keeps its session, as a live client does
+                with contextlib.suppress(KafkaError):
+                    heartbeat(c, now, self.member_id, self.generation)
             return
         self.inside = True
         try:
