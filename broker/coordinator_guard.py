@@ -220,7 +220,7 @@ def _per_key(handler: Any, kind: str, spec: PerKey) -> Any:
 
 
 def _item_key(spec: PerKey, item: Any) -> str:
-    return item if spec.item_key is None else getattr(item, spec.item_key)
+    return str(item if spec.item_key is None else getattr(item, spec.item_key))
 
 
 def _refuse_whole(ctx: RequestContext, kind: str, keys: list[str]) -> None:

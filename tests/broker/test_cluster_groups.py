@@ -7,12 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import trio
+import trio.testing
+
 from protocol.errors import ErrorCode
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
-from tests.broker.test_cluster import THREE, at, find_coordinator, metadata
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from tests.broker.test_cluster import CONTROLLED, THREE, at, find_coordinator, http, metadata
 from tests.reliability.inproc import commit, running
+from tests.wire import WireClient
 
 
 async def spread_groups(broker: Any) -> dict[int, str]:
@@ -70,3 +76,90 @@ async def test_describe_delete_and_fetch_answer_each_group_at_its_coordinator(
         )
         assert groups[1] not in broker.coordinator.coordinator.group_ids()
         assert {groups[2], groups[3]} <= set(broker.coordinator.coordinator.group_ids())
+
+
+def join(group: str, member_id: str = "") -> JoinGroupRequest:
+    return JoinGroupRequest(
+        group_id=group,
+        session_timeout_ms=30_000,
+        rebalance_timeout_ms=60_000,
+        member_id=member_id,
+        protocol_type="consumer",
+        protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")],
+    )
+
+
+def sync(group: str, generation: int, member_id: str, *assigned: str) -> SyncGroupRequest:
+    return SyncGroupRequest(
+        group_id=group,
+        generation_id=generation,
+        member_id=member_id,
+        assignments=[SyncGroupRequestAssignment(member_id=m, assignment=b"a") for m in assigned],
+    )
+
+
+async def parked(broker: Any, count: int) -> None:
+    """Until `count` group requests wait in the coordinator for other members."""
+    runtime = broker.coordinator
+    with trio.fail_after(10):
+        while sum(not slot.event.is_set() for slot in runtime._parked.values()) < count:
+            await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+
+
+async def test_a_parked_join_or_sync_is_not_coordinator_when_the_coordinator_moves(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, **CONTROLLED) as broker:
+        [c] = await find_coordinator(await at(broker, 1), "g")
+        old = c.node_id
+        first, second = await at(broker, old), await at(broker, old)
+        # A alone: generation 1, stable.
+        a = await first.call(join("g"), 3)
+        assert (a.error_code, a.generation_id) == (ErrorCode.NONE, 1)
+        synced = await first.call(sync("g", 1, a.member_id, a.member_id), 3)
+        assert synced.error_code == ErrorCode.NONE
+        answers: dict[str, Any] = {}
+
+        async def call(name: str, client: WireClient, request: Any, version: int) -> None:
+            answers[name] = await client.call(request, version)
+
+        # B joins: it waits for A to rejoin (up to the 60 s rebalance timeout).
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "b", second, join("g"), 3)
+            await parked(broker, 1)
+            new = next(n for n in (1, 2, 3) if n != old)
+            status, _ = await http(
+                broker, "POST", "/v1/cluster/coordinator", {"group_id": "g", "broker": new}
+            )
+            assert status == 200
+            with trio.fail_after(5):  # at once, not after the rebalance timeout
+                while "b" not in answers:
+                    await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+        b = answers["b"]
+        # Kafka's answer names the member id it was given while it waited.
+        assert b.error_code == ErrorCode.NOT_COORDINATOR
+        assert b.member_id
+        # The clients find the new coordinator and rejoin there as themselves.
+        [c] = await find_coordinator(await at(broker, old), "g")
+        assert c.node_id == new
+        for event in list(broker.cluster.loading.values()):
+            await event.wait()
+        first, second = await at(broker, new), await at(broker, new)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "a2", first, join("g", a.member_id), 3)
+            nursery.start_soon(call, "b2", second, join("g", b.member_id), 3)
+        a2, b2 = answers["a2"], answers["b2"]
+        assert (a2.error_code, b2.error_code) == (ErrorCode.NONE, ErrorCode.NONE)
+        assert a2.generation_id == b2.generation_id == 2
+        assert {m.member_id for m in a2.members} == {a.member_id, b.member_id}
+        # The follower's SyncGroup waits for the leader's; the coordinator moves back.
+        follower = second if a2.leader == a.member_id else first
+        follower_id = b.member_id if a2.leader == a.member_id else a.member_id
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "sync", follower, sync("g", 2, follower_id), 3)
+            await parked(broker, 1)
+            status, _ = await http(
+                broker, "POST", "/v1/cluster/coordinator", {"group_id": "g", "broker": old}
+            )
+            assert status == 200
+        assert answers["sync"].error_code == ErrorCode.NOT_COORDINATOR
