@@ -45,7 +45,7 @@ import trio
 
 from broker.placement import check_replication_factor, replica_assignment
 from protocol.errors import ErrorCode, KafkaError
-from storage.layout import broker_dir_name
+from storage.layout import broker_dir_name, partition_dir
 
 # broker.topics' Partition and Topic (not imported: broker.topics imports this module).
 Partition = Any
@@ -102,6 +102,17 @@ class ClusterState:
         if not self.multi:
             return self.data_dir
         return self.data_dir / broker_dir_name(replicas[0])
+
+    def partition_root(self, replicas: list[int], topic: str, index: int) -> Path:
+        """Where a partition's log is: in the directory it was created in (under its
+        preferred replica of the time) when it exists, though a reassignment may have
+        changed the preferred replica since; else under the preferred replica's."""
+        preferred = self.root_of(replicas)
+        if self.multi and not partition_dir(preferred, topic, index).is_dir():
+            for root in self.roots():
+                if partition_dir(root, topic, index).is_dir():
+                    return root
+        return preferred
 
     def assign(
         self, topic: str, first: int, total: int, replication_factor: int
@@ -283,6 +294,34 @@ class ClusterState:
         if p.leader == broker:
             return
         self._set_leader(p, broker)
+
+    def reassign(self, p: Partition, target: list[int]) -> None:
+        """A reassignment to the replicas `target` (checked by the caller), completed at once:
+        Kafka adds the new replicas, waits until they are in the ISR, then drops the
+        removed ones; here every replica is the same log, so the new ones are caught up
+        from the start and the new set takes effect in one step. As Kafka's
+        PartitionChangeBuilder: the ISR is the running replicas of the new set; the leader
+        stays when it is one of them, else the first of them leads; the leader epoch goes
+        up when the leader changes or a replica is removed
+        (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded). A target replica that is
+        stopped joins the ISR when it starts."""
+        removed = any(b not in target for b in p.replicas)
+        p.replicas = list(target)
+        p.isr = [b for b in target if b in self.live]
+        leader = p.leader if p.leader in p.isr else (p.isr[0] if p.isr else -1)
+        if not self._set_leader(p, leader) and removed:
+            p.leader_epoch += 1
+            if leader >= 0:
+                p.epochs.append((p.leader_epoch, p.log.log_end_offset))
+            p.notify()
+        log.info(
+            "partition %s-%d reassigned: replicas %s, leader %d, epoch %d",
+            p.topic,
+            p.index,
+            p.replicas,
+            p.leader,
+            p.leader_epoch,
+        )
 
     def elect_preferred(self, p: Partition) -> ErrorCode:
         """Kafka's PREFERRED election: ELECTION_NOT_NEEDED when the preferred replica

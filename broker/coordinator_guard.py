@@ -9,10 +9,13 @@ GroupCoordinatorService and TransactionCoordinator answer, through the API's err
 response: the handler is not run.
 
 `wrap` puts the check in front of each coordinator API's handler in the route table; with
-a single broker the check is skipped. APIs that name several groups (DescribeGroups,
-DeleteGroups, ConsumerGroupDescribe, OffsetFetch v8+, DescribeTransactions) are refused as
-a whole when any of their keys is coordinated elsewhere (Kafka answers per group; clients
-send each group to its own coordinator anyway). ListGroups and ListTransactions list, at
+a single broker the check is skipped. APIs that name several keys (DescribeGroups,
+DeleteGroups, ConsumerGroupDescribe, OffsetFetch v8+, DescribeTransactions) are answered
+per key, as Kafka's GroupCoordinatorService runs one operation per __consumer_offsets
+partition and fails each on its own (and TransactionCoordinator.handleDescribeTransactions
+per id): a key coordinated elsewhere gets NOT_COORDINATOR (or the other codes above) in its
+own entry, built by the API's error_response; the handler serves the others, and the
+entries keep the request's order. ListGroups and ListTransactions list, at
 each broker, the groups and transactions it coordinates, as Kafka's brokers do (admin clients
 ask every broker and merge).
 """
@@ -25,6 +28,13 @@ from typing import Any
 
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import (
+    consumer_group_describe,
+    delete_groups,
+    describe_groups,
+    describe_transactions,
+    offset_fetch,
+)
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -91,6 +101,43 @@ KEYS: dict[type[Message], tuple[str, Callable[[Any, int], list[str]]]] = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class PerKey:
+    """An API answered per key: the request's list of keys (entries with `item_key`, or the
+    keys themselves), the response's list of entries and their key field, the error
+    response that builds an entry for a refused key."""
+
+    request_field: str
+    item_key: str | None
+    response_field: str
+    response_key: str
+    error_response: Callable[[Any, ErrorCode, int], Any]
+    since: int = 0  # OffsetFetch names several groups from v8
+
+
+PER_KEY: dict[type[Message], PerKey] = {
+    DescribeGroupsRequest: PerKey(
+        "groups", None, "groups", "group_id", describe_groups.error_response
+    ),
+    DeleteGroupsRequest: PerKey(
+        "groups_names", None, "results", "group_id", delete_groups.error_response
+    ),
+    ConsumerGroupDescribeRequest: PerKey(
+        "group_ids", None, "groups", "group_id", consumer_group_describe.error_response
+    ),
+    OffsetFetchRequest: PerKey(
+        "groups", "group_id", "groups", "group_id", offset_fetch.error_response, since=8
+    ),
+    DescribeTransactionsRequest: PerKey(
+        "transactional_ids",
+        None,
+        "transaction_states",
+        "transactional_id",
+        describe_transactions.error_response,
+    ),
+}
+
+
 # request class -> (coordinator kind, the response's list field, the key of each entry): the
 # listing APIs, whose answers a broker filters down to what it coordinates.
 LISTINGS: dict[type[Message], tuple[str, str, str]] = {
@@ -123,19 +170,64 @@ def wrap(request: type[Message], handler: Any) -> Any:
     if entry is None:
         return handler
     kind, keys = entry
+    per_key = PER_KEY.get(request)
+    if per_key is not None:
+        return _per_key(handler, kind, per_key)
 
     async def guarded(ctx: RequestContext, body: Any) -> Any:
         if ctx.broker.cluster.multi:
-            for key in keys(body, ctx.api_version):
-                code = coordinator_check(ctx, kind, key)
-                if code != ErrorCode.NONE:
-                    raise KafkaError(
-                        code, f"{kind} coordinator of {key!r} is not broker {ctx.node_id}"
-                    )
+            _refuse_whole(ctx, kind, keys(body, ctx.api_version))
         return await handler(ctx, body)
 
     guarded.__wrapped__ = handler  # type: ignore[attr-defined]
     return guarded
+
+
+def _per_key(handler: Any, kind: str, spec: PerKey) -> Any:
+    """`handler` for an API answered per key: the keys this broker coordinates go to the
+    handler (which is not called when there are none), the others are answered with their
+    own code."""
+
+    async def per_key(ctx: RequestContext, body: Any) -> Any:
+        version = ctx.api_version
+        if not ctx.broker.cluster.multi or version < spec.since:
+            if ctx.broker.cluster.multi:  # OffsetFetch v0-7: one group, refused whole
+                _refuse_whole(ctx, kind, [body.group_id])
+            return await handler(ctx, body)
+        items = list(getattr(body, spec.request_field))
+        codes = [coordinator_check(ctx, kind, _item_key(spec, item)) for item in items]
+        served = [item for item, code in zip(items, codes, strict=True) if code == ErrorCode.NONE]
+        answered: dict[str, list[Any]] = {}
+        response = None
+        if served or not items:
+            response = await handler(ctx, dataclasses.replace(body, **{spec.request_field: served}))
+            for entry in getattr(response, spec.response_field):
+                answered.setdefault(getattr(entry, spec.response_key), []).append(entry)
+        if response is None:
+            response = spec.error_response(body, ErrorCode.NONE, version)
+        entries = []
+        for item, code in zip(items, codes, strict=True):
+            key = _item_key(spec, item)
+            if code == ErrorCode.NONE and answered.get(key):
+                entries.append(answered[key].pop(0))
+                continue
+            one = dataclasses.replace(body, **{spec.request_field: [item]})
+            entries.extend(getattr(spec.error_response(one, code, version), spec.response_field))
+        return dataclasses.replace(response, **{spec.response_field: entries})
+
+    per_key.__wrapped__ = handler  # type: ignore[attr-defined]
+    return per_key
+
+
+def _item_key(spec: PerKey, item: Any) -> str:
+    return str(item if spec.item_key is None else getattr(item, spec.item_key))
+
+
+def _refuse_whole(ctx: RequestContext, kind: str, keys: list[str]) -> None:
+    for key in keys:
+        code = coordinator_check(ctx, kind, key)
+        if code != ErrorCode.NONE:
+            raise KafkaError(code, f"{kind} coordinator of {key!r} is not broker {ctx.node_id}")
 
 
 def _listing(handler: Any, kind: str, field: str, key: str) -> Any:

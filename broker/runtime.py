@@ -36,6 +36,7 @@ Coordinator methods are synchronous, so under trio they run without interruption
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import logging
 import math
@@ -151,11 +152,14 @@ REPLAY_READ_BYTES = 4 * 1024 * 1024
 
 
 class _Parked:
-    __slots__ = ("event", "response")
+    __slots__ = ("event", "response", "unloaded")
 
     def __init__(self) -> None:
         self.event = trio.Event()
         self.response: object = None
+        # JoinGroup and SyncGroup with several brokers: (__consumer_offsets partition, the
+        # broker the request came to, its NOT_COORDINATOR answer), for `unload`.
+        self.unloaded: tuple[int, int, Callable[[], object]] | None = None
 
 
 class _Appended:
@@ -328,10 +332,37 @@ class CoordinatorRuntime:
     # (`_while_loading`) first, then runs its coordinator verb.
 
     async def join_group(self, ctx: Caller, request: JoinGroupRequest) -> JoinGroupResponse:
-        return await self._call(ctx, request, join_group.error_response, self.coordinator.join)
+        return await self._call(
+            ctx, request, join_group.error_response, self.coordinator.join, unloads=True
+        )
 
     async def sync_group(self, ctx: Caller, request: SyncGroupRequest) -> SyncGroupResponse:
-        return await self._call(ctx, request, sync_group.error_response, self.coordinator.sync)
+        return await self._call(
+            ctx, request, sync_group.error_response, self.coordinator.sync, unloads=True
+        )
+
+    def _awaiting_join(self, group_id: str, token: int) -> str | None:
+        """The member id of the classic member whose JoinGroup waits with `token`."""
+        group = self.coordinator.group(group_id)
+        for member in getattr(group, "members", {}).values():
+            if member.awaiting_join is not None and member.awaiting_join.token == token:
+                return str(member.member_id)
+        return None
+
+    def unload(self, partition: int, leader: int) -> None:
+        """__consumer_offsets partition `partition` is led by broker `leader` now (-1: by
+        none): every JoinGroup and SyncGroup parked at another broker for a group of that
+        partition is answered NOT_COORDINATOR at once, so that its client finds the new
+        coordinator and sends it again (Kafka's GroupCoordinatorShard.onUnloaded fails the
+        pending joins and syncs of the groups it unloads). The group itself stays in the one
+        coordinator of the process: the member's next JoinGroup takes its place again."""
+        for slot in self._parked.values():
+            if slot.unloaded is None or slot.event.is_set():
+                continue
+            index, node, answer = slot.unloaded
+            if index == partition and node != leader:
+                slot.response = answer()
+                slot.event.set()
 
     async def heartbeat(self, ctx: Caller, request: HeartbeatRequest) -> HeartbeatResponse:
         # A classic member inside a consumer group can be given a join deadline by its
@@ -499,6 +530,7 @@ class CoordinatorRuntime:
         *,
         postpones_only: bool = False,
         producer: tuple[int, int] | None = None,
+        unloads: bool = False,
     ) -> _Resp:
         """Run a coordinator verb that takes a token; wait for the reply to that token.
 
@@ -507,12 +539,28 @@ class CoordinatorRuntime:
         has a deadline already), so the timer task need not wake to recompute the next one,
         a scan of every group; at worst it wakes at the old deadline and finds nothing due.
         `producer`: (id, epoch) of a transactional producer whose batch the records go in.
+        `unloads`: the request waits for others and is answered NOT_COORDINATOR if its
+        group's coordinator moves meanwhile (`unload`).
         """
         answer = self._while_loading(ctx, request, error_response)
         if answer is not None:
             return answer
         token = next(self._tokens)
         slot = self._parked[token] = _Parked()
+        node = getattr(ctx, "node_id", None)
+        if unloads and node is not None:
+            group_id: str = request.group_id  # type: ignore[attr-defined]
+
+            def refused() -> object:
+                # Kafka's unloaded JoinGroup answer names the member (it may have been
+                # given its id while it waited), so that it rejoins as itself.
+                answer = error_response(request, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+                member_id = self._awaiting_join(group_id, token)
+                if member_id is None:
+                    return answer
+                return dataclasses.replace(answer, member_id=member_id)  # type: ignore[type-var]
+
+            slot.unloaded = (self.coordinator.partition_for(group_id), node, refused)
         try:
             outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
             if not postpones_only:

@@ -325,7 +325,9 @@ class TopicRegistry:
     def _open_partition(
         self, topic: Topic, index: int, lc: LogConfig, now_wall_ms: int, replicas: list[int]
     ) -> Partition:
-        pdir = partition_dir(self.cluster.root_of(replicas), topic.name, index)
+        pdir = partition_dir(
+            self.cluster.partition_root(replicas, topic.name, index), topic.name, index
+        )
         fresh = not pdir.exists()
         pdir.mkdir(parents=True, exist_ok=True)
         meta = pdir / "partition.metadata"
@@ -592,7 +594,14 @@ class TopicRegistry:
         while (event := self._changing.get(name)) is not None:
             await event.wait()
 
-    async def add_partitions(self, name: str, total: int, *, now_wall_ms: int) -> None:
+    async def add_partitions(
+        self,
+        name: str,
+        total: int,
+        *,
+        now_wall_ms: int,
+        assignments: list[list[int]] | None = None,
+    ) -> None:
         """Grow topic `name` to `total` partitions, opening the new logs in a worker thread.
 
         The caller checks the request after `wait_settled(name)`, with no checkpoint
@@ -608,8 +617,11 @@ class TopicRegistry:
         first = len(topic.partitions)
         check_partition_count(total - first)
         # The new partitions get as many replicas as the first one has (Kafka's
-        # ReplicationControlManager.createPartitions uses the topic's replication factor).
-        replicas = self._placement(name, total, len(topic.partitions[0].replicas), None, first)
+        # ReplicationControlManager.createPartitions uses the topic's replication factor),
+        # or those of the request's manual `assignments` (checked by the caller).
+        replicas = self._placement(
+            name, total, len(topic.partitions[0].replicas), assignments, first
+        )
         lc = _log_config(self.config, topic.configs)
         self._changing[name] = trio.Event()
         try:

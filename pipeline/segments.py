@@ -139,6 +139,10 @@ def partition_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, i
     partition dir itself: a directory named `<topic>-<partition>` with no partition
     directories inside. Topic names may contain '-': the partition is the last field.
     Directories such as Kafka's `<topic>-<n>.<uuid>-delete` do not match and are ignored.
+    The data dir of several brokers (`kmock.brokers` > 1) holds one log dir per broker,
+    `broker-<id>/` with its own meta.properties: their partitions are read, each once (kmock
+    keeps one log per partition; where copies of a partition are found in several broker
+    dirs, the one with the most log bytes).
 
     Raises:
         FileNotFoundError: a path that is not a directory.
@@ -147,7 +151,7 @@ def partition_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, i
     for path in map(Path, paths):
         if not path.is_dir():
             raise FileNotFoundError(f"{path}: not a directory")
-        children = [c for c in sorted(path.iterdir()) if c.is_dir() and parse_partition_dir(c.name)]
+        children = _partition_children(path)
         if parse_partition_dir(path.name) and not children:
             children = [path]
         for child in children:
@@ -155,6 +159,26 @@ def partition_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, i
             assert parsed is not None
             found.setdefault(child.resolve(), (*parsed, child))
     return sorted(found.values(), key=lambda t: (t[0], t[1]))
+
+
+def _partition_children(path: Path) -> list[Path]:
+    """The partition directories in data dir `path`, through its broker dirs if any."""
+    children = [c for c in sorted(path.iterdir()) if c.is_dir() and parse_partition_dir(c.name)]
+    brokers = [c for c in children if (c / "meta.properties").is_file()]
+    if not brokers:
+        return children
+    copies: dict[tuple[str, int], list[Path]] = {}
+    for broker in brokers:
+        for c in sorted(broker.iterdir()):
+            parsed = parse_partition_dir(c.name)
+            if c.is_dir() and parsed is not None:
+                copies.setdefault(parsed, []).append(c)
+    chosen = [dirs[0] if len(dirs) == 1 else max(dirs, key=_log_bytes) for dirs in copies.values()]
+    return [c for c in children if c not in brokers] + chosen
+
+
+def _log_bytes(directory: Path) -> int:
+    return sum(f.stat().st_size for f in directory.glob("*.log"))
 
 
 def plan(

@@ -98,11 +98,14 @@ def move_leader(broker: Broker, topic: Any, index: Any, node: Any) -> dict[str, 
     epoch goes up by one."""
     p = _partition(broker, topic, index)
     node = _node(broker, node)
+    moved = p.leader != node
     try:
         broker.cluster.move_leader(p, node)
     except ValueError as e:
         raise ControlError("broker", str(e)) from None
     _save(broker)
+    if moved and p.topic in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
+        start_loading(broker, p)  # a coordinator moved with it
     return _describe(p)
 
 
@@ -148,9 +151,18 @@ def move_coordinator(broker: Broker, spec: dict[str, Any]) -> dict[str, Any]:
     return _describe(p)
 
 
+def unload(broker: Broker, p: Partition) -> None:
+    """The old leader of a coordinator partition unloads it: JoinGroup and SyncGroup parked
+    there are answered NOT_COORDINATOR (broker.runtime.CoordinatorRuntime.unload)."""
+    if p.topic == OFFSETS_TOPIC:
+        broker.coordinator.unload(p.index, p.leader)
+
+
 def start_loading(broker: Broker, p: Partition) -> None:
     """The new leader of a coordinator partition loads it: COORDINATOR_LOAD_IN_PROGRESS
-    until it has read the partition's log to its end, in a worker thread."""
+    until it has read the partition's log to its end, in a worker thread. The old leader
+    unloads it first (`unload`)."""
+    unload(broker, p)
     if broker.serve_nursery is None:
         return
     done = trio.Event()
@@ -191,10 +203,13 @@ def _coordinator_leaders(broker: Broker) -> dict[Partition, int]:
 
 
 def _load_moved(broker: Broker, before: dict[Partition, int]) -> None:
-    """Coordinator partitions with a new leader: it loads them (start_loading)."""
+    """Coordinator partitions with a new leader: it loads them (start_loading); those left
+    with none are unloaded."""
     for p, leader in before.items():
         if p.leader != leader and p.leader >= 0:
             start_loading(broker, p)
+        elif p.leader != leader:
+            unload(broker, p)
 
 
 async def stop_broker(broker: Broker, node: Any) -> dict[str, Any]:

@@ -5,7 +5,9 @@ nothing added (Kafka's controller behaves so). A topic named more than once is r
 INVALID_REQUEST "Duplicate topic name.". Otherwise, per topic, with the checks and messages
 of Kafka's controller: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a count that is not
 above the current one is INVALID_PARTITIONS; assignments, when given, must be one per added
-partition, each exactly this broker (INVALID_REPLICA_ASSIGNMENT). validate_only runs every
+partition, each naming registered brokers once, as many as the topic's replication factor,
+and at least one of them running (INVALID_REPLICA_ASSIGNMENT); the new partitions get those
+replicas, the first running one leading. validate_only runs every
 check and adds nothing. New partitions start empty at offset 0; producers and consumers
 find them through Metadata. The new logs are opened in a worker thread
 (TopicRegistry.add_partitions); a request for a topic that another one is still growing
@@ -66,10 +68,35 @@ async def _add(ctx: RequestContext, request: CreatePartitionsTopic, validate_onl
                 f"Attempted to add {added} additional partition(s), but only "
                 f"{len(request.assignments)} assignment(s) were specified.",
             )
-        for assignment in request.assignments:
-            check_replicas(assignment.broker_ids, broker.cluster.node_ids)
+        # Kafka's ReplicationControlManager.createPartitions.
+        replication_factor = len(topic.partitions[0].replicas)
+        for i, assignment in enumerate(request.assignments):
+            ids = assignment.broker_ids
+            check_replicas(ids, broker.cluster.node_ids)
+            if len(ids) != replication_factor:
+                raise KafkaError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes a partition with {len(ids)} "
+                    "replica(s), but this is not consistent with previous partitions, which "
+                    f"have {replication_factor} replica(s).",
+                )
+            if not any(b in broker.cluster.live for b in ids):
+                raise KafkaError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "All brokers specified in the manual partition assignment for partition "
+                    f"{current + i} are fenced or in controlled shutdown.",
+                )
     if not validate_only:
-        await broker.topics.add_partitions(topic.name, request.count, now_wall_ms=broker.wall_ms())
+        await broker.topics.add_partitions(
+            topic.name,
+            request.count,
+            now_wall_ms=broker.wall_ms(),
+            assignments=(
+                None
+                if request.assignments is None
+                else [list(a.broker_ids) for a in request.assignments]
+            ),
+        )
 
 
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:

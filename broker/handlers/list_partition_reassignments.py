@@ -1,6 +1,8 @@
-"""ListPartitionReassignments: none is ever in progress on a single node (a reassignment to
-the one broker there is completes at once), so the answer lists no topic, whichever topics
-were asked about, as Kafka's controller answers when it has none.
+"""ListPartitionReassignments: none is ever in progress, because kmock completes each
+reassignment at once (every replica is the same log, so new replicas need no catching up:
+broker.handlers.alter_partition_reassignments); the answer lists no topic, whichever topics
+were asked about, as Kafka's controller answers when it has none. Any broker answers (Kafka's
+brokers forward the request to the controller).
 """
 
 from __future__ import annotations
