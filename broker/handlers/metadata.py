@@ -6,12 +6,22 @@ the request allow it (v4+ `allow_auto_topic_creation`; always allowed before v4)
 does. Kafka answers LEADER_NOT_AVAILABLE for a topic it has just created until the
 controller elects a leader; kmock creates the partitions synchronously and answers with
 them at once, which clients accept as the end state they would have retried for.
+
+Clients ask the same question again and again (librdkafka every few seconds per topic, and
+1,000 connections asking at once, bench/RESULTS.md §9), so an answer about topics that all
+exist is kept, encoded, per broker: keyed by everything it is made of (version, listener and
+its address, the flags, and per topic the Topic itself and its partitions' leader epochs),
+so a topic created, deleted or given partitions makes a new key, never a stale answer.
 """
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 from broker.cluster import ALL_CLUSTER_OPERATIONS, ALL_TOPIC_OPERATIONS, NOT_REQUESTED
 from broker.context import RequestContext
+from broker.handlers import Encoded
 from broker.topics import Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.metadata import (
@@ -21,7 +31,14 @@ from protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from protocol.schema import encode_chunks
 from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+
+ANSWERS_KEPT = 64  # encoded answers kept per broker (all dropped when full)
+
+_answers: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Encoded]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def describe_topic(
@@ -69,7 +86,47 @@ def brokers(ctx: RequestContext) -> list[MetadataResponseBroker]:
     return [MetadataResponseBroker(node_id=ctx.broker.node_id, host=host, port=port, rack=None)]
 
 
-async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+def _answer_key(ctx: RequestContext, request: MetadataRequest) -> tuple[Any, ...] | None:
+    """What the answer to `request` is made of, or None when it is not kept (a topic named
+    by id, or one that does not exist: an error, or an auto-creation)."""
+    registry = ctx.broker.topics
+    if request.topics is None or (ctx.api_version == 0 and not request.topics):
+        topics: Any = registry.topics.values()
+    else:
+        topics = []
+        for wanted in request.topics:
+            topic = registry.topics.get(wanted.name) if wanted.name is not None else None
+            if topic is None:
+                return None
+            topics.append(topic)
+    return (
+        ctx.api_version,
+        ctx.listener_name,
+        ctx.broker.advertised_address(ctx.listener_name),
+        ctx.broker.node_id,
+        ctx.broker.cluster_id,
+        request.include_topic_authorized_operations,
+        request.include_cluster_authorized_operations,
+        *((t, *(p.leader_epoch for p in t.partitions)) for t in topics),
+    )
+
+
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse | Encoded:
+    key = _answer_key(ctx, request)
+    if key is None:
+        return _response(ctx, request)
+    answers = _answers.setdefault(ctx.broker, {})
+    answer = answers.get(key)
+    if answer is None:
+        if len(answers) >= ANSWERS_KEPT:
+            answers.clear()
+        response = _response(ctx, request)
+        body = b"".join(encode_chunks(response, ctx.api_version))
+        answer = answers[key] = Encoded(response, body)
+    return answer
+
+
+def _response(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     registry = broker.topics
     include_ops = bool(request.include_topic_authorized_operations)
