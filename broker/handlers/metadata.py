@@ -114,19 +114,21 @@ def _answer_key(ctx: RequestContext, request: MetadataRequest) -> tuple[Any, ...
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse | Encoded:
     key = _answer_key(ctx, request)
     if key is None:
-        return _response(ctx, request)
-    answers = _answers.setdefault(ctx.broker, {})
-    answer = answers.get(key)
-    if answer is None:
-        if len(answers) >= ANSWERS_KEPT:
-            answers.clear()
-        response = _response(ctx, request)
+        return answer(ctx, request)
+    kept = _answers.setdefault(ctx.broker, {})
+    encoded = kept.get(key)
+    if encoded is None:
+        if len(kept) >= ANSWERS_KEPT:
+            kept.clear()
+        response = answer(ctx, request)
         body = b"".join(encode_chunks(response, ctx.api_version))
-        answer = answers[key] = Encoded(response, body)
-    return answer
+        encoded = kept[key] = Encoded(response, body)
+    return encoded
 
 
-def _response(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+def answer(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    """The answer to `request`, made afresh (what `handle` keeps encoded); topics are
+    auto-created here as the module docstring says."""
     broker = ctx.broker
     registry = broker.topics
     include_ops = bool(request.include_topic_authorized_operations)
