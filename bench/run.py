@@ -48,7 +48,16 @@ from common import (  # noqa: E402
     start_once,
 )
 
-RESULTS = BENCH_DIR / "RESULTS.md"
+# BENCH_RESULTS=path: write the report there instead (development runs)
+RESULTS = Path(os.environ.get("BENCH_RESULTS") or BENCH_DIR / "RESULTS.md")
+# §9's selection of rows (bench/side_by_side.py), named in the report's command line
+SBS_ENV = (
+    "BENCH_SBS_ROWS",
+    "BENCH_SBS_APIS",
+    "BENCH_SBS_CONNS",
+    "BENCH_SBS_TARGETS",
+    "BENCH_SBS_REPS",
+)
 
 # Targets: reported with a met / not met column, never asserted. The texts that state them
 # (summary rows, table headers, section text) are made from these.
@@ -147,7 +156,7 @@ P = {  # parameters: (full, quick)
     "sbs_reps": (3, 1),
     "sbs_trips": (500, 200),
     "sbs_group_reps": (2, 1),
-    "sbs_conns": ([1, 32, 1000], [1, 32, 1000]),
+    "sbs_conns": ([1, 32, 256, 1000], [1, 32, 256, 1000]),
     "sbs_warmup_s": (1.0, 0.3),
     "sbs_duration_s": (5.0, 1.5),
     "sbs_rss_produce": ((10240, 30_000), (10240, 10_000)),
@@ -1366,7 +1375,7 @@ def invocation() -> str:
     )
     env = " ".join(
         f"{k}={shlex.quote(os.environ[k])}"
-        for k in ("BENCH_QUICK", "BENCH_ONLY", "BENCH_APPEND")
+        for k in ("BENCH_QUICK", "BENCH_ONLY", "BENCH_APPEND", *SBS_ENV)
         if os.environ.get(k)
     )
     env = env + " " if env else ""

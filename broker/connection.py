@@ -65,7 +65,7 @@ import trio
 
 from broker import routes
 from broker.context import RequestContext
-from broker.handlers import Deferred
+from broker.handlers import Deferred, Encoded
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.routes import Route, route_for
 from broker.security import enforce
@@ -594,12 +594,15 @@ async def _handle_frame(
             if answered is not None:
                 return answered
     code = ErrorCode.NONE
+    body = None  # the response's body, when the handler gave it encoded
     if (expired := session_expired(broker, conn.connection_id, request)) is not None:
         raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
     try:
         try:
             # ACLs: the handler serves what the principal may do (broker.security.enforce)
             response = await enforce.handle(ctx, request, route.handler, route.error_response)
+            if type(response) is Encoded:  # kept encoded (Metadata): sent as it is
+                body, response = response.body, response.response
         except KafkaError as e:
             code = e.code
             log.debug("%s v%d from %s: %s", route.name, version, client_id, e)
@@ -610,7 +613,7 @@ async def _handle_frame(
         return _failed(call)
     if isinstance(response, Deferred):
         return _Pending(call._replace(request=None, frame=None), response)
-    return _answer(call, code, response)
+    return _answer(call, code, response, body)
 
 
 async def _fault(call: _Call, fault: Any) -> list[Any] | None:
@@ -723,8 +726,11 @@ def _failed(call: _Call) -> list[Any]:
     return out
 
 
-def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
-    """Encode a handler's response (None: Produce with acks=0, no response at all)."""
+def _answer(
+    call: _Call, code: ErrorCode, response: Any, body: bytes | None = None
+) -> list[Any] | None:
+    """Encode a handler's response (None: Produce with acks=0, no response at all);
+    `body`: the response already encoded (broker.handlers.Encoded)."""
     route = call.route
     try:
         # Encoding is inside the dispatch site too: a response that cannot be encoded is a
@@ -732,7 +738,7 @@ def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
         out = (
             None
             if response is None
-            else _respond(route, call.version, call.correlation_id, response)
+            else _respond(route, call.version, call.correlation_id, response, body)
         )
     except Exception:
         return _failed(call)
@@ -754,12 +760,14 @@ def _answer(call: _Call, code: ErrorCode, response: Any) -> list[Any] | None:
     return out
 
 
-def _respond(route: Route, version: int, correlation_id: int, response: Any) -> list[Any]:
-    body = encode_chunks(response, version)
+def _respond(
+    route: Route, version: int, correlation_id: int, response: Any, body: bytes | None = None
+) -> list[Any]:
+    chunks = encode_chunks(response, version) if body is None else [body]
     flexible_header = response_header_is_flexible(
         route.api_key, route.response.is_flexible(version)
     )
-    return frame_response(correlation_id, body, flexible_header)
+    return frame_response(correlation_id, chunks, flexible_header)
 
 
 def _unsupported_api_versions(correlation_id: int, release: str) -> list[Any]:

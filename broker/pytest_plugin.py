@@ -533,7 +533,7 @@ async def _seed_records(
         include_topic_authorized_operations=False,
     )
     counts = {}
-    for t in (await metadata.handle(ctx(lookup), lookup)).topics:
+    for t in metadata.answer(ctx(lookup), lookup).topics:
         if t.error_code:
             raise KafkaError(ErrorCode(t.error_code), f"seeding topic {t.name!r}")
         counts[t.name] = len(t.partitions)

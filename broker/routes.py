@@ -18,6 +18,7 @@ from broker import coordinator_guard
 from broker.context import RequestContext
 from broker.handlers import (
     Deferred,
+    Encoded,
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
@@ -121,10 +122,11 @@ from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from protocol.schema import Message
 
-# `async def handle(ctx, request) -> response`: the response, a Deferred one, or None (no
-# response: Produce with acks=0). The request is typed per handler (ProduceRequest, ...);
-# here it is Any, because one table holds every API.
-Handler = Callable[[RequestContext, Any], Awaitable[Message | Deferred | None]]
+# `async def handle(ctx, request) -> response`: the response, a Deferred one, an Encoded one
+# (kept with its body, broker.handlers), or None (no response: Produce with acks=0). The
+# request is typed per handler (ProduceRequest, ...); here it is Any, because one table holds
+# every API.
+Handler = Callable[[RequestContext, Any], Awaitable[Message | Deferred | Encoded | None]]
 
 ROUTES: dict[type[Message], Handler] = {
     ProduceRequest: produce.handle,  # 0

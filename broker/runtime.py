@@ -152,10 +152,14 @@ REPLAY_READ_BYTES = 4 * 1024 * 1024
 
 
 class _Parked:
-    __slots__ = ("event", "response", "unloaded")
+    """A request waiting for the reply to its token. Most replies come in the call that
+    issued the token (a commit, a heartbeat): the event is made only for one that waits."""
+
+    __slots__ = ("answered", "event", "response", "unloaded")
 
     def __init__(self) -> None:
-        self.event = trio.Event()
+        self.answered = False
+        self.event: trio.Event | None = None
         self.response: object = None
         # JoinGroup and SyncGroup with several brokers: (__consumer_offsets partition, the
         # broker the request came to, its NOT_COORDINATOR answer), for `unload`.
@@ -204,9 +208,9 @@ class CoordinatorRuntime:
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
         self._pending: dict[int, collections.deque[_Appended]] = {}
-        # Set (and replaced) whenever commits took effect or failed: OffsetFetch with
-        # require_stable waits on it.
-        self._commits_settled = trio.Event()
+        # Set (and dropped) whenever commits took effect or failed: OffsetFetch with
+        # require_stable waits on it (made by the first such fetch to wait).
+        self._commits_settled: trio.Event | None = None
         # Transactional offset commits replay found without a marker (log, producer id, key,
         # value, batch): pending again once the groups are built.
         self._open_txn_offsets: list[tuple[Log, int, bytes, bytes | None, BatchHeader]] = []
@@ -357,12 +361,14 @@ class CoordinatorRuntime:
         pending joins and syncs of the groups it unloads). The group itself stays in the one
         coordinator of the process: the member's next JoinGroup takes its place again."""
         for slot in self._parked.values():
-            if slot.unloaded is None or slot.event.is_set():
+            if slot.unloaded is None or slot.answered:
                 continue
             index, node, answer = slot.unloaded
             if index == partition and node != leader:
                 slot.response = answer()
-                slot.event.set()
+                slot.answered = True
+                if slot.event is not None:
+                    slot.event.set()
 
     async def heartbeat(self, ctx: Caller, request: HeartbeatRequest) -> HeartbeatResponse:
         # A classic member inside a consumer group can be given a join deadline by its
@@ -485,6 +491,8 @@ class CoordinatorRuntime:
                 [g.group_id for g in request.groups] if ctx.api_version >= 8 else [request.group_id]
             )
             while self.coordinator.has_pending_commits(group_ids):
+                if self._commits_settled is None:
+                    self._commits_settled = trio.Event()
                 await self._commits_settled.wait()
         return self.coordinator.fetch_offsets(self.context(ctx), request, self.broker.now_ms())
 
@@ -566,7 +574,8 @@ class CoordinatorRuntime:
             if not postpones_only:
                 self._wake.set()
             await self.complete(outcome, producer)
-            if not slot.event.is_set():  # usually it is (not a JoinGroup parked for others)
+            if not slot.answered:  # usually it is (not a JoinGroup parked for others)
+                slot.event = trio.Event()
                 await slot.event.wait()
             # The coordinator answers each token with its API's response.
             return cast(_Resp, slot.response)
@@ -597,6 +606,23 @@ class CoordinatorRuntime:
             pid = self.coordinator.partition_for(record.group_id)
             by_partition.setdefault(pid, []).append(record)
         entry = _Appended(outcome, set(by_partition))
+        if (
+            durable
+            and not self.broker.durability.strict
+            and not any(self._pending.get(p) for p in by_partition)
+        ):
+            # Answered once written (Kafka's durability): nothing to wait for, and no
+            # earlier outcome of these partitions is waiting to be applied, so this one is
+            # applied at once, in log order, without the queue below.
+            try:
+                written = self._append(by_partition, producer)
+            except (KafkaError, OSError) as e:
+                self._append_failed(entry, False, e)
+                return None
+            for plog, end in written:
+                self.broker.durability.note_written(plog, end)
+            self._apply(outcome)
+            return None
         if durable:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
@@ -642,8 +668,9 @@ class CoordinatorRuntime:
         self._wake.set()
 
     def _settled(self) -> None:
-        self._commits_settled.set()
-        self._commits_settled = trio.Event()
+        if self._commits_settled is not None:
+            self._commits_settled.set()
+            self._commits_settled = None
 
     def _apply(self, outcome: Outcome) -> None:
         self.coordinator.on_appended(outcome, self.broker.now_ms())
@@ -692,9 +719,11 @@ class CoordinatorRuntime:
     def _deliver(self, outcome: Outcome) -> None:
         for reply in outcome.replies:
             slot = self._parked.get(reply.token)
-            if slot is not None and not slot.event.is_set():
+            if slot is not None and not slot.answered:
                 slot.response = reply.response
-                slot.event.set()
+                slot.answered = True
+                if slot.event is not None:
+                    slot.event.set()
 
     def _append(
         self,
@@ -703,8 +732,8 @@ class CoordinatorRuntime:
     ) -> list[tuple[Log, int]]:
         """Append each partition's records as one batch (with `producer`, a transactional
         batch of that producer id and epoch); returns (log, end offset) of each."""
-        topic = self.offsets_topic()
         wall_ms = self.broker.wall_ms()
+        topic = self.broker.topics.offsets_topic(now_wall_ms=wall_ms)
         written = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]

@@ -629,7 +629,10 @@ def _wanted(
 
 
 def _java_length(text: str) -> int:
-    """String.length() in Java: UTF-16 code units (what offset.metadata.max.bytes counts)."""
+    """String.length() in Java: UTF-16 code units (what offset.metadata.max.bytes counts).
+    An ASCII string (almost every one: "" by default) has one per character."""
+    if text.isascii():
+        return len(text)
     return len(text.encode("utf-16-le")) // 2
 
 

@@ -1,10 +1,12 @@
 """One module per API, named as in protocol/messages:
 `async def handle(ctx: RequestContext, request: XRequest) -> XResponse` (broker.context).
 
-A handler returns the response (None: no response, Produce with acks=0), or a `Deferred`
-when the request has taken effect and only waiting remains. Handlers import no other
-handler and not the route table: what two of them share lives in a module of its own
-(broker.topic_configs, broker.cluster), the route table is read through `ctx.routes`.
+A handler returns the response (None: no response, Produce with acks=0), a `Deferred`
+when the request has taken effect and only waiting remains, or an `Encoded` response whose
+body it already holds encoded (an answer it keeps for the next identical request).
+Handlers import no other handler and not the route table: what two of them share lives in
+a module of its own (broker.topic_configs, broker.cluster), the route table is read through
+`ctx.routes`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["Deferred"]
+__all__ = ["Deferred", "Encoded"]
 
 
 class Deferred:
@@ -30,3 +32,17 @@ class Deferred:
 
     def __init__(self, finish: Callable[[], Awaitable[Any]]) -> None:
         self.finish = finish
+
+
+class Encoded:
+    """A response together with its body encoded at the request's version. The dispatch
+    site sends `body` instead of encoding `response` again, unless the response is changed
+    on its way out (what a principal may not see is taken out: broker.security.authz); the
+    journal and the metrics still see `response`. Neither may be changed afterwards: a
+    handler hands out the same one for identical requests."""
+
+    __slots__ = ("body", "response")
+
+    def __init__(self, response: Any, body: bytes) -> None:
+        self.response = response
+        self.body = body

@@ -9,9 +9,20 @@ here when `auto.create.topics.enable` and the request allow it (v4+
 LEADER_NOT_AVAILABLE for a topic it has just created until the controller elects a leader;
 kmock creates the partitions synchronously and answers with them at once, which clients
 accept as the end state they would have retried for.
+
+Clients ask the same question again and again (librdkafka every few seconds per topic, and
+1,000 connections asking at once, bench/RESULTS.md §9), so an answer about topics that all
+exist is kept, encoded, per broker: keyed by everything it is made of (version, listener and
+its address, the broker asked, the running brokers, the flags, and per topic the Topic
+itself and each partition's leader, leader epoch, replicas and in-sync replicas), so a
+topic created, deleted or given partitions, or a leader or replica set that changes, makes
+a new key, never a stale answer.
 """
 
 from __future__ import annotations
+
+import weakref
+from typing import Any
 
 from broker.cluster import (
     ALL_CLUSTER_OPERATIONS,
@@ -21,6 +32,7 @@ from broker.cluster import (
     node_endpoints,
 )
 from broker.context import RequestContext
+from broker.handlers import Encoded
 from broker.topics import Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.metadata import (
@@ -30,7 +42,14 @@ from protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from protocol.schema import encode_chunks
 from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+
+ANSWERS_KEPT = 64  # encoded answers kept per broker (all dropped when full)
+
+_answers: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Encoded]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def describe_topic(
@@ -84,7 +103,54 @@ def brokers(ctx: RequestContext) -> list[MetadataResponseBroker]:
     ]
 
 
-async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+def _answer_key(ctx: RequestContext, request: MetadataRequest) -> tuple[Any, ...] | None:
+    """What the answer to `request` is made of, or None when it is not kept (a topic named
+    by id, or one that does not exist: an error, or an auto-creation)."""
+    broker = ctx.broker
+    registry = broker.topics
+    if request.topics is None or (ctx.api_version == 0 and not request.topics):
+        topics: Any = registry.topics.values()
+    else:
+        topics = []
+        for wanted in request.topics:
+            topic = registry.topics.get(wanted.name) if wanted.name is not None else None
+            if topic is None:
+                return None
+            topics.append(topic)
+    return (
+        ctx.api_version,
+        ctx.listener_name,
+        broker.advertised_address(ctx.listener_name),
+        ctx.node_id,
+        broker.cluster_id,
+        tuple(sorted(broker.cluster.live)),
+        request.include_topic_authorized_operations,
+        request.include_cluster_authorized_operations,
+        *(
+            (t, *((p.leader, p.leader_epoch, *p.replicas, -1, *p.isr) for p in t.partitions))
+            for t in topics
+        ),
+    )
+
+
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse | Encoded:
+    key = _answer_key(ctx, request)
+    if key is None:
+        return answer(ctx, request)
+    kept = _answers.setdefault(ctx.broker, {})
+    encoded = kept.get(key)
+    if encoded is None:
+        if len(kept) >= ANSWERS_KEPT:
+            kept.clear()
+        response = answer(ctx, request)
+        body = b"".join(encode_chunks(response, ctx.api_version))
+        encoded = kept[key] = Encoded(response, body)
+    return encoded
+
+
+def answer(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    """The answer to `request`, made afresh (what `handle` keeps encoded); topics are
+    auto-created here as the module docstring says."""
     broker = ctx.broker
     registry = broker.topics
     include_ops = bool(request.include_topic_authorized_operations)

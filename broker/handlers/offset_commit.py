@@ -29,22 +29,26 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         _, missing = registry.partitions_that_exist(
             topic.name, [p.partition_index for p in topic.partitions]
         )
+        if not missing:
+            known.append(topic)  # the usual case: the request's topic as it came
+            continue
         valid = [p for p in topic.partitions if p.partition_index not in missing]
         if valid:
             known.append(replace(topic, partitions=valid))  # type: ignore[type-var]
-        if missing:
-            unknown.append(
-                OffsetCommitResponseTopic(
-                    name=topic.name,
-                    partitions=[
-                        OffsetCommitResponsePartition(
-                            partition_index=i, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        )
-                        for i in missing
-                    ],
-                )
+        unknown.append(
+            OffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=[
+                    OffsetCommitResponsePartition(
+                        partition_index=i, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+                    for i in missing
+                ],
             )
+        )
     if not known:
         return OffsetCommitResponse(topics=unknown)
+    if not unknown:
+        return await ctx.broker.coordinator.offset_commit(ctx, request)
     response = await ctx.broker.coordinator.offset_commit(ctx, replace(request, topics=known))  # type: ignore[type-var]
     return replace(response, topics=unknown + list(response.topics))  # type: ignore[type-var]

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from broker.handlers import Encoded
 from broker.security import visible
 from broker.security.acls import AclOperation
 from broker.security.authz import authz
@@ -78,9 +79,21 @@ async def handle(ctx: Any, request: Any, handler: Handler, error_response: Error
     api = APIS.get(type(request).__name__)
     if api is None:
         return await handler(ctx, request)
-    c = Call(ctx, request, handler, error_response)
+    c = Call(ctx, request, _decoded(handler), error_response)
     ctx.describable = c.state.describable(c.principal, c.host)
     return await api(c)
+
+
+def _decoded(handler: Handler) -> Handler:
+    """`handler`, giving its response as a dataclass where it gave it kept encoded
+    (broker.handlers.Encoded): what the principal may not see is taken out of it, so the
+    kept body does not apply."""
+
+    async def call(ctx: Any, request: Any) -> Any:
+        response = await handler(ctx, request)
+        return response.response if type(response) is Encoded else response
+
+    return call
 
 
 # --- topics -------------------------------------------------------------------------------

@@ -209,3 +209,11 @@ def test_a_bad_seed_line_names_file_and_line_and_writes_nothing(kmock, tmp_path)
         kmock.seed("one", [{"value": "a"}, {"partition": 5, "value": "b"}])
     with KafkaClient(kmock.bootstrap_servers) as client:
         assert client.list_offsets([("one", 0)], LATEST) == {("one", 0): 0}
+
+
+@deadline(SCENARIO_S)
+def test_seeding_a_topic_twice_appends_after_the_first_records(kmock):
+    """The second seeding finds the topic there (its Metadata answer is one the broker keeps
+    encoded, broker.handlers.metadata) and appends after the first."""
+    assert kmock.seed("twice", [b"a", b"b"]) == [("twice", 0, 0), ("twice", 0, 1)]
+    assert kmock.seed("twice", [b"c"]) == [("twice", 0, 2)]

@@ -14,7 +14,7 @@ from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from storage.layout import OFFSETS_TOPIC
-from tests.reliability.inproc import create, running
+from tests.reliability.inproc import create, create_partitions_request, delete, running
 from tests.wire import WireClient
 
 # Kafka's AclOperation codes, and what a Kafka 4.x broker without an authorizer reports
@@ -165,3 +165,29 @@ async def test_topics_by_id_from_v12_and_refused_below(tmp_path):
                 assert [(t.error_code, t.name) for t in response.topics] == [
                     (ErrorCode.INVALID_REQUEST, "")
                 ]
+
+
+async def test_a_repeated_question_follows_partitions_added_and_a_topic_recreated(tmp_path):
+    """Answers about existing topics are kept encoded (broker.handlers.metadata): the same
+    request after CreatePartitions, and after a delete and re-create, sees the change."""
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "a")
+            request = MetadataRequest(topics=named("a"), allow_auto_topic_creation=False)
+            for version in (1, 9, 12):
+                first = await client.call(request, version)
+                assert first == await client.call(request, version)
+                assert [p.partition_index for p in first.topics[0].partitions] == [0]
+            response = await client.call(create_partitions_request("a", 3), 3)
+            assert [r.error_code for r in response.results] == [ErrorCode.NONE]
+            answer = await client.call(request, 12)
+            assert [p.partition_index for p in answer.topics[0].partitions] == [0, 1, 2]
+            await delete(client, "a")
+            gone = await client.call(request, 12)
+            assert by_name(gone) == {"a": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            await create(client, "a")
+            again = await client.call(request, 12)
+            assert again.topics[0].topic_id == broker.topics.get("a").topic_id
+            assert again.topics[0].topic_id != answer.topics[0].topic_id
+            assert [p.partition_index for p in again.topics[0].partitions] == [0]

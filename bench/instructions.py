@@ -1,0 +1,123 @@
+"""Instructions per request, counted by valgrind (callgrind): a measure of the request path's
+cost that the load of a shared machine does not move (not part of `make bench`).
+
+    python bench/instructions.py [commit|metadata] [--requests N] [--tree DIR]
+
+One process runs a broker (`serve`, this tree's code or --tree's) and a client on the same
+trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group)
+or Metadata v8 for the 4-partition `bench-meta`. The process
+runs twice under callgrind, with 0 and with N requests after the same warm-up; the
+difference divided by N is the instructions of one round trip, the in-process client's
+included (the same for every tree, so differences between trees are the broker's). About
+40 s per run on the 2-vCPU machine of bench/RESULTS.md. `--tree /work/main` measures another
+checkout with this script. Needs valgrind (`apt-get install valgrind`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+
+def _client(api: str, n: int) -> None:
+    """The process callgrind runs: broker and client on one trio loop, `n` round trips."""
+    import kwire
+    import side_by_side
+    import trio
+
+    from broker.server import serve
+    from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+    from tests.conftest import broker_config
+
+    async def main() -> None:
+        data = Path(tempfile.mkdtemp(prefix="kmock-instructions-")) / "data"
+        async with trio.open_nursery() as nursery:
+            broker = await nursery.start(serve, broker_config(data, **{"num.partitions": 4}))
+            await broker.ready.wait()
+            host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
+            stream = await trio.open_tcp_stream(host, int(port))
+
+            async def round_trip(frame: bytes) -> None:
+                await stream.send_all(frame)
+                buf = b""
+                while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
+                    buf += await stream.receive_some(65536)
+
+            topics = [
+                CreatableTopic(
+                    name=name,
+                    num_partitions=partitions,
+                    replication_factor=-1,
+                    assignments=[],
+                    configs=[],
+                )
+                for name, partitions in side_by_side.TOPICS.items()
+            ]
+            await round_trip(
+                kwire.request_bytes(CreateTopicsRequest(topics=topics, timeout_ms=30000), 5)
+            )
+            if api == "commit":
+                request, version = side_by_side._commit_requests(1, "instructions", 9)[0]
+            else:
+                request, version = side_by_side._metadata_request(), side_by_side.METADATA_VERSION
+            frame = kwire.request_bytes(request, version)
+            for _ in range(20 + n):  # 20 to warm up, then the n counted
+                await round_trip(frame)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def _count(tree: Path, api: str, n: int) -> int:
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{tree / 'bench'}")
+    out = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            str(BENCH_DIR / "instructions.py"),
+            "--child",
+            api,
+            "--requests",
+            str(n),
+        ],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the counted run failed:\n{out.stderr[-3000:]}")
+    match = re.search(r"Collected : (\d+)", out.stderr)
+    if match is None:
+        raise RuntimeError(f"no instruction count from callgrind:\n{out.stderr[-2000:]}")
+    return int(match.group(1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("api", choices=("commit", "metadata"), nargs="?", default="commit")
+    ap.add_argument("--requests", type=int, default=1000)
+    ap.add_argument("--tree", type=Path, default=BENCH_DIR.parent)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        _client(a.api, a.requests)
+        return
+    tree = a.tree.resolve()
+    base = _count(tree, a.api, 0)
+    loaded = _count(tree, a.api, a.requests)
+    print(f"{a.api}: {(loaded - base) / a.requests:,.0f} instructions per round trip ({tree})")
+
+
+if __name__ == "__main__":
+    main()
