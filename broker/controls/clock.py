@@ -41,7 +41,6 @@ import time
 from collections.abc import Callable
 
 import trio
-import trio.testing
 
 __all__ = ["Clock", "ClockError", "VirtualClock", "make_clock"]
 
@@ -155,12 +154,16 @@ class VirtualClock(Clock):
         after the broker has settled from the one before."""
         if ms < 0:
             raise ClockError(f"ms: must be 0 or more, not {ms}")
+        # trio.testing brings pytest and pdb with it (~9 MB): imported by the first advance,
+        # not by every broker.
+        from trio.testing import wait_all_tasks_blocked
+
         if self._lock is None:
             self._lock = trio.Lock()
         async with self._lock:  # two advances at once: one after the other
             target = (self.now_ms() + ms) / 1000
             while True:
-                await trio.testing.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
                 timer = self._next_due(target)
                 if timer is None:
                     break
@@ -168,7 +171,7 @@ class VirtualClock(Clock):
                 self.fired += 1
                 timer.callback()
             self._now = max(self._now, target)
-            await trio.testing.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
 
     def _next_due(self, target: float) -> _Timer | None:
         heap = self._heap

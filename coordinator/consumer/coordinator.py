@@ -40,8 +40,6 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-import re2  # type: ignore[import-untyped]
-
 from coordinator.consumer import records as r
 from coordinator.consumer.assignors import ASSIGNORS
 from coordinator.consumer.config import ConsumerGroupConfig
@@ -380,6 +378,8 @@ class ConsumerGroupCoordinator:
         same syntax and linear-time matching (no backreferences or lookarounds)."""
         pattern = self._patterns.get(regex)
         if pattern is None:
+            import re2  # type: ignore[import-untyped]  # 2.6 MB: only for regex subscriptions
+
             try:
                 pattern = re2.compile(regex)
             except re2.error as e:
