@@ -9,7 +9,7 @@ or Metadata v8 for the 4-partition `bench-meta`. The process
 runs twice under callgrind, with 0 and with N requests after the same warm-up; the
 difference divided by N is the instructions of one round trip, the in-process client's
 included (the same for every tree, so differences between trees are the broker's). About
-40 s per run on the 2-vCPU machine of bench/RESULTS.md. `--tree /work/main` measures another
+40 s per run on the 2-vCPU machine of bench/RESULTS.md. `--tree ../main` measures another
 checkout with this script. Needs valgrind (`apt-get install valgrind`).
 """
 
