@@ -114,6 +114,12 @@ def _metadata_version(topics: Mapping[str, TopicImage]) -> int:
     return int.from_bytes(digest.digest()[:8], "big", signed=True)
 
 
+# An invalid regex is the client's error, answered INVALID_REGULAR_EXPRESSION: RE2 must not
+# also print it on the process's stderr, as it does by default.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
 class ConsumerGroupCoordinator:
     """Every consumer group of the broker, their timers, and their records."""
 
@@ -335,7 +341,7 @@ class ConsumerGroupCoordinator:
         pattern = self._patterns.get(regex)
         if pattern is None:
             try:
-                pattern = re2.compile(regex)
+                pattern = re2.compile(regex, _RE2_OPTIONS)
             except re2.error as e:
                 raise KafkaError(
                     ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex!r}: {e}"

@@ -16,6 +16,7 @@ import trio
 
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.wire import WireClient, read_frame, request_bytes
 
@@ -50,3 +51,26 @@ async def test_metadata_before_v12_with_a_null_topic_name_is_answered_not_crashe
             assert [t.error_code for t in response.topics] == [ErrorCode.INVALID_REQUEST]
             assert (await client.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
         await client.aclose()
+
+
+async def test_an_invalid_subscription_regex_is_refused_without_writing_to_stderr(
+    broker: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The live fuzz's ConsumerGroupHeartbeat with a random SubscribedTopicRegex: google-re2
+    # printed "E0000 ... re2.cc:242] Error parsing ..." on the process's stderr, outside the
+    # broker's log (a line that is not JSON in a JSON log). Kafka answers
+    # INVALID_REGULAR_EXPRESSION and logs nothing of the kind.
+    with trio.fail_after(10):
+        client = await WireClient.connect(broker)
+        request = ConsumerGroupHeartbeatRequest(
+            group_id="fuzzed",
+            member_id=str(uuid.uuid4()),
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_regex="ˋȲ)Ķȟ",
+            topic_partitions=[],
+        )
+        response = await client.call(request, 1)
+        await client.aclose()
+    assert response.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert capfd.readouterr().err == ""
