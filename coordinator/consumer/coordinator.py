@@ -118,6 +118,8 @@ def _metadata_version(topics: Mapping[str, TopicImage]) -> int:
 # also print it on the process's stderr, as it does by default.
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
+# Compiled regexes kept (about 2 KiB each): clients may send any number of distinct ones.
+MAX_CACHED_PATTERNS = 1024
 
 
 class ConsumerGroupCoordinator:
@@ -346,6 +348,8 @@ class ConsumerGroupCoordinator:
                 raise KafkaError(
                     ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex!r}: {e}"
                 ) from None
+            if len(self._patterns) >= MAX_CACHED_PATTERNS:
+                del self._patterns[next(iter(self._patterns))]  # the oldest
             self._patterns[regex] = pattern
         return pattern
 
