@@ -118,11 +118,13 @@ bench: venv ## Run the benchmarks (writes bench/RESULTS.md)
 docker-test: venv ## Build and run the image and docker-compose.yml in a Docker engine (tests/docker)
 	docker/ci.sh $(VENV)/bin/python $(PYTEST_ARGS)
 
-reliability: venv ## Decoder fuzz, crash cycles, 1,000,000-frame live fuzz, 30-min soak (~75 min)
+# A venv that is already installed (VENV=/path/to/a/shared/.venv) is used as it is: rebuilding
+# it because this tree's pyproject.toml is newer would reinstall it from this tree.
+reliability: $(if $(wildcard $(VENV_STAMP)),,venv) ## Decoder fuzz, crash cycles, 1,000,000-frame live fuzz, 30-min soak (~75 min)
 	KMOCK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VENV)/bin/python -m pytest tests/fuzz/test_decoders.py -q
 	@# atheris writes a crash-<sha1> file with the input that crashed (kept in that directory).
 	@dir=$$(mktemp -d) && echo "atheris: $(ATHERIS_SECONDS) s, corpus and log in $$dir" && \
-		(cd $$dir && mkdir corpus && $(CURDIR)/$(VENV)/bin/python $(CURDIR)/scripts/fuzz_atheris.py \
+		(cd $$dir && mkdir corpus && $(abspath $(VENV))/bin/python $(CURDIR)/scripts/fuzz_atheris.py \
 			-max_total_time=$(ATHERIS_SECONDS) corpus >fuzz.log 2>&1 \
 			|| { tail -40 fuzz.log; exit 1; }) && \
 		grep -a "^Done" $$dir/fuzz.log

@@ -126,6 +126,14 @@ SETTINGS: dict[str, Setting] = {
             104857600,
             "Largest request frame accepted; a larger one closes the connection.",
         ),
+        _s(
+            "fetch.max.bytes",
+            "int",
+            57671680,
+            "Largest Fetch response: a request's max_bytes is capped to it, as Kafka's "
+            "KafkaApis caps it (the first batch is still returned whole if larger).",
+            min_value=1024,
+        ),
         _s("connections.max.idle.ms", "long", 600000, "Connections idle for longer are closed."),
         _s("max.connections", "int", INT_MAX, "Connections accepted at once; more are closed."),
         _s(

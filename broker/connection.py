@@ -290,7 +290,9 @@ class _Connection:
             frame: Any = frames.next_frame()
             if frame is None and len(frames) >= 4:
                 size = len(frames) - 4 + frames.bytes_needed()
-                if size > RECEIVE_BYTES:
+                # A large frame gets a buffer of its own once RECEIVE_BYTES of it have
+                # arrived: until then it costs what arrived, like a small one.
+                if size > RECEIVE_BYTES and len(frames) >= RECEIVE_BYTES:
                     frame = await self._receive_large(size)
                     if frame is None:
                         return

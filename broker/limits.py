@@ -10,9 +10,11 @@ the size announced, and the memory of all requests together must stay bounded:
     receive buffer, which holds at most two reads (128 KiB) and nothing once a frame is
     taken: that is part of a connection's own cost (docs/reliability.md);
   * a larger frame up to DIRECT_FRAME_BYTES (1 MiB: message.max.bytes, a full producer
-    batch) is received into one buffer of its size, allocated at once and reserved from
-    the pool in full before it is allocated: allocating it in steps, or mapping fresh pages,
-    costs more than the frame's own copy (docs/reliability.md, "Memory");
+    batch) is received into one buffer of its size, reserved from the pool in full before
+    it is allocated, once RECEIVE_BYTES of it have arrived (until then it waits in the
+    receive buffer, like a small one: a size prefix alone commits nothing). Allocating it
+    in steps, or mapping fresh pages, costs more than the frame's own copy
+    (docs/reliability.md, "Memory");
   * a frame above DIRECT_FRAME_BYTES is received into an anonymous private mapping of its
     size (`frame_buffer`): the kernel commits a page when it is first written, so the
     memory is what arrived, and it goes back to the system when the frame is dropped. It
@@ -34,10 +36,10 @@ that announce large frames and stop sending.
 
 Differences from Kafka: Kafka reserves the announced size of every frame, small ones too,
 when it starts reading it, and its pool is off by default (-1). kmock reserves what it
-commits (the whole frame up to 1 MiB, what arrived above), leaves frames of 64 KiB or less
-to the per-connection cost, so that heartbeats, commits and metadata requests are never held
-back behind large Produce requests, and defaults to a bounded pool
-(docs/reliability.md states the ceiling it gives).
+commits (the whole frame up to 1 MiB once 64 KiB of it arrived, what arrived above),
+leaves frames of 64 KiB or less to the per-connection cost, so that heartbeats, commits and
+metadata requests are never held back behind large Produce requests, and defaults to a
+bounded pool (docs/reliability.md states the ceiling it gives).
 
 Connections (`max.connections`, `max.connections.per.ip`, `max.connections.per.ip.overrides`)
 -----------------------------------------------------------------------------------------

@@ -154,9 +154,8 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> list[tuple[Any, Any,
 
 
 def _build(
-    ctx: RequestContext, request: FetchRequest, resolved: list[Any]
+    ctx: RequestContext, request: FetchRequest, resolved: list[Any], budget: int
 ) -> tuple[FetchResponse, int, bool]:
-    budget = request.max_bytes
     total = 0
     has_error = False
     first = True
@@ -206,10 +205,14 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     if request.isolation_level not in (0, 1):
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"isolation_level={request.isolation_level}")
     deadline = trio.current_time() + max(0, request.max_wait_ms) / 1000
+    # The broker's fetch.max.bytes caps the request's max_bytes, and min_bytes with it, as
+    # in Kafka's KafkaApis.handleFetchRequest (kmock has no quota window to cap it further).
+    max_bytes = min(request.max_bytes, ctx.broker.config["fetch.max.bytes"])
+    min_bytes = min(request.min_bytes, max_bytes)
     resolved = _resolve(ctx, request)
     while True:
-        response, total, has_error = _build(ctx, request, resolved)
-        if total >= request.min_bytes or has_error or trio.current_time() >= deadline:
+        response, total, has_error = _build(ctx, request, resolved, max_bytes)
+        if total >= min_bytes or has_error or trio.current_time() >= deadline:
             return response
         waiter = trio.Event()
         partitions = [

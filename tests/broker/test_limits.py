@@ -24,7 +24,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.metadata import MetadataRequest
-from protocol.records import build_batch
+from protocol.records import build_batch, iter_batches
 from tests.reliability.inproc import (
     create,
     create_partitions_request,
@@ -382,3 +382,50 @@ def test_a_topic_with_more_partitions_than_open_files_allow_is_refused_cleanly(
     finally:
         broker.kill()
     assert not broker.problems(), broker.problems()
+
+
+# --- fetch.max.bytes ---------------------------------------------------------------------
+
+
+def _fetch(topic: str, *, max_bytes: int, min_bytes: int, max_wait_ms: int) -> FetchRequest:
+    return FetchRequest(
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        topics=[
+            FetchTopic(
+                topic=topic,
+                partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=MB)],
+            )
+        ],
+    )
+
+
+async def test_fetch_max_bytes_caps_what_a_fetch_asks_for(tmp_path: Path) -> None:
+    # Kafka's KafkaApis.handleFetchRequest: max_bytes = min(max_bytes, fetch.max.bytes),
+    # min_bytes = min(min_bytes, that); the first batch still comes whole (KIP-74).
+    cap = 4096
+    with trio.fail_after(30):
+        async with running(tmp_path / "data", **{"fetch.max.bytes": cap}) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "big", "small")
+            assert (await produce(client, "big", bytes(10_000)))[0] == ErrorCode.NONE
+            for i in range(10):
+                assert (await produce(client, "small", bytes(1000), timestamp=i))[0] == 0
+            # Ten batches of about 1,070 bytes, a request for 1 MB: what fits in 4,096.
+            response = await client.call(
+                _fetch("small", max_bytes=MB, min_bytes=1, max_wait_ms=0), 12
+            )
+            records = bytes(response.responses[0].partitions[0].records)
+            assert 0 < len(records) <= cap
+            assert len(list(iter_batches(records))) == 3
+            # min_bytes of 1 MB, capped to 4,096: the 10 KB first batch answers at once, not
+            # after max_wait_ms.
+            started = trio.current_time()
+            response = await client.call(
+                _fetch("big", max_bytes=MB, min_bytes=MB, max_wait_ms=20_000), 12
+            )
+            assert trio.current_time() - started < 10
+            assert len(bytes(response.responses[0].partitions[0].records)) > 10_000
+            await client.aclose()

@@ -134,6 +134,31 @@ async def test_past_queued_max_request_bytes_large_frames_wait_and_small_request
             assert await _answers(broker)
 
 
+async def test_a_frame_up_to_1_mib_takes_its_size_only_once_64_kib_of_it_arrived(
+    tmp_path: Path,
+) -> None:
+    # A frame of up to 1 MiB is received into one buffer of its size (broker.limits), but
+    # not on its size prefix alone: 100 connections announce a 1 MiB Produce and send its
+    # request header and one byte more, 100 send 60 KiB of it. Nothing is reserved for them
+    # (what arrived waits in each connection's own buffer); 10 that send 100 KiB take 1 MiB.
+    claim = DIRECT_FRAME_BYTES
+    with trio.fail_after(30):
+        async with running(tmp_path / "data") as broker:
+            pool = broker.memory_pool
+            clients = [await _announce(broker, claim, 16) for _ in range(100)]
+            clients += [await _announce(broker, claim, 60 * KIB) for _ in range(100)]
+            await _settled()
+            assert pool.used == 0
+            clients += [await _announce(broker, claim, 100 * KIB) for _ in range(10)]
+            await _settled()
+            assert pool.used == 10 * claim
+            assert await _answers(broker)
+            for client in clients:
+                await client.aclose()
+            await _settled()
+            assert pool.used == 0
+
+
 async def test_memory_of_frames_cut_off_by_their_peer_comes_back(tmp_path: Path) -> None:
     with trio.fail_after(30):
         async with running(tmp_path / "data") as broker:

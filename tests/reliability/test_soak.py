@@ -94,6 +94,17 @@ class SoakReport:
             f"{last.other_fds} at the end"
         )
 
+    def sampled(self, n: int = 13) -> str:
+        """About `n` samples spread over the run: minute, RSS, descriptors (not segments)."""
+        step = max(1, (len(self.samples) - 1) // (n - 1))
+        picked = self.samples[::step]
+        if picked[-1] is not self.samples[-1]:
+            picked.append(self.samples[-1])
+        mib = 1024 * 1024
+        return "soak samples (minute: RSS MiB, descriptors not segments): " + "; ".join(
+            f"{s.at_s / 60:.1f}: {s.rss / mib:.1f} MiB, {s.other_fds}" for s in picked
+        )
+
 
 def _open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
@@ -147,6 +158,7 @@ def test_soak_memory_and_descriptors_stay_flat(
             broker.kill()
         if report.samples:
             reliability_report(report.summary())
+            reliability_report(report.sampled())
     warm = report.warm()
     after = [s for s in report.samples if s.at_s >= warm.at_s]
     peak = max(after, key=lambda s: s.rss)
