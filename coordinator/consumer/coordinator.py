@@ -91,10 +91,6 @@ def _metadata_version(topics: Mapping[str, TopicImage]) -> int:
     return int.from_bytes(digest.digest()[:8], "big", signed=True)
 
 
-# An invalid regex is the client's error, answered INVALID_REGULAR_EXPRESSION: RE2 must not
-# also print it on the process's stderr, as it does by default.
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
 # Compiled regexes kept (about 2 KiB each): clients may send any number of distinct ones.
 MAX_CACHED_PATTERNS = 1024
 
@@ -389,7 +385,12 @@ class ConsumerGroupCoordinator:
             import re2  # type: ignore[import-untyped]  # 2.6 MB: only for regex subscriptions
 
             try:
-                pattern = re2.compile(regex, _RE2_OPTIONS)
+                # An invalid regex is the client's error, answered
+                # INVALID_REGULAR_EXPRESSION: RE2 must not also print it on the process's
+                # stderr, as it does by default.
+                options = re2.Options()
+                options.log_errors = False
+                pattern = re2.compile(regex, options)
             except re2.error as e:
                 raise KafkaError(
                     ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex!r}: {e}"
