@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from broker.broker import Broker
     from protocol.messages.api_versions import ApiVersion
 
-__all__ = ["NODE_ID", "RequestContext", "RouteTable"]
+__all__ = ["NODE_ID", "Encoded", "RequestContext", "RouteTable"]
 
 # The broker whose listener accepted the connection being served (broker.server sets it in
 # the task that accepts a node's connections; each connection's task inherits it). Unset:
@@ -70,3 +70,17 @@ class RequestContext:
         # With an authorizer, whether the principal may DESCRIBE a topic (set by
         # broker.security.enforce; the coordinator resolves regex subscriptions with it).
         self.describable: Callable[[str], bool] | None = None
+
+
+class Encoded:
+    """A response together with its body encoded at the request's version. The dispatch
+    site sends `body` instead of encoding `response` again, unless the response is changed
+    on its way out (what a principal may not see is taken out: broker.security.enforce); the
+    journal and the metrics still see `response`. Neither may be changed afterwards: a
+    handler hands out the same one for identical requests."""
+
+    __slots__ = ("body", "response")
+
+    def __init__(self, response: Any, body: bytes) -> None:
+        self.response = response
+        self.body = body

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from broker.context import Encoded  # re-exported: handlers return it
+
 __all__ = ["Deferred", "Encoded"]
 
 
@@ -32,17 +34,3 @@ class Deferred:
 
     def __init__(self, finish: Callable[[], Awaitable[Any]]) -> None:
         self.finish = finish
-
-
-class Encoded:
-    """A response together with its body encoded at the request's version. The dispatch
-    site sends `body` instead of encoding `response` again, unless the response is changed
-    on its way out (what a principal may not see is taken out: broker.security.authz); the
-    journal and the metrics still see `response`. Neither may be changed afterwards: a
-    handler hands out the same one for identical requests."""
-
-    __slots__ = ("body", "response")
-
-    def __init__(self, response: Any, body: bytes) -> None:
-        self.response = response
-        self.body = body

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from broker.handlers import Encoded
+from broker.context import Encoded
 from broker.security import visible
 from broker.security.acls import AclOperation
 from broker.security.authz import authz
