@@ -33,11 +33,14 @@ with KmockProcess(overrides={"num.partitions": 4}) as k:
     else:
         requests = [(side_by_side._metadata_request(), side_by_side.METADATA_VERSION)] * n
     r = kwire.closed_loop(k.addr, requests, duration_s=seconds, warmup_s=0.5, server_pid=k.pid)
+    with open(f"/proc/{k.pid}/status") as f:  # the server's peak RSS (Linux)
+        hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 print(json.dumps({
     "cpu_us": r.server_cpu_s / r.requests * 1e6,
     "rate": r.rate,
     "p50": percentile(r.latencies_s, 50) * 1000,
     "p99": percentile(r.latencies_s, 99) * 1000,
+    "rss_mb": hwm / 1024,
 }))
 """
 
@@ -71,11 +74,15 @@ def main() -> None:
         for tree in trees if i % 2 == 0 else trees[::-1]:
             results[tree].append(_one(tree, a.api, a.connections, a.seconds))
     for tree, rs in results.items():
-        med = {k: statistics.median(r[k] for r in rs) for k in ("cpu_us", "rate", "p50", "p99")}
+        med = {
+            k: statistics.median(r[k] for r in rs)
+            for k in ("cpu_us", "rate", "p50", "p99", "rss_mb")
+        }
         print(
             f"{tree}: {med['cpu_us']:.0f} us/req, {med['rate']:,.0f} req/s, "
-            f"p50 {med['p50']:.2f} ms, p99 {med['p99']:.2f} ms "
-            f"(raw us/req {[round(r['cpu_us']) for r in rs]})"
+            f"p50 {med['p50']:.2f} ms, p99 {med['p99']:.2f} ms, peak RSS {med['rss_mb']:.1f} MB "
+            f"(raw us/req {[round(r['cpu_us']) for r in rs]}, "
+            f"raw p99 {[round(r['p99']) for r in rs]})"
         )
 
 

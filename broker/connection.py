@@ -286,6 +286,10 @@ class _Connection:
 
     async def read(self) -> None:
         frames, metrics = self.frames, self.metrics
+        # The last read returned less than it asked for: the socket had nothing more then,
+        # so the next read waits for it first rather than fail with EAGAIN (a system call
+        # and an exception per request of a client that waits for its answers).
+        drained = False
         while True:
             frame: Any = frames.next_frame()
             if frame is None and len(frames) >= 4:
@@ -293,10 +297,14 @@ class _Connection:
                 # A large frame gets a buffer of its own once RECEIVE_BYTES of it have
                 # arrived: until then it costs what arrived, like a small one.
                 if size > RECEIVE_BYTES and len(frames) >= RECEIVE_BYTES:
+                    drained = False
                     frame = await self._receive_large(size)
                     if frame is None:
                         return
             if frame is None:
+                if drained:
+                    drained = False
+                    await self._wait_readable()
                 try:
                     data = os.read(self._fd(), RECEIVE_BYTES)
                 except BlockingIOError:
@@ -307,6 +315,7 @@ class _Connection:
                     return
                 metrics.bytes_in(len(data))
                 frames.feed(data)
+                drained = len(data) < RECEIVE_BYTES
                 continue
             if not self.waited:
                 # Frames already buffered (a client that pipelines): let other tasks run
@@ -428,9 +437,10 @@ class _Connection:
 
     async def send(self, out: list[Any]) -> None:
         """Send a response given as chunks, all in one writev when the socket takes it."""
-        total = 0
+        size = 0
         for chunk in out:
-            total += len(chunk)
+            size += len(chunk)
+        total = size  # what is left to send
         chunks = out
         while True:
             try:
@@ -445,10 +455,11 @@ class _Connection:
                 finally:
                     self.write_since = None
                 continue
-            chunks = _unsent(chunks, sent)
-            if not chunks:
+            if sent == total:  # the usual case: all of it at once
                 break
-        self.metrics.bytes_out(total)
+            total -= sent
+            chunks = _unsent(chunks, sent)
+        self.metrics.bytes_out(size)
 
 
 def _unsent(chunks: list[Any], sent: int) -> list[Any]:

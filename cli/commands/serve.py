@@ -192,7 +192,7 @@ async def _serve_until_signal(config: Any) -> None:
                     broker.shutdown()
 
     async def run_broker(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        await serve(config, task_status=task_status)
+        await serve(config, own_process=True, task_status=task_status)
         nursery.cancel_scope.cancel()  # serve returned (shutdown): stop watching signals
 
     async with trio.open_nursery() as nursery:
