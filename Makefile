@@ -90,7 +90,7 @@ run: venv ## Serve on PLAINTEXT://127.0.0.1:9092 with logs in ./data
 
 # timeout --foreground: Ctrl-C still reaches pytest; on timeout pytest gets SIGINT, prints
 # what it ran and tears its fixtures down (SIGKILL 60 s later if it does not stop).
-test: venv system-deps node-deps sarama ## Whole suite: unit + integration + pipeline (about 10 min on 2 cores)
+test: venv system-deps node-deps sarama ## Whole suite: unit + integration + pipeline (about 13-15 min on 2 cores)
 	timeout --foreground --signal=INT --kill-after=60 $(TEST_BUDGET) \
 		$(VENV)/bin/python -m pytest -q -ra --durations=15 $(PYTEST_ARGS)
 

@@ -162,7 +162,7 @@ def test_kafka_python_wrong_password_fails_and_others_go_on(
     )
     conf = _kp_settings(secured, listener, mechanism, user, "wrong")
     with pytest.raises(KpError):
-        KafkaProducer(**conf, max_block_ms=3000)
+        KafkaProducer(**conf, max_block_ms=3000, bootstrap_timeout_ms=3000)
     # kafka-python retries a failed bootstrap and reports the broker's answer in its log
     assert f"SaslAuthenticationFailedError: {expected}" in caplog.text
     assert "wrong" not in "".join(
