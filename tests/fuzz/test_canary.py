@@ -19,7 +19,7 @@ from tests.reliability.process import BrokerProcess
 ROUNDS = 200
 
 
-def _rounds(broker: BrokerProcess) -> int:
+def _rounds(broker: BrokerProcess) -> int | None:
     with KafkaClient(broker.bootstrap) as admin:
         admin.create_topic(live.CANARY_TOPIC, num_partitions=1)
     with KafkaClient(broker.bootstrap, timeout_s=live.CANARY_DEADLINE_S) as client:

@@ -130,7 +130,12 @@ def test_soak_memory_and_descriptors_stay_flat(
             try:
                 workload.budget.grant(ROUND_RECORDS)
                 wait_for_progress(
-                    workload.ledger, ROUND_RECORDS, 1, ROUND_TIMEOUT_S, workload.check_alive
+                    workload.ledger,
+                    ROUND_RECORDS,
+                    1,
+                    ROUND_TIMEOUT_S,
+                    workload.check_alive,
+                    workload.describe,
                 )
             finally:
                 workload.stop()
