@@ -45,9 +45,10 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def poll_until(predicate: Any, timeout: float, what: str) -> Any:
-    """Call `predicate` until it returns something truthy, for at most `timeout` seconds."""
-    return wait_until(predicate, timeout, what, poll_s=POLL_S)
+def poll_until(predicate: Any, timeout: float, what: str, detail: Any = None) -> Any:
+    """Call `predicate` until it returns something truthy, for at most `timeout` seconds;
+    on timeout the error adds `detail()` when given."""
+    return wait_until(predicate, timeout, what, detail, poll_s=POLL_S)
 
 
 class BrokerProcess:

@@ -22,6 +22,7 @@ broker logs nothing at ERROR; no send failed and no client hit a fatal error.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ BROKER_SETTINGS = {
     "offsets.topic.segment.bytes": 64 * 1024,
     "log.cleaner.backoff.ms": 2000,
 }
+STALL_LOG_LINES = 40
 LONG_RUN_ONLY = True  # `make reliability` only (tests/reliability/conftest.py)
 
 
@@ -114,6 +116,12 @@ def _segments(data_dir: Path) -> int:
     return sum(1 for _ in data_dir.glob("*/*.log"))
 
 
+def _stalled(workload: Workload, broker: BrokerProcess) -> str:
+    """What a stalled round shows: the clients' state and the broker's last log lines."""
+    tail = "\n".join(broker.log_text().splitlines()[-STALL_LOG_LINES:])
+    return f"{workload.describe()}\nthe broker's last {STALL_LOG_LINES} log lines:\n{tail}"
+
+
 @pytest.mark.reliability
 def test_soak_memory_and_descriptors_stay_flat(
     tmp_path: Path, soak_minutes: float, reliability_report: Any
@@ -130,7 +138,12 @@ def test_soak_memory_and_descriptors_stay_flat(
             try:
                 workload.budget.grant(ROUND_RECORDS)
                 wait_for_progress(
-                    workload.ledger, ROUND_RECORDS, 1, ROUND_TIMEOUT_S, workload.check_alive
+                    workload.ledger,
+                    ROUND_RECORDS,
+                    1,
+                    ROUND_TIMEOUT_S,
+                    workload.check_alive,
+                    functools.partial(_stalled, workload, broker),
                 )
             finally:
                 workload.stop()

@@ -25,6 +25,7 @@ import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +102,18 @@ class Ledger:
     def commit(self, commit: AckedCommit) -> None:
         with self.lock:
             self.commits.append(commit)
+
+    def describe(self) -> str:
+        """Acknowledged records per producer, commits per group, failures: where a round
+        that stalls stopped."""
+        with self.lock:
+            by_producer = Counter(r.value.split("-", 1)[0] for r in self.records)
+            by_group = Counter(c.group for c in self.commits)
+            return (
+                f"records by producer {dict(by_producer)}, commits by group {dict(by_group)}, "
+                f"failed sends {self.failed_sends}, failed commits {self.failed_commits}, "
+                f"client errors {self.client_errors[-3:]}"
+            )
 
     def count(self) -> tuple[int, int]:
         with self.lock:
@@ -451,6 +464,18 @@ class Workload:
             w.start()
         return self
 
+    def describe(self) -> str:
+        """Each client: alive or not, and what a producer sent (kafka-python: in flight)."""
+        parts = []
+        for w in self.workers:
+            state = "running" if w.thread.is_alive() else "stopped"
+            if isinstance(w, _ProducerWorker):
+                state += f", sent {w.sent}"
+            if isinstance(w, KafkaPythonProducer):
+                state += f", in flight {w._in_flight}"
+            parts.append(f"{w.name}: {state}")
+        return "; ".join(parts)
+
     def check_alive(self) -> None:
         for w in self.workers:
             if w.crash:
@@ -464,10 +489,16 @@ class Workload:
 
 
 def wait_for_progress(
-    ledger: Ledger, records: int, commits: int, timeout: float, alive: Callable[[], None]
+    ledger: Ledger,
+    records: int,
+    commits: int,
+    timeout: float,
+    alive: Callable[[], None],
+    detail: Callable[[], str] | None = None,
 ) -> None:
     """Poll until the ledger holds `records` more acknowledged records and `commits` more
-    acknowledged commits than now (the clients are working against the live broker)."""
+    acknowledged commits than now (the clients are working against the live broker). On
+    timeout the error says how far each side got, and adds `detail()` (the clients' state)."""
     from tests.reliability.process import poll_until
 
     r0, c0 = ledger.count()
@@ -477,4 +508,11 @@ def wait_for_progress(
         r, c = ledger.count()
         return r - r0 >= records and c - c0 >= commits
 
-    poll_until(done, timeout, f"{records} acknowledged records and {commits} commits")
+    def reached() -> str:
+        r, c = ledger.count()
+        return (
+            f"reached {r - r0} acknowledged records and {c - c0} commits; "
+            f"{ledger.describe()}" + (f"\n{detail()}" if detail else "")
+        )
+
+    poll_until(done, timeout, f"{records} acknowledged records and {commits} commits", reached)
