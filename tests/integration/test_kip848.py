@@ -20,6 +20,7 @@ the whole scenario has the conftest's.
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 import uuid
@@ -299,7 +300,7 @@ class _Stream:
             return sum(1 for m in self.consumed.values() if m == member)
 
 
-class _Member:
+class _Member(abc.ABC):
     """A member polling and committing in its own thread, as applications run them."""
 
     name: str
@@ -328,14 +329,17 @@ class _Member:
         if self._failure is not None:
             raise self._failure
 
+    @abc.abstractmethod
     def step(self, stream: _Stream) -> None:
-        raise NotImplementedError
+        """Poll once, hand what was consumed to `stream`, commit."""
 
+    @abc.abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Leave the group and close the client."""
 
+    @abc.abstractmethod
     def assignment(self) -> set[int]:
-        raise NotImplementedError
+        """The partitions the member owns now."""
 
 
 class _Classic(_Member):
@@ -423,7 +427,9 @@ def _produce_until(
             )
         if produce:
             stream.produce()
-        time.sleep(0.02)  # the stream's pace (the members run in their own threads)
+        # The stream's pace: wait up to 20 ms for the producer's delivery reports (the
+        # members poll in their own threads).
+        stream.producer.poll(0.02)
 
 
 def _covered(members: list[_Member]) -> bool:
