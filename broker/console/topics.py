@@ -16,6 +16,7 @@ append to the partition, as a Fetch long-poll does: the console's "follow live".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -383,10 +384,9 @@ def shown(data: bytes | None) -> dict[str, Any] | None:
     if any(ord(c) < 32 and c not in "\t\n\r" for c in text):
         return {**out, "encoding": "hex", "data": bytes(cut).hex()}
     if size <= MAX_SHOWN_BYTES and text[:1] in ("{", "["):
-        try:
+        # Not JSON after all: shown as UTF-8 text below.
+        with contextlib.suppress(ValueError):
             return {**out, "encoding": "json", "data": json.loads(text, parse_constant=_nan)}
-        except ValueError:
-            pass
     return {**out, "encoding": "utf-8", "data": text}
 
 
