@@ -71,14 +71,29 @@ def check_partition_count(new_partitions: int) -> None:
         )
 
 
+def topic_name_problem(name: str) -> str | None:
+    """Kafka's Topic.validate: 1-249 chars of [a-zA-Z0-9._-], not "." or "..". Its message
+    for an illegal name, or None."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_TOPIC_NAME:
+        return (
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, "
+            f"topic name: {name}"
+        )
+    if not _LEGAL_TOPIC.match(name):
+        return (
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
 def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate: 1-249 chars of [a-zA-Z0-9._-], not "." or ".."."""
-    if (
-        not name
-        or name in (".", "..")
-        or len(name) > MAX_TOPIC_NAME
-        or not _LEGAL_TOPIC.match(name)
-    ):
+    """Refuse an illegal name (`topic_name_problem`) with INVALID_TOPIC_EXCEPTION."""
+    if topic_name_problem(name) is not None:
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name {name!r}")
 
 

@@ -9,8 +9,8 @@ that does not exist is UNKNOWN_TOPIC_OR_PARTITION with the code's message."""
 from __future__ import annotations
 
 from broker.context import RequestContext
-from broker.topics import MAX_TOPIC_NAME, validate_topic_name
-from protocol.errors import ErrorCode, KafkaError
+from broker.topics import topic_name_problem
+from protocol.errors import ErrorCode
 from protocol.messages.describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
@@ -21,36 +21,13 @@ from protocol.messages.describe_producers import (
 from storage.transactions import active_producers
 
 
-def _invalid_topic(name: str) -> str | None:
-    """Kafka's Topic.validate message for an illegal name, or None."""
-    try:
-        validate_topic_name(name)
-    except KafkaError:
-        pass
-    else:
-        return None
-    if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return 'Topic name cannot be "." or ".."'
-    if len(name) > MAX_TOPIC_NAME:
-        return (
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, "
-            f"topic name: {name}"
-        )
-    return (
-        f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-        "alphanumerics, '.', '_' and '-'"
-    )
-
-
 async def handle(
     ctx: RequestContext, request: DescribeProducersRequest
 ) -> DescribeProducersResponse:
     topics = []
     for t in request.topics:
         topic = ctx.broker.topics.get(t.name)
-        invalid = _invalid_topic(t.name)
+        invalid = topic_name_problem(t.name)
         partitions = []
         for index in t.partition_indexes:
             if invalid is not None or topic is None:
