@@ -30,6 +30,7 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
+from tests.admin_http import http
 from tests.reliability.inproc import produce, produce_request, running
 from tests.wire import WireClient
 
@@ -323,21 +324,6 @@ async def _start_and_stop(data_dir: Path, **settings: Any) -> None:
     start raises comes out of here)."""
     async with running(data_dir, **settings):
         return
-
-
-async def http(broker: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    """(status, JSON answer) of one request to the broker's admin endpoint."""
-    host, port = broker.admin_address
-    data = b"" if body is None else json.dumps(body).encode()
-    stream = await trio.open_tcp_stream(host, port)
-    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(data)}\r\n\r\n"
-    await stream.send_all(head.encode() + data)
-    answer = bytearray()
-    while chunk := await stream.receive_some():
-        answer += chunk
-    await stream.aclose()
-    head_bytes, _, payload = bytes(answer).partition(b"\r\n\r\n")
-    return int(head_bytes.split()[1]), json.loads(payload)
 
 
 CONTROLLED = {**THREE, "admin.port": 0}

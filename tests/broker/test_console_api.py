@@ -5,7 +5,6 @@ join, sync, leave, commit). Bad input is refused with 400/404 and changes nothin
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,42 +23,12 @@ from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from protocol.records import build_batch
+from tests.admin_http import http
 from tests.reliability import inproc
 from tests.reliability.inproc import T0, commit
 from tests.wire import WireClient
 
 DEADLINE_S = 30
-
-
-async def http(
-    broker: Any,
-    method: str,
-    path: str,
-    body: Any = None,
-    *,
-    headers: str = "",
-    host: str | None = None,
-) -> tuple[int, Any]:
-    """(status, JSON answer, or the body as text when not JSON) of one admin request, with
-    `host` as its Host header (the address it is sent to by default)."""
-    address, port = broker.admin_address
-    data = b"" if body is None else json.dumps(body).encode()
-    stream = await trio.open_tcp_stream(address, port)
-    head = (
-        f"{method} {path} HTTP/1.1\r\nHost: {host or f'{address}:{port}'}\r\n{headers}"
-        f"Content-Length: {len(data)}\r\n\r\n"
-    )
-    await stream.send_all(head.encode() + data)
-    answer = bytearray()
-    while chunk := await stream.receive_some():
-        answer += chunk
-    await stream.aclose()
-    head_bytes, _, payload = bytes(answer).partition(b"\r\n\r\n")
-    status = int(head_bytes.split()[1])
-    try:
-        return status, json.loads(payload)
-    except ValueError:
-        return status, payload.decode()
 
 
 def running(tmp_path: Path, **settings: Any) -> Any:

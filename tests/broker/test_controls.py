@@ -24,26 +24,12 @@ from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.sync_group import SyncGroupRequest
+from tests.admin_http import http
 from tests.reliability import inproc
 from tests.reliability.inproc import commit, create, produce, produce_request
 from tests.wire import WireClient, read_frame
 
 DEADLINE_S = 30
-
-
-async def http(broker: Any, method: str, path: str, body: Any = None, raw: bytes | None = None):
-    """(status, JSON answer) of one request to the broker's admin endpoint."""
-    host, port = broker.admin_address
-    data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
-    stream = await trio.open_tcp_stream(host, port)
-    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(data)}\r\n\r\n"
-    await stream.send_all(head.encode() + data)
-    answer = bytearray()
-    while chunk := await stream.receive_some():
-        answer += chunk
-    await stream.aclose()
-    head_bytes, _, payload = bytes(answer).partition(b"\r\n\r\n")
-    return int(head_bytes.split()[1]), json.loads(payload)
 
 
 def running(tmp_path: Path, **settings: Any) -> Any:
