@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 # IDEMPOTENT_WRITE 12), as a bit field (AuthHelper.authorizedOperations).
 ALL_TOPIC_OPERATIONS = sum(1 << b for b in (3, 4, 5, 6, 7, 8, 10, 11))
 ALL_CLUSTER_OPERATIONS = sum(1 << b for b in (5, 7, 8, 9, 10, 11, 12))
-NOT_REQUESTED = -(2**31)
+# An authorized-operations field's value when the client did not ask for it.
+NOT_REQUESTED = AUTHORIZED_OPERATIONS_OMITTED
 
 
 def check_replicas(broker_ids: list[int], node_ids: int | list[int]) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from broker.security.acls import AclOperation, ResourceType
 from broker.security.authz import ANONYMOUS, CLUSTER, Authz, authz
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED as NOT_REQUESTED
 from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
 __all__ = [
@@ -62,7 +63,6 @@ CLUSTER_FAILED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_FAILED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 INTERNAL_TOPICS = frozenset((OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC))
 ZERO_UUID = uuid.UUID(int=0)
-NOT_REQUESTED = -(2**31)  # an authorized-operations field's value when not asked for
 # Kafka's Errors default messages, the error_message of a refusal built from
 # `new ApiError(code)` (ControllerApis.deleteTopics, KafkaApis.handleDescribeConfigsRequest, ...).
 DEFAULT_MESSAGES = {

@@ -9,6 +9,7 @@ from coordinator.classic.group import Group
 from coordinator.classic.state import GroupState
 from coordinator.outcome import RequestContext
 from protocol.errors import ErrorCode
+from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.messages.describe_groups import (
     DescribedGroup,
     DescribedGroupMember,
@@ -25,7 +26,6 @@ _E = ErrorCode
 # without an authorizer, every operation AclEntry.supportedOperations(GROUP) lists: READ (3),
 # DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10) and ALTER_CONFIGS (11, group configs).
 GROUP_AUTHORIZED_OPERATIONS = sum(1 << b for b in (3, 6, 8, 10, 11))
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 def describe_groups(
