@@ -231,8 +231,7 @@ async def _control(
     except UnicodeDecodeError:
         return ("GET", *_plain(400, "bad request\n"))
     path, _, query = target.partition("?")
-    # PATHS[...] rather than .get: /v1/brokers/{id}/stop and /start are matched by pattern.
-    allowed = PATHS[path] if path in PATHS else console.methods(path)
+    allowed = PATHS.get(path) or console.methods(path)
     if allowed is None:
         status, obj = 404, {"error": f"no such control: {path}"}
     elif method not in allowed:

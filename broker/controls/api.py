@@ -53,6 +53,13 @@ class _Paths(dict[str, tuple[str, ...]]):
             return ("POST",)
         raise KeyError(path)
 
+    def get(self, path: str, default: Any = None) -> Any:  # type: ignore[override]
+        """As `[]` (dict.get does not consult __missing__)."""
+        try:
+            return self[path]
+        except KeyError:
+            return default
+
 
 PATHS = _Paths(
     {
