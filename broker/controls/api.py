@@ -53,7 +53,7 @@ class _Paths(dict[str, tuple[str, ...]]):
             return ("POST",)
         raise KeyError(path)
 
-    def get(self, path: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, path: str, default: Any = None) -> Any:
         """As `[]` (dict.get does not consult __missing__)."""
         try:
             return self[path]
