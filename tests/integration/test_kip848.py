@@ -38,7 +38,14 @@ from confluent_kafka import (
 from confluent_kafka import Producer as CkProducer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.harness import confluent_conf, deadline, unique, wait_until
+from tests.integration.harness import (
+    KAFKA_PYTHON_POLL_MS,
+    confluent_conf,
+    deadline,
+    kafka_python_group_consumer,
+    unique,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -205,13 +212,14 @@ def test_a_consumer_protocol_member_cannot_join_a_classic_group_with_members(fre
     GROUP_ID_NOT_FOUND, which it reports as a fatal error, as against Kafka with migration
     disabled; the kafka-python member keeps its partitions."""
     from confluent_kafka import KafkaError
-    from kafka import KafkaConsumer
 
     b = fresh_broker(**OVERRIDES, **{"group.consumer.migration.policy": "disabled"})
     topic, group = unique("kip848-mixed"), f"kip848-mixed-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(confluent_conf(b.bootstrap_servers, CLIENT_ID))
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(10)
-    classic = KafkaConsumer(topic, bootstrap_servers=b.bootstrap_servers, group_id=group)
+    classic = kafka_python_group_consumer(
+        topic, bootstrap_servers=b.bootstrap_servers, group_id=group
+    )
     modern = None
     try:
         wait_until(
@@ -346,12 +354,10 @@ class _Classic(_Member):
     """A kafka-python member (the classic protocol, eager range assignor)."""
 
     def __init__(self, name: str, bootstrap: str, group: str, topic: str) -> None:
-        from kafka import KafkaConsumer
-
         from tests.integration.harness import kafka_python_consumer_options
 
         self.name = name
-        self.consumer = KafkaConsumer(
+        self.consumer = kafka_python_group_consumer(
             topic, **kafka_python_consumer_options(bootstrap, name, group_id=group)
         )
 
@@ -361,7 +367,7 @@ class _Classic(_Member):
     def step(self, stream: _Stream) -> None:
         from kafka.errors import KafkaError as PyKafkaError
 
-        batches = self.consumer.poll(timeout_ms=200)
+        batches = self.consumer.poll(timeout_ms=KAFKA_PYTHON_POLL_MS)
         records = [(r.partition, r.offset) for rs in batches.values() for r in rs]
         if not records:
             return

@@ -9,7 +9,12 @@ Rounds, until the time is up; each round is a client restart:
      them and at least one commit;
   3. stop the clients (the consumers leave their groups, every connection closes), wait
      until the broker holds no client connection, and sample the broker process: resident
-     memory and open descriptors (/proc/<pid>/status and /proc/<pid>/fd).
+     memory and open descriptors (/proc/<pid>/status and /proc/<pid>/fd). A connection whose
+     client end is still open in this process after the client was closed is the client's
+     leak, not the broker's (kafka-python 3.0.12's close can fail inside its selector and
+     keep a socket): it is counted and reported, left to the broker's idle timeout
+     (connections.max.idle.ms, short here), and its descriptor is not counted as the
+     broker's. A connection the broker keeps after its client end closed fails the soak.
 Small segments, retention by size and frequent compaction of __consumer_offsets keep the
 data on disk bounded, so that what the broker holds should not grow either.
 
@@ -22,6 +27,7 @@ broker logs nothing at ERROR; no send failed and no client hit a fatal error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -32,7 +38,6 @@ from typing import Any
 import pytest
 
 from client import KafkaClient
-from tests.broker.test_limits import _established
 from tests.reliability.process import BrokerProcess, poll_until
 from tests.reliability.workload import Workload, wait_for_progress
 
@@ -49,6 +54,8 @@ BROKER_SETTINGS = {
     "log.retention.check.interval.ms": 2000,
     "offsets.topic.segment.bytes": 64 * 1024,
     "log.cleaner.backoff.ms": 2000,
+    # Connections a client leaked (see the module docstring) are closed by the broker soon.
+    "connections.max.idle.ms": 60_000,
 }
 STALL_LOG_LINES = 40
 LONG_RUN_ONLY = True  # `make reliability` only (tests/reliability/conftest.py)
@@ -60,10 +67,11 @@ class Sample:
     rss: int
     fds: int
     segments: int  # segment files on disk: each holds a descriptor
+    leaked: int = 0  # connections whose client end a client leaked: the client's descriptors
 
     @property
     def other_fds(self) -> int:
-        return self.fds - self.segments
+        return self.fds - self.segments - self.leaked
 
 
 @dataclass
@@ -75,6 +83,7 @@ class SoakReport:
     failed_sends: int = 0
     client_errors: list[str] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
+    client_leaks: int = 0  # rounds that ended with a connection a client left open
 
     def warm(self) -> Sample:
         warm_at = self.samples[-1].at_s * WARM_SHARE
@@ -87,7 +96,8 @@ class SoakReport:
         return (
             f"soak {last.at_s / 60:.1f} min: {self.rounds} rounds (client restarts), "
             f"{self.records:,} records and {self.commits:,} commits acknowledged, "
-            f"{self.failed_sends} failed sends, {len(self.client_errors)} client errors; "
+            f"{self.failed_sends} failed sends, {len(self.client_errors)} client errors, "
+            f"{self.client_leaks} rounds with a connection the client left open; "
             f"RSS {first.rss / mib:.0f} MiB after round 1, {warm.rss / mib:.0f} warm, max "
             f"{max(s.rss for s in after) / mib:.0f} after warm-up, {last.rss / mib:.0f} at "
             f"the end; descriptors {first.fds}, {warm.fds} warm, max "
@@ -106,6 +116,53 @@ class SoakReport:
         return "soak samples (minute: RSS MiB, descriptors not segments): " + "; ".join(
             f"{s.at_s / 60:.1f}: {s.rss / mib:.1f} MiB, {s.other_fds}" for s in picked
         )
+
+
+def _tcp() -> list[tuple[int, int, str, str]]:
+    """(local port, remote port, state, inode) of every IPv4 TCP socket (/proc/net/tcp)."""
+    sockets = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local = int(fields[1].rsplit(":", 1)[1], 16)
+        remote = int(fields[2].rsplit(":", 1)[1], 16)
+        sockets.append((local, remote, fields[3], fields[9]))
+    return sockets
+
+
+def _own_sockets() -> set[str]:
+    """The inodes of the sockets this process (the clients' process) has open."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    return inodes
+
+
+def _open_connections(port: int) -> tuple[set[int], int]:
+    """The broker's (listening on `port`) connections that are not closed on its side:
+    (the client ports of those whose client end this process still holds open: a client's
+    leak, the number of those whose client end is closed: the broker's to close)."""
+    sockets = _tcp()
+    own = _own_sockets()
+    client_ends = {local: inode for local, remote, _, inode in sockets if remote == port}
+    leaked: set[int] = set()
+    kept = 0
+    for local, remote, state, _ in sockets:
+        if local != port or state not in ("01", "08"):  # TCP_ESTABLISHED, TCP_CLOSE_WAIT
+            continue
+        if state == "01" and client_ends.get(remote) in own:
+            leaked.add(remote)
+        else:
+            kept += 1
+    return leaked, kept
+
+
+def _settled(port: int, leaks: set[int]) -> bool:
+    """No connection left open but the clients' leaks already known."""
+    leaked, kept = _open_connections(port)
+    return kept == 0 and leaked <= leaks
 
 
 def _open_fds(pid: int) -> int:
@@ -130,6 +187,7 @@ def test_soak_memory_and_descriptors_stay_flat(
     report = SoakReport(soak_minutes)
     broker.start()
     started = time.monotonic()
+    leaks: set[int] = set()  # client ports of connections a client left open
     try:
         with KafkaClient(broker.bootstrap) as client:
             client.create_topic(TOPIC, num_partitions=PARTITIONS)
@@ -153,15 +211,23 @@ def test_soak_memory_and_descriptors_stay_flat(
             report.commits += commits
             report.failed_sends += workload.ledger.failed_sends
             report.client_errors += workload.ledger.client_errors
-            poll_until(
-                lambda: _established(broker.port) == 0, 30, "the clients' connections to close"
+            # Every connection closed, or only the clients' leaks left (reported).
+            with contextlib.suppress(AssertionError):
+                poll_until(functools.partial(_settled, broker.port, leaks), 30, "closes")
+            leaked, kept = _open_connections(broker.port)
+            assert kept == 0, (
+                f"round {report.rounds}: the broker keeps {kept} connections their clients "
+                f"closed 30 s ago"
             )
+            report.client_leaks += bool(leaked - leaks)
+            leaks |= leaked
             report.samples.append(
                 Sample(
                     time.monotonic() - started,
                     broker.rss_bytes(),
                     _open_fds(broker.pid),
                     _segments(broker.data_dir),
+                    leaked=len(leaked),
                 )
             )
             problems = broker.problems()

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.integration.harness import KAFKA_PYTHON_POLL_MS, kafka_python_group_consumer
+
 PRODUCERS = ("ck", "kp")  # value prefixes: confluent-kafka, kafka-python
 IDEMPOTENT = ("ck",)
 MAX_UNACKED = 500  # records a producer keeps in flight before it waits for reports
@@ -396,10 +398,11 @@ class KafkaPythonConsumer(_ConsumerWorker):
     NAME = "kp-consumer"
 
     def run(self) -> None:
-        from kafka import KafkaConsumer, OffsetAndMetadata
+        from kafka import OffsetAndMetadata
         from kafka.errors import KafkaError as KpError
 
-        consumer = KafkaConsumer(
+        # It learns the topic's partitions before it joins: see KAFKA_PYTHON_POLL_MS.
+        consumer = kafka_python_group_consumer(
             self.topic,
             bootstrap_servers=self.bootstrap,
             group_id=self.group,
@@ -412,7 +415,7 @@ class KafkaPythonConsumer(_ConsumerWorker):
         try:
             while not self.stopping.is_set():
                 try:
-                    batches = consumer.poll(timeout_ms=100, max_records=200)
+                    batches = consumer.poll(timeout_ms=KAFKA_PYTHON_POLL_MS, max_records=200)
                 except KpError:  # kafka-python raises connection errors while it is down
                     continue
                 positions: dict[Any, int] = {}
