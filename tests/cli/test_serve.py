@@ -160,6 +160,23 @@ def test_unknown_environment_variables_are_ignored_with_a_warning(caplog):
             {"KAFKA_GROUP_CONSUMER_MIGRATION_POLICY": "sideways"},
             "group.consumer.migration.policy: 'sideways' is not one of",
         ),
+        # Kafka's ConfigDef bounds (atLeast) and INT range, checked at start as Kafka does
+        (
+            ["--override", "fetch.max.bytes=10"],
+            {},
+            "Invalid value 10 for configuration fetch.max.bytes: Value must be at least 1024",
+        ),
+        (
+            [],
+            {"KAFKA_NUM_PARTITIONS": "0"},
+            "Invalid value 0 for configuration num.partitions: Value must be at least 1",
+        ),
+        (
+            ["--override", "offsets.topic.num.partitions=-3"],
+            {},
+            "offsets.topic.num.partitions: Value must be at least 1",
+        ),
+        (["--num-partitions", "2147483648"], {}, "num.partitions: 2147483648 is not a valid int"),
     ],
 )
 def test_bad_settings_are_config_errors(argv, env, message):
