@@ -32,6 +32,7 @@ from broker.config import (
     load_config,
     parse_properties,
 )
+from broker.limits import raise_open_files_limit
 from broker.logging_setup import setup_logging
 from broker.security.tls import TlsError, tls_contexts
 from broker.server import serve
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         name: "[hidden]" if _sensitive(name) else config[name] for name in sorted(config.explicit)
     }
     log.info("starting kmock", extra=explicit)
-    _raise_open_files_limit()
+    raise_open_files_limit()
     try:
         trio.run(_serve_until_signal, config)
     except Exception as e:
@@ -133,27 +134,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.error(_startup_error(leaves[0]))
         return EXIT_ERROR
     return EXIT_OK
-
-
-def _raise_open_files_limit() -> None:
-    """Raise the soft limit on open descriptors to the hard one, as the JVM that runs Kafka
-    does at start on Linux (HotSpot's MaxFDLimit, on by default): a broker holds a descriptor
-    per connection and per segment, and a shell's usual soft limit (1,024) is reached by
-    1,000 clients. The hard limit is the administrator's (`ulimit -Hn`); kmock stays below it.
-    """
-    try:
-        import resource
-    except ImportError:  # not a POSIX system
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY or soft >= hard:
-        return
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    except (ValueError, OSError) as e:  # e.g. macOS refuses more than OPEN_MAX
-        log.debug("open files limit stays %d: %s", soft, e)
-        return
-    log.debug("open files limit raised from %d to %d", soft, hard)
 
 
 def _leaves(e: BaseException) -> list[BaseException]:
