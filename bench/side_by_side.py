@@ -4,10 +4,12 @@ side in one run, one row per kind of request a test suite is made of.
 Each repetition starts every target afresh, in rotating order. Per target, one process serves
 the latency rows (sync round trips, then the closed-loop wire rows), and a second, fresh one
 the 10 KiB produce whose peak RSS (VmHWM) is read, so that the 1,000 connections before it do
-not set the peak. bench/README.md explains every row.
+not set the peak, and a third the held connections (bench/held_connections.py: 1,000 and
+5,000 idle connections, the server's memory, Metadata while they are held). bench/README.md
+explains every row.
 
 A selection of rows, for working on some of them (the report then holds those alone):
-  BENCH_SBS_ROWS=sync,wire,rss   which groups of rows (default: all three)
+  BENCH_SBS_ROWS=sync,wire,rss,held   which groups of rows (default: all four)
   BENCH_SBS_APIS=commit,metadata which closed-loop rows (default: both)
   BENCH_SBS_CONNS=1,256          the connection counts of the closed-loop rows
   BENCH_SBS_TARGETS=kmock,floor  which servers (default: kmock, mock, tansu, floor)
@@ -23,6 +25,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import held_connections
 import kwire
 from common import (
     BENCH,
@@ -271,10 +274,23 @@ def _produce_10k(who: str, size: int, count: int, timeout: float) -> dict[str, A
     return out
 
 
+def _held(who: str, p: Callable[[str], Any]) -> dict[str, Any]:
+    """A fresh server with 1,000 then 5,000 idle connections held (bench/held_connections.py)."""
+    with SERVERS[who]() as target:
+        if who in BROKERS:
+            _create_topics(who, target)
+        return held_connections.measure(
+            target,
+            (_metadata_request(), METADATA_VERSION),
+            warmup_s=p("sbs_warmup_s"),
+            duration_s=p("sbs_duration_s"),
+        )
+
+
 def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
     """All of §9's measurements: {"lat": {(row, who): [[ms, ...] per rep]},
     "wire": {(api, n, who): [LoopResult per rep]}, "rss": {who: [dict per rep]}, ...}."""
-    rows = _selected("BENCH_SBS_ROWS", ["sync", "wire", "rss"])
+    rows = _selected("BENCH_SBS_ROWS", ["sync", "wire", "rss", "held"])
     apis = _selected("BENCH_SBS_APIS", ["commit", "metadata"])
     targets = _selected("BENCH_SBS_TARGETS", [*BROKERS, "floor"])
     conns = p("sbs_conns")
@@ -287,10 +303,16 @@ def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
     lat: dict[tuple[str, str], list[list[float]]] = {}
     wire: dict[tuple[str, int, str], list[Any]] = {}
     rss: dict[str, list[dict[str, Any]]] = {}
+    held: dict[str, list[dict[str, Any]]] = {}
     errors: list[str] = []
     for r in range(reps):
         order = targets[r % len(targets) :] + targets[: r % len(targets)]
         for who in order:
+            if "held" in rows:
+                try:
+                    held.setdefault(who, []).append(_held(who, p))
+                except Exception as e:
+                    errors.append(f"{who} held connections rep {r + 1}: {type(e).__name__}: {e}")
             if who not in BROKERS and "wire" not in rows:
                 continue
             log(f"side by side: {who} (rep {r + 1}/{reps})")
@@ -340,6 +362,7 @@ def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
         "lat": lat,
         "wire": wire,
         "rss": rss,
+        "held": held,
         "floor_rss": floor_rss,
         "errors": errors,
         "conns": conns,
@@ -409,7 +432,7 @@ def _wire_stats(rs: list[Any]) -> dict[str, float]:
 def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
     """Summary rows and the §9 text into `rep` (run.py's Report)."""
     lat, wire, conns = res["lat"], res["wire"], res["conns"]
-    rows = res.get("rows", ["sync", "wire", "rss"])
+    rows = res.get("rows", ["sync", "wire", "rss", "held"])
     sync_rows = []
     for row, label in SYNC_ROWS.items() if "sync" in rows else ():
         s = {who: _lat_stats(lat.get((row, who), [])) for who in BROKERS}
@@ -552,7 +575,7 @@ def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
     sc = f"{size_count[0]} B x {size_count[1]:,}" if size_count and size_count[0] else "10 KiB"
     targets = res.get("targets", list(SERVERS))
     selection = ""
-    if set(rows) != {"sync", "wire", "rss"} or len(targets) < len(SERVERS):
+    if set(rows) != {"sync", "wire", "rss", "held"} or len(targets) < len(SERVERS):
         selection = (
             f"\n\nA selection (BENCH_SBS_*): rows {', '.join(rows)}; closed-loop requests "
             f"{', '.join(res.get('apis', []))}; targets {', '.join(targets)}."
@@ -581,7 +604,10 @@ Tansu's memory engine keeps every record, kmock writes them to its log (page cac
 
 {table(RSS_HEADER, rss_rows)}
 """
-    texts = {"sync": sync_text, "wire": wire_text, "rss": rss_text}
+    held_text = (
+        held_connections.report(res.get("held", {}), LABEL, rep, table) if "held" in rows else ""
+    )
+    texts = {"sync": sync_text, "wire": wire_text, "rss": rss_text, "held": held_text}
     rep.section(f"""## 9. Side by side: kmock, the librdkafka mock, Tansu, the request floor
 
 Every target is started afresh in each of {res["reps"]} repetition(s), in rotating order:

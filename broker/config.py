@@ -125,6 +125,7 @@ SETTINGS: dict[str, Setting] = {
             "int",
             104857600,
             "Largest request frame accepted; a larger one closes the connection.",
+            min_value=1,
         ),
         _s(
             "fetch.max.bytes",
@@ -135,7 +136,13 @@ SETTINGS: dict[str, Setting] = {
             min_value=1024,
         ),
         _s("connections.max.idle.ms", "long", 600000, "Connections idle for longer are closed."),
-        _s("max.connections", "int", INT_MAX, "Connections accepted at once; more are closed."),
+        _s(
+            "max.connections",
+            "int",
+            INT_MAX,
+            "Connections accepted at once; more are closed.",
+            min_value=0,
+        ),
         _s(
             "max.connections.per.ip",
             "int",
@@ -225,7 +232,7 @@ SETTINGS: dict[str, Setting] = {
             min_value=0,
         ),
         # --- topics ---
-        _s("num.partitions", "int", 1, "Partitions of auto-created topics."),
+        _s("num.partitions", "int", 1, "Partitions of auto-created topics.", min_value=1),
         _s(
             "default.replication.factor",
             "int",
@@ -276,7 +283,13 @@ SETTINGS: dict[str, Setting] = {
             read_only=False,
             min_value=1,
         ),
-        _s("log.roll.hours", "int", 168, "log.roll.ms in hours, used when that is unset."),
+        _s(
+            "log.roll.hours",
+            "int",
+            168,
+            "log.roll.ms in hours, used when that is unset.",
+            min_value=1,
+        ),
         _s(
             "log.retention.ms",
             "long",
@@ -330,7 +343,7 @@ SETTINGS: dict[str, Setting] = {
             read_only=False,
             min_value=0,
         ),
-        _s("log.cleaner.backoff.ms", "long", 15000, "How often compaction runs."),
+        _s("log.cleaner.backoff.ms", "long", 15000, "How often compaction runs.", min_value=0),
         _s(
             "kmock.durability",
             "string",
@@ -507,19 +520,24 @@ SETTINGS.update({d["name"]: Setting(**d) for d in SECURITY_SETTINGS})
 SETTINGS.update({d["name"]: Setting(**d) for d in CLUSTER_SETTINGS})
 
 
+_INT_RANGES = {"int": (-(2**31), INT_MAX), "long": (-(2**63), LONG_MAX)}
+
+
 def _convert(setting: Setting, value: Any) -> Any:
     if value is None or not isinstance(value, str):
-        return value
+        return _checked(setting, value)
     v = value.strip()
     try:
         if setting.type in ("int", "long"):
-            return int(v)
+            return _checked(setting, int(v))
         if setting.type == "double":
-            return float(v)
+            return _checked(setting, float(v))
         if setting.type == "boolean":
             if v.lower() not in ("true", "false"):
                 raise ValueError(v)
             return v.lower() == "true"
+    except ConfigError:
+        raise
     except ValueError:
         raise ConfigError(f"{setting.name}: {value!r} is not a valid {setting.type}") from None
     if (
@@ -529,6 +547,23 @@ def _convert(setting: Setting, value: Any) -> Any:
     ):
         raise ConfigError(f"{setting.name}: {value!r} is not one of {', '.join(setting.choices)}")
     return v
+
+
+def _checked(setting: Setting, number: Any) -> Any:
+    """A number within its type's range and the setting's lower bound, as Kafka's ConfigDef
+    parses INT/LONG and checks Range.atLeast at start-up ("Invalid value 10 for configuration
+    fetch.max.bytes: Value must be at least 1024"); anything else as it is."""
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        return number
+    low, high = _INT_RANGES.get(setting.type, (None, None))
+    if low is not None and isinstance(number, int) and not low <= number <= high:
+        raise ConfigError(f"{setting.name}: {number} is not a valid {setting.type}")
+    if setting.min_value is not None and number < setting.min_value:
+        raise ConfigError(
+            f"Invalid value {number} for configuration {setting.name}: "
+            f"Value must be at least {setting.min_value}"
+        )
+    return number
 
 
 def parse_properties(text: str) -> dict[str, str]:

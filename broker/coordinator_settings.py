@@ -30,19 +30,28 @@ COORDINATOR_BROKER_SETTINGS: list[dict[str, Any]] = [
         "int",
         _GROUP["offsets.topic.num.partitions"].default,
         "Partitions of __consumer_offsets.",
+        min_value=1,
     ),
-    _s("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets."),
+    _s(
+        "offsets.topic.segment.bytes",
+        "int",
+        104857600,
+        "Segment size of __consumer_offsets.",
+        min_value=1,
+    ),
     _s(
         "offsets.retention.minutes",
         "int",
         _GROUP["offsets.retention.minutes"].default,
         "How long committed offsets are kept.",
+        min_value=1,
     ),
     _s(
         "offsets.retention.check.interval.ms",
         "long",
         _GROUP["offsets.retention.check.interval.ms"].default,
         "How often expired offsets are removed.",
+        min_value=1,
     ),
     _s(
         "offset.metadata.max.bytes",
@@ -74,6 +83,7 @@ COORDINATOR_BROKER_SETTINGS: list[dict[str, Any]] = [
         "int",
         _GROUP["group.max.size"].default,
         "Members a group may have.",
+        min_value=1,
     ),
     # --- transaction coordinator ---
     _s(
@@ -88,6 +98,7 @@ COORDINATOR_BROKER_SETTINGS: list[dict[str, Any]] = [
         "int",
         104857600,
         "Segment size of __transaction_state.",
+        min_value=1,
     ),
     _s(
         "transaction.max.timeout.ms",

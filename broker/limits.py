@@ -54,6 +54,7 @@ them at once, so a client learns of the limit immediately and retries after its 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import mmap
 import socket
 from collections import Counter
@@ -63,7 +64,15 @@ import trio
 
 from broker.config import Config
 
-__all__ = ["DIRECT_FRAME_BYTES", "ConnectionQuotas", "MemoryPool", "frame_buffer"]
+__all__ = [
+    "DIRECT_FRAME_BYTES",
+    "ConnectionQuotas",
+    "MemoryPool",
+    "frame_buffer",
+    "raise_open_files_limit",
+]
+
+log = logging.getLogger(__name__)
 
 DIRECT_FRAME_BYTES = 1024 * 1024  # larger frames are mapped, committed as they arrive
 
@@ -177,3 +186,24 @@ class ConnectionQuotas:
         self.per_ip[address] -= 1
         if not self.per_ip[address]:
             del self.per_ip[address]
+
+
+def raise_open_files_limit() -> None:
+    """Raise the soft limit on open descriptors to the hard one, as the JVM that runs Kafka
+    does at start on Linux (HotSpot's MaxFDLimit, on by default): a broker holds a descriptor
+    per connection and per segment, and a shell's usual soft limit (1,024) is reached by
+    1,000 clients. The hard limit is the administrator's (`ulimit -Hn`); kmock stays below it.
+    """
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY or soft >= hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as e:  # e.g. macOS refuses more than OPEN_MAX
+        log.debug("open files limit stays %d: %s", soft, e)
+        return
+    log.debug("open files limit raised from %d to %d", soft, hard)

@@ -32,6 +32,7 @@ from broker.config import (
     load_config,
     parse_properties,
 )
+from broker.limits import raise_open_files_limit
 from broker.logging_setup import setup_logging
 from broker.security.tls import TlsError, tls_contexts
 from broker.server import serve
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         name: "[hidden]" if _sensitive(name) else config[name] for name in sorted(config.explicit)
     }
     log.info("starting kmock", extra=explicit)
+    raise_open_files_limit()
     try:
         trio.run(_serve_until_signal, config)
     except Exception as e:

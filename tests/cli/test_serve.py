@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import resource
 import signal
 import socket
 import subprocess
@@ -160,6 +161,23 @@ def test_unknown_environment_variables_are_ignored_with_a_warning(caplog):
             {"KAFKA_GROUP_CONSUMER_MIGRATION_POLICY": "sideways"},
             "group.consumer.migration.policy: 'sideways' is not one of",
         ),
+        # Kafka's ConfigDef bounds (atLeast) and INT range, checked at start as Kafka does
+        (
+            ["--override", "fetch.max.bytes=10"],
+            {},
+            "Invalid value 10 for configuration fetch.max.bytes: Value must be at least 1024",
+        ),
+        (
+            [],
+            {"KAFKA_NUM_PARTITIONS": "0"},
+            "Invalid value 0 for configuration num.partitions: Value must be at least 1",
+        ),
+        (
+            ["--override", "offsets.topic.num.partitions=-3"],
+            {},
+            "offsets.topic.num.partitions: Value must be at least 1",
+        ),
+        (["--num-partitions", "2147483648"], {}, "num.partitions: 2147483648 is not a valid int"),
     ],
 )
 def test_bad_settings_are_config_errors(argv, env, message):
@@ -195,13 +213,28 @@ async def test_serve_process_stops_gracefully_on_sigterm(tmp_path):
         "--log-format",
         "json",
     ]
+    # Started with a soft limit on descriptors below the hard one: serve raises it (as the
+    # JVM that runs Kafka does).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = min(soft, hard // 2) if hard != resource.RLIM_INFINITY else min(soft, 1024)
+
+    def lower_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+
     with trio.fail_after(SCENARIO_S):
         proc = await trio.lowlevel.open_process(
-            argv, stderr=subprocess.PIPE, env=child_env(), cwd=str(tmp_path)
+            argv,
+            stderr=subprocess.PIPE,
+            env=child_env(),
+            cwd=str(tmp_path),
+            preexec_fn=lower_soft_limit,
         )
         seen = bytearray()
         try:
             await _read_until(proc.stderr, "kmock listening on", seen)
+            limits = await trio.Path(f"/proc/{proc.pid}/limits").read_text()
+            files = next(line for line in limits.splitlines() if line.startswith("Max open files"))
+            assert files.split()[3:5] == [str(hard), str(hard)] or hard == resource.RLIM_INFINITY
             listening = next(
                 json.loads(line)
                 for line in seen.decode().splitlines()
