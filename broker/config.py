@@ -555,8 +555,8 @@ def _checked(setting: Setting, number: Any) -> Any:
     fetch.max.bytes: Value must be at least 1024"); anything else as it is."""
     if isinstance(number, bool) or not isinstance(number, int | float):
         return number
-    low, high = _INT_RANGES.get(setting.type, (None, None))
-    if low is not None and isinstance(number, int) and not low <= number <= high:
+    bounds = _INT_RANGES.get(setting.type)
+    if bounds is not None and isinstance(number, int) and not bounds[0] <= number <= bounds[1]:
         raise ConfigError(f"{setting.name}: {number} is not a valid {setting.type}")
     if setting.min_value is not None and number < setting.min_value:
         raise ConfigError(
