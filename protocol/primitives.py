@@ -140,6 +140,9 @@ def read_uvarint(r: Reader) -> int:
     if pos < len(buf) and buf[pos] < 0x80:  # one byte: nearly every length and count
         r.pos = pos + 1
         return buf[pos]
+    if pos + 1 < len(buf) and buf[pos + 1] < 0x80:  # two: the length of a small batch
+        r.pos = pos + 2
+        return (buf[pos] & 0x7F) | (buf[pos + 1] << 7)
     result = 0
     shift = 0
     while True:

@@ -163,6 +163,11 @@ class BatchHeader(NamedTuple):
         return (self.base_sequence + self.last_offset_delta) % (_INT32_MAX + 1)
 
 
+# BatchHeader._make without its Python-level call and length check (the struct gives
+# exactly the 13 fields): a header is parsed several times per request.
+_new_header = tuple.__new__
+
+
 class Record(NamedTuple):
     offset: int
     timestamp: int
@@ -193,7 +198,7 @@ def parse_batch_header(buf: BytesLike, pos: int = 0) -> BatchHeader:
         raise _corrupt(
             f"batch header at {pos} cut short: {len(buf) - pos} of {BATCH_HEADER_SIZE} bytes"
         )
-    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    return _new_header(BatchHeader, _HEADER.unpack_from(buf, pos))
 
 
 def validate_batch(buf: BytesLike, pos: int = 0, *, check_crc: bool = True) -> BatchHeader:
@@ -246,7 +251,7 @@ def iter_batches(buf: BytesLike, pos: int = 0) -> Iterator[tuple[int, BatchHeade
     """
     end = len(buf)
     while end - pos >= BATCH_HEADER_SIZE:
-        header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+        header = _new_header(BatchHeader, _HEADER.unpack_from(buf, pos))
         if header.magic != MAGIC or header.batch_length < _MIN_BATCH_LENGTH:
             raise _corrupt(f"batch at {pos}: magic {header.magic}, length {header.batch_length}")
         if pos + header.size > end:
@@ -368,6 +373,9 @@ def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _write_varint(out: bytearray, value: int) -> None:
+    if 0 <= value < 64:  # one byte: most deltas, counts and lengths
+        out.append(value << 1)
+        return
     v = (value << 1) ^ (value >> 63)  # zigzag over 64 bits
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)
