@@ -200,11 +200,21 @@ def write_all(fd: int, parts: list[bytes | bytearray | memoryview]) -> None:
     Raises OSError; some prefix of the data may have been written (the caller truncates
     the file back).
     """
+    written = 0
+    if len(parts) <= IOV_MAX:
+        # The usual case: one writev takes it all (empty parts are harmless to writev).
+        total = sum(map(len, parts))
+        if not total:
+            return
+        written = os.writev(fd, parts)
+        if written == total:
+            return
     views = [memoryview(p) for p in parts if len(p)]
     while views:
-        written = os.writev(fd, views[:IOV_MAX])
-        if written == 0:
-            raise OSError("writev wrote nothing")
+        if not written:
+            written = os.writev(fd, views[:IOV_MAX])
+            if written == 0:
+                raise OSError("writev wrote nothing")
         while written:
             if written >= len(views[0]):
                 written -= len(views[0])
