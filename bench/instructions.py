@@ -1,11 +1,13 @@
 """Instructions per request, counted by valgrind (callgrind): a measure of the request path's
 cost that the load of a shared machine does not move (not part of `make bench`).
 
-    python bench/instructions.py [commit|metadata] [--requests N] [--tree DIR]
+    python bench/instructions.py [commit|metadata|produce] [--requests N] [--tree DIR]
 
 One process runs a broker (`serve`, this tree's code or --tree's) and a client on the same
-trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group)
-or Metadata v8 for the 4-partition `bench-meta`. The process
+trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group),
+Metadata v8 for the 4-partition `bench-meta`, or Produce v9 with acks=all of one batch of
+one 100-byte record to `bench-sync` (no producer id, as confluent-kafka's default
+producer sends it; the same batch each time, appended each time). The process
 runs twice under callgrind, with 0 and with N requests after the same warm-up; the
 difference divided by N is the instructions of one round trip, the in-process client's
 included (the same for every tree, so differences between trees are the broker's). About
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -45,11 +48,12 @@ def _client(api: str, n: int) -> None:
             host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
             stream = await trio.open_tcp_stream(host, int(port))
 
-            async def round_trip(frame: bytes) -> None:
+            async def round_trip(frame: bytes) -> bytes:
                 await stream.send_all(frame)
                 buf = b""
                 while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
                     buf += await stream.receive_some(65536)
+                return buf
 
             topics = [
                 CreatableTopic(
@@ -66,14 +70,32 @@ def _client(api: str, n: int) -> None:
             )
             if api == "commit":
                 request, version = side_by_side._commit_requests(1, "instructions", 9)[0]
+            elif api == "produce":
+                request, version = _produce_request(), 9
             else:
                 request, version = side_by_side._metadata_request(), side_by_side.METADATA_VERSION
             frame = kwire.request_bytes(request, version)
             for _ in range(20 + n):  # 20 to warm up, then the n counted
-                await round_trip(frame)
+                answer = await round_trip(frame)
+            _, response = kwire.decode_response(request.API_KEY, version, answer[4:])
+            if kwire.error_codes(response):  # a failing request would measure its failure
+                raise RuntimeError(f"the broker answered with errors: {response}")
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def _produce_request() -> Any:
+    from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from protocol.records import build_batch
+
+    batch = build_batch([(None, b"x" * 100, (), 1_700_000_000_000)])
+    data = PartitionProduceData(index=0, records=batch)
+    return ProduceRequest(
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[TopicProduceData(name="bench-sync", partition_data=[data])],
+    )
 
 
 def _count(tree: Path, api: str, n: int) -> int:
@@ -105,7 +127,7 @@ def _count(tree: Path, api: str, n: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("api", choices=("commit", "metadata"), nargs="?", default="commit")
+    ap.add_argument("api", choices=("commit", "metadata", "produce"), nargs="?", default="commit")
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--tree", type=Path, default=BENCH_DIR.parent)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
