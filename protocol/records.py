@@ -383,6 +383,15 @@ def _write_varint(out: bytearray, value: int) -> None:
     out.append(v)
 
 
+_ONE_BYTE = [bytes((v << 1,)) for v in range(64)]  # the zigzag varints of 0-63
+
+
+def _varint(value: int) -> bytearray:
+    out = bytearray()
+    _write_varint(out, value)
+    return out
+
+
 def decode_records(batch: BytesLike, *, max_bytes: int | None = None) -> list[Record]:
     """Decode every record of the v2 batch at the start of `batch` (decompressing it).
 
@@ -514,20 +523,31 @@ def build_batch(
     largest = base_timestamp
     out = bytearray()
     record = bytearray()
+    # Varints of 0-63 (most deltas, counts and lengths) come from _ONE_BYTE, inline: the
+    # coordinators build a batch of a record or two per request.
     for (key, value, headers, timestamp), offset_delta in zip(records, offset_deltas, strict=True):
         record.clear()
         record.append(0)  # attributes: unused
-        _write_varint(record, timestamp - base_timestamp)
-        _write_varint(record, offset_delta)
-        _write_nullable_bytes(record, key)
-        _write_nullable_bytes(record, value)
-        _write_varint(record, len(headers))
+        delta = timestamp - base_timestamp
+        record += _ONE_BYTE[delta] if 0 <= delta < 64 else _varint(delta)
+        record += _ONE_BYTE[offset_delta] if 0 <= offset_delta < 64 else _varint(offset_delta)
+        for data in (key, value):
+            if data is None:
+                record.append(0x01)  # zigzag(-1)
+            else:
+                n = len(data)
+                record += _ONE_BYTE[n] if n < 64 else _varint(n)
+                record += data
+        n = len(headers)
+        record += _ONE_BYTE[n] if n < 64 else _varint(n)
         for header_key, header_value in headers:
             _write_nullable_bytes(record, header_key.encode("utf-8"))
             _write_nullable_bytes(record, header_value)
-        _write_varint(out, len(record))
+        n = len(record)
+        out += _ONE_BYTE[n] if n < 64 else _varint(n)
         out += record
-        largest = max(largest, timestamp)
+        if timestamp > largest:
+            largest = timestamp
     if max_timestamp is not None:
         largest = max_timestamp
     section = compress(compression, out) if compression else out
