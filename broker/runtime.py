@@ -572,7 +572,10 @@ class CoordinatorRuntime:
             outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
             if not postpones_only:
                 self._wake.set()
-            await self.complete(outcome, producer)
+            # `complete`, without its coroutine: most outcomes have nothing left to await.
+            appending = self._append_now(outcome, producer)
+            if appending is not None:
+                await self._finish(appending)
             if not slot.answered:  # usually it is (not a JoinGroup parked for others)
                 slot.event = trio.Event()
                 await slot.event.wait()
@@ -683,8 +686,10 @@ class CoordinatorRuntime:
         self.coordinator.on_appended(outcome, self.broker.now_ms())
         self._settled()
         self._deliver(outcome)
-        if not all(r.is_offset_commit for r in outcome.records):
-            self._wake.set()  # offsets taking effect move no deadline
+        for r in outcome.records:
+            if not r.is_offset_commit:
+                self._wake.set()  # offsets taking effect move no deadline
+                break
 
     def _apply_ready(self, partitions: set[int]) -> None:
         """Apply every appended outcome that is durable and first in each of its partitions."""
@@ -744,7 +749,7 @@ class CoordinatorRuntime:
         written = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
-            records_in = ((r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records)
+            records_in = [(r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records]
             if producer is None:
                 batch = build_batch(records_in)
             else:
