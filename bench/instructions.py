@@ -2,6 +2,7 @@
 cost that the load of a shared machine does not move (not part of `make bench`).
 
     python bench/instructions.py [commit|metadata|produce] [--requests N] [--tree DIR]
+    python bench/instructions.py [commit|metadata|produce] --requests 300 --bytecodes 40
 
 One process runs a broker (`serve`, this tree's code or --tree's) and a client on the same
 trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group),
@@ -13,6 +14,10 @@ difference divided by N is the instructions of one round trip, the in-process cl
 included (the same for every tree, so differences between trees are the broker's). About
 40 s per run on the 2-vCPU machine of bench/RESULTS.md. `--tree ../main` measures another
 checkout with this script. Needs valgrind (`apt-get install valgrind`).
+
+`--bytecodes TOP` names the Python functions the instructions go to, which callgrind's
+C-level view cannot (it sees the interpreter's loop): the same two runs in-process under
+`sys.settrace`, counting each function's bytecodes and calls per round trip.
 """
 
 from __future__ import annotations
@@ -98,6 +103,50 @@ def _produce_request() -> Any:
     )
 
 
+def _bytecodes(api: str, n: int, top: int) -> None:
+    """Print where one round trip's Python bytecodes go, per function: a `sys.settrace`
+    count of opcode events of a run of `n` requests minus one of none (both after a first,
+    untraced run, so that neither pays the imports). Deterministic like callgrind's count,
+    and it names the Python functions that callgrind's C-level view cannot; it leaves out
+    what C code costs (allocations, struct packing, system calls)."""
+    import collections
+
+    opcodes: collections.Counter[Any] = collections.Counter()
+    calls: collections.Counter[Any] = collections.Counter()
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            opcodes[frame.f_code] += 1
+        elif event == "call":
+            frame.f_trace_opcodes = True
+            calls[frame.f_code] += 1
+        return trace
+
+    _client(api, 0)  # the imports, untraced
+    runs = []
+    for requests in (0, n):
+        opcodes.clear()
+        calls.clear()
+        sys.settrace(trace)
+        try:
+            _client(api, requests)
+        finally:
+            sys.settrace(None)
+        runs.append((opcodes.copy(), calls.copy()))
+    (op0, calls0), (op1, calls1) = runs
+    per = {code: (op1[code] - op0[code]) / n for code in op1}
+    per_calls = {code: (calls1[code] - calls0[code]) / n for code in calls1}
+    print(
+        f"{api}: {sum(per.values()):,.0f} bytecodes, {sum(per_calls.values()):,.1f} Python "
+        "calls per round trip\n  bytecodes  calls  function"
+    )
+    root = str(BENCH_DIR.parent) + os.sep
+    for code, count in sorted(per.items(), key=lambda item: -item[1])[:top]:
+        where = code.co_filename.replace(root, "").replace(sys.prefix + os.sep, "")
+        name = f"{where}:{code.co_firstlineno} {code.co_name}"
+        print(f"  {count:9.1f} {per_calls.get(code, 0):6.1f}  {name}")
+
+
 def _count(tree: Path, api: str, n: int) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{tree / 'bench'}")
     out = subprocess.run(
@@ -130,10 +179,20 @@ def main() -> None:
     ap.add_argument("api", choices=("commit", "metadata", "produce"), nargs="?", default="commit")
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--tree", type=Path, default=BENCH_DIR.parent)
+    ap.add_argument(
+        "--bytecodes",
+        type=int,
+        metavar="TOP",
+        help="instead: the TOP functions by Python bytecodes per round trip (no valgrind, "
+        "this tree's code, about 1 s per 100 requests)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         _client(a.api, a.requests)
+        return
+    if a.bytecodes is not None:
+        _bytecodes(a.api, a.requests, a.bytecodes)
         return
     tree = a.tree.resolve()
     base = _count(tree, a.api, 0)
