@@ -244,8 +244,10 @@ class FrameBuffer:
         data, start = self._data, self._start
         if len(data) - start < 4:  # the common case after a frame: nothing buffered
             return None
-        size = self._announced_size()
-        if size is None or len(data) - start < 4 + size:
+        (size,) = _SIZE.unpack_from(data, start)  # _announced_size, inline
+        if size < 0 or size > self.max_frame_bytes:
+            self._announced_size()  # raises FrameTooLarge
+        if len(data) - start < 4 + size:
             return None
         begin = start + 4
         frame = bytes(data[begin : begin + size])
