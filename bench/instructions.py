@@ -1,16 +1,23 @@
 """Instructions per request, counted by valgrind (callgrind): a measure of the request path's
 cost that the load of a shared machine does not move (not part of `make bench`).
 
-    python bench/instructions.py [commit|metadata] [--requests N] [--tree DIR]
+    python bench/instructions.py [commit|metadata|produce] [--requests N] [--tree DIR]
+    python bench/instructions.py [commit|metadata|produce] --requests 300 --bytecodes 40
 
 One process runs a broker (`serve`, this tree's code or --tree's) and a client on the same
-trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group)
-or Metadata v8 for the 4-partition `bench-meta`. The process
+trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group),
+Metadata v8 for the 4-partition `bench-meta`, or Produce v9 with acks=all of one batch of
+one 100-byte record to `bench-sync` (no producer id, as confluent-kafka's default
+producer sends it; the same batch each time, appended each time). The process
 runs twice under callgrind, with 0 and with N requests after the same warm-up; the
 difference divided by N is the instructions of one round trip, the in-process client's
 included (the same for every tree, so differences between trees are the broker's). About
 40 s per run on the 2-vCPU machine of bench/RESULTS.md. `--tree ../main` measures another
 checkout with this script. Needs valgrind (`apt-get install valgrind`).
+
+`--bytecodes TOP` names the Python functions the instructions go to, which callgrind's
+C-level view cannot (it sees the interpreter's loop): the same two runs in-process under
+`sys.settrace`, counting each function's bytecodes and calls per round trip.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -45,11 +53,12 @@ def _client(api: str, n: int) -> None:
             host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
             stream = await trio.open_tcp_stream(host, int(port))
 
-            async def round_trip(frame: bytes) -> None:
+            async def round_trip(frame: bytes) -> bytes:
                 await stream.send_all(frame)
                 buf = b""
                 while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
                     buf += await stream.receive_some(65536)
+                return buf
 
             topics = [
                 CreatableTopic(
@@ -66,14 +75,76 @@ def _client(api: str, n: int) -> None:
             )
             if api == "commit":
                 request, version = side_by_side._commit_requests(1, "instructions", 9)[0]
+            elif api == "produce":
+                request, version = _produce_request(), 9
             else:
                 request, version = side_by_side._metadata_request(), side_by_side.METADATA_VERSION
             frame = kwire.request_bytes(request, version)
             for _ in range(20 + n):  # 20 to warm up, then the n counted
-                await round_trip(frame)
+                answer = await round_trip(frame)
+            _, response = kwire.decode_response(request.API_KEY, version, answer[4:])
+            if kwire.error_codes(response):  # a failing request would measure its failure
+                raise RuntimeError(f"the broker answered with errors: {response}")
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def _produce_request() -> Any:
+    from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from protocol.records import build_batch
+
+    batch = build_batch([(None, b"x" * 100, (), 1_700_000_000_000)])
+    data = PartitionProduceData(index=0, records=batch)
+    return ProduceRequest(
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[TopicProduceData(name="bench-sync", partition_data=[data])],
+    )
+
+
+def _bytecodes(api: str, n: int, top: int) -> None:
+    """Print where one round trip's Python bytecodes go, per function: a `sys.settrace`
+    count of opcode events of a run of `n` requests minus one of none (both after a first,
+    untraced run, so that neither pays the imports). Deterministic like callgrind's count,
+    and it names the Python functions that callgrind's C-level view cannot; it leaves out
+    what C code costs (allocations, struct packing, system calls)."""
+    import collections
+
+    opcodes: collections.Counter[Any] = collections.Counter()
+    calls: collections.Counter[Any] = collections.Counter()
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            opcodes[frame.f_code] += 1
+        elif event == "call":
+            frame.f_trace_opcodes = True
+            calls[frame.f_code] += 1
+        return trace
+
+    _client(api, 0)  # the imports, untraced
+    runs = []
+    for requests in (0, n):
+        opcodes.clear()
+        calls.clear()
+        sys.settrace(trace)
+        try:
+            _client(api, requests)
+        finally:
+            sys.settrace(None)
+        runs.append((opcodes.copy(), calls.copy()))
+    (op0, calls0), (op1, calls1) = runs
+    per = {code: (op1[code] - op0[code]) / n for code in op1}
+    per_calls = {code: (calls1[code] - calls0[code]) / n for code in calls1}
+    print(
+        f"{api}: {sum(per.values()):,.0f} bytecodes, {sum(per_calls.values()):,.1f} Python "
+        "calls per round trip\n  bytecodes  calls  function"
+    )
+    root = str(BENCH_DIR.parent) + os.sep
+    for code, count in sorted(per.items(), key=lambda item: -item[1])[:top]:
+        where = code.co_filename.replace(root, "").replace(sys.prefix + os.sep, "")
+        name = f"{where}:{code.co_firstlineno} {code.co_name}"
+        print(f"  {count:9.1f} {per_calls.get(code, 0):6.1f}  {name}")
 
 
 def _count(tree: Path, api: str, n: int) -> int:
@@ -105,13 +176,23 @@ def _count(tree: Path, api: str, n: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("api", choices=("commit", "metadata"), nargs="?", default="commit")
+    ap.add_argument("api", choices=("commit", "metadata", "produce"), nargs="?", default="commit")
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--tree", type=Path, default=BENCH_DIR.parent)
+    ap.add_argument(
+        "--bytecodes",
+        type=int,
+        metavar="TOP",
+        help="instead: the TOP functions by Python bytecodes per round trip (no valgrind, "
+        "this tree's code, about 1 s per 100 requests)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         _client(a.api, a.requests)
+        return
+    if a.bytecodes is not None:
+        _bytecodes(a.api, a.requests, a.bytecodes)
         return
     tree = a.tree.resolve()
     base = _count(tree, a.api, 0)

@@ -76,8 +76,8 @@ from protocol.frames import (
     FrameBuffer,
     FrameTooLarge,
     frame_response,
-    parse_request_header,
     peek_request_key,
+    request_client_id,
     response_header_is_flexible,
 )
 from protocol.releases import accepts, intersect
@@ -437,9 +437,7 @@ class _Connection:
 
     async def send(self, out: list[Any]) -> None:
         """Send a response given as chunks, all in one writev when the socket takes it."""
-        size = 0
-        for chunk in out:
-            size += len(chunk)
+        size = sum(map(len, out))
         total = size  # what is left to send
         chunks = out
         while True:
@@ -558,7 +556,7 @@ async def _handle_frame(
         raise CloseConnection(f"unsupported version {version} of {route.name}")
     flexible = route.request.is_flexible(version)
     try:
-        header, body_pos = parse_request_header(frame, flexible)
+        client_id, body_pos = request_client_id(frame, flexible)
         # Bytes after a well-formed body are ignored, as Kafka's request parser ignores them:
         # librdkafka 2.16 sends three extra bytes after a Metadata v12 for all topics.
         request = decode(route.request, version, frame, body_pos, allow_trailing=True)
@@ -573,7 +571,6 @@ async def _handle_frame(
                 route.error_response(route.request(), ErrorCode.INVALID_REQUEST, version),
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
-    client_id = header.client_id
     conn.client_id = client_id
     conn.api_versions[api_key] = version
     conn.requests += 1

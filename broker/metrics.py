@@ -70,7 +70,12 @@ class _Labelled(Generic[_C]):
         self._child = child
 
     def labels(self, *values: object) -> _C:
-        key = tuple(str(v) for v in values)
+        # One label given as a string (a topic, a group: the per-append call): the key as it is.
+        key: tuple[str, ...] = (
+            values  # type: ignore[assignment]  # checked: one str
+            if len(values) == 1 and type(values[0]) is str
+            else tuple(map(str, values))
+        )
         child = self.children.get(key)
         if child is None:
             if len(key) != len(self.labelnames):
@@ -139,7 +144,9 @@ class Metrics:
         self.bytes_sent += n
 
     def request_done(self, api: str, error: object, seconds: float) -> None:
-        key = (api, getattr(error, "name", str(error)))
+        # An ErrorCode's name is its member's `_name_` (enum's `name` is a property).
+        name = getattr(error, "_name_", None)
+        key = (api, name if name is not None else getattr(error, "name", None) or str(error))
         child = self.requests.get(key)
         if child is None:
             child = self.requests[key] = _CounterChild()

@@ -555,8 +555,7 @@ class CoordinatorRuntime:
             return answer
         token = next(self._tokens)
         slot = self._parked[token] = _Parked()
-        node = getattr(ctx, "node_id", None)
-        if unloads and node is not None:
+        if unloads and (node := getattr(ctx, "node_id", None)) is not None:
             group_id: str = request.group_id  # type: ignore[attr-defined]
 
             def refused() -> object:
@@ -573,7 +572,10 @@ class CoordinatorRuntime:
             outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
             if not postpones_only:
                 self._wake.set()
-            await self.complete(outcome, producer)
+            # `complete`, without its coroutine: most outcomes have nothing left to await.
+            appending = self._append_now(outcome, producer)
+            if appending is not None:
+                await self._finish(appending)
             if not slot.answered:  # usually it is (not a JoinGroup parked for others)
                 slot.event = trio.Event()
                 await slot.event.wait()
@@ -596,20 +598,27 @@ class CoordinatorRuntime:
         step, with no checkpoint between the coordinator's decision and the append (Kafka's
         CoordinatorRuntime appends a result's records in the event that produced it).
         Returns what `_finish` still has to do, or None when nothing is left."""
-        self._report(outcome)
-        if not outcome.records:
+        if outcome.generations or outcome.dead_groups:
+            self._report(outcome)
+        records = outcome.records
+        if not records:
             self._deliver(outcome)
             return None
-        durable = any(r.is_offset_commit for r in outcome.records)
-        by_partition: dict[int, list[AnyRecord]] = {}
-        for record in outcome.records:
-            pid = self.coordinator.partition_for(record.group_id)
-            by_partition.setdefault(pid, []).append(record)
-        entry = _Appended(outcome, set(by_partition))
+        by_partition: dict[int, list[AnyRecord]]
+        if len(records) == 1:  # the usual case: one commit, or one group's record
+            record = records[0]
+            durable = record.is_offset_commit
+            by_partition = {self.coordinator.partition_for(record.group_id): [record]}
+        else:
+            durable = any(r.is_offset_commit for r in records)
+            by_partition = {}
+            for record in records:
+                pid = self.coordinator.partition_for(record.group_id)
+                by_partition.setdefault(pid, []).append(record)
         if (
             durable
             and not self.broker.durability.strict
-            and not any(self._pending.get(p) for p in by_partition)
+            and not (self._pending and any(self._pending.get(p) for p in by_partition))
         ):
             # Answered once written (Kafka's durability): nothing to wait for, and no
             # earlier outcome of these partitions is waiting to be applied, so this one is
@@ -617,12 +626,13 @@ class CoordinatorRuntime:
             try:
                 written = self._append(by_partition, producer)
             except (KafkaError, OSError) as e:
-                self._append_failed(entry, False, e)
+                self._append_failed(_Appended(outcome, set(by_partition)), False, e)
                 return None
             for plog, end in written:
                 self.broker.durability.note_written(plog, end)
             self._apply(outcome)
             return None
+        entry = _Appended(outcome, set(by_partition))
         if durable:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
@@ -676,8 +686,10 @@ class CoordinatorRuntime:
         self.coordinator.on_appended(outcome, self.broker.now_ms())
         self._settled()
         self._deliver(outcome)
-        if not all(r.is_offset_commit for r in outcome.records):
-            self._wake.set()  # offsets taking effect move no deadline
+        for r in outcome.records:
+            if not r.is_offset_commit:
+                self._wake.set()  # offsets taking effect move no deadline
+                break
 
     def _apply_ready(self, partitions: set[int]) -> None:
         """Apply every appended outcome that is durable and first in each of its partitions."""
@@ -737,7 +749,7 @@ class CoordinatorRuntime:
         written = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
-            records_in = ((r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records)
+            records_in = [(r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records]
             if producer is None:
                 batch = build_batch(records_in)
             else:

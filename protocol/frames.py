@@ -42,6 +42,7 @@ __all__ = [
     "parse_response_frame",
     "parse_response_header",
     "peek_request_key",
+    "request_client_id",
     "response_header_is_flexible",
 ]
 
@@ -85,6 +86,15 @@ def parse_request_header(
     Tagged fields in the header (none defined for requests today) are skipped.
     """
     key, version, correlation_id = peek_request_key(frame)
+    client_id, pos = request_client_id(frame, flexible)
+    return RequestHeader(key, version, correlation_id, client_id), pos
+
+
+def request_client_id(
+    frame: bytes | bytearray | memoryview, flexible: bool
+) -> tuple[str | None, int]:
+    """The client id of a request whose first 8 bytes `peek_request_key` has read, and
+    where the body starts (the rest of `parse_request_header`, for the dispatch site)."""
     r = Reader(frame, 8)
     try:
         client_id = read_nullable_string(r)
@@ -94,12 +104,12 @@ def parse_request_header(
         if isinstance(e, DecodeError):
             raise
         raise DecodeError(f"request header: {e}") from e
-    return RequestHeader(key, version, correlation_id, client_id), r.pos
+    return client_id, r.pos
 
 
 def frame_response(correlation_id: int, body: list[Any], flexible_header: bool) -> list[Any]:
     """Prefix body chunks with the size and response header (v1 when `flexible_header`)."""
-    size = 4 + (1 if flexible_header else 0) + sum(len(c) for c in body)
+    size = 4 + (1 if flexible_header else 0) + sum(map(len, body))
     head = _CORRELATION.pack(size, correlation_id)
     if flexible_header:
         head += b"\x00"
@@ -231,11 +241,16 @@ class FrameBuffer:
         Raises:
           FrameTooLarge: the announced size is negative or above max_frame_bytes.
         """
-        size = self._announced_size()
-        if size is None or len(self._data) - self._start < 4 + size:
+        data, start = self._data, self._start
+        if len(data) - start < 4:  # the common case after a frame: nothing buffered
             return None
-        begin = self._start + 4
-        frame = bytes(self._data[begin : begin + size])
+        (size,) = _SIZE.unpack_from(data, start)  # _announced_size, inline
+        if size < 0 or size > self.max_frame_bytes:
+            self._announced_size()  # raises FrameTooLarge
+        if len(data) - start < 4 + size:
+            return None
+        begin = start + 4
+        frame = bytes(data[begin : begin + size])
         self._start = begin + size
         if self._start == len(self._data):
             # Nothing buffered: an idle connection keeps no receive buffer.

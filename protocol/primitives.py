@@ -140,6 +140,9 @@ def read_uvarint(r: Reader) -> int:
     if pos < len(buf) and buf[pos] < 0x80:  # one byte: nearly every length and count
         r.pos = pos + 1
         return buf[pos]
+    if pos + 1 < len(buf) and buf[pos + 1] < 0x80:  # two: the length of a small batch
+        r.pos = pos + 2
+        return (buf[pos] & 0x7F) | (buf[pos + 1] << 7)
     result = 0
     shift = 0
     while True:
@@ -237,7 +240,12 @@ def read_compact_records(r: Reader) -> memoryview | None:
     n = read_uvarint(r) - 1
     if n < 0:
         return None
-    return _take(r, n)
+    start = r.pos  # _take, inline: one per partition of a Produce
+    end = start + n
+    if end > len(r.buf):
+        raise DecodeError(f"need {n} bytes at {start}, frame has {len(r.buf) - start}")
+    r.pos = end
+    return r.buf[start:end]
 
 
 def read_array_len(r: Reader) -> int:
@@ -245,6 +253,11 @@ def read_array_len(r: Reader) -> int:
 
 
 def read_compact_array_len(r: Reader) -> int:
+    buf = r.buf
+    pos = r.pos
+    if pos < len(buf) and buf[pos] < 0x80:  # read_uvarint's one-byte case, inline
+        r.pos = pos + 1
+        return buf[pos] - 1
     return read_uvarint(r) - 1
 
 
@@ -405,7 +418,7 @@ def write_array_len(w: list[Any], v: int) -> None:
 
 
 def write_compact_array_len(w: list[Any], v: int) -> None:
-    write_uvarint(w, v + 1)
+    w.append(_SMALL_UVARINTS[v + 1] if -1 <= v < 127 else uvarint_bytes(v + 1))
 
 
 def write_tagged(w: list[Any], fields: list[tuple[int, list[Any]]]) -> None:
@@ -568,7 +581,8 @@ class KArray(Construct):  # type: ignore[misc]
                 n = {read_len}(io)
                 if n < 0:
                     {null}
-                check_count(io, n)
+                if n > len(io.buf) - io.pos:
+                    check_count(io, n)  # raises
                 return [{self.element._compileparse(code)} for _ in range(n)]
         """)
         return f"{fname}(io, this)"

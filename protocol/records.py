@@ -163,6 +163,11 @@ class BatchHeader(NamedTuple):
         return (self.base_sequence + self.last_offset_delta) % (_INT32_MAX + 1)
 
 
+# BatchHeader._make without its Python-level call and length check (the struct gives
+# exactly the 13 fields): a header is parsed several times per request.
+_new_header = tuple.__new__
+
+
 class Record(NamedTuple):
     offset: int
     timestamp: int
@@ -193,7 +198,7 @@ def parse_batch_header(buf: BytesLike, pos: int = 0) -> BatchHeader:
         raise _corrupt(
             f"batch header at {pos} cut short: {len(buf) - pos} of {BATCH_HEADER_SIZE} bytes"
         )
-    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    return _new_header(BatchHeader, _HEADER.unpack_from(buf, pos))
 
 
 def validate_batch(buf: BytesLike, pos: int = 0, *, check_crc: bool = True) -> BatchHeader:
@@ -246,7 +251,7 @@ def iter_batches(buf: BytesLike, pos: int = 0) -> Iterator[tuple[int, BatchHeade
     """
     end = len(buf)
     while end - pos >= BATCH_HEADER_SIZE:
-        header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+        header = _new_header(BatchHeader, _HEADER.unpack_from(buf, pos))
         if header.magic != MAGIC or header.batch_length < _MIN_BATCH_LENGTH:
             raise _corrupt(f"batch at {pos}: magic {header.magic}, length {header.batch_length}")
         if pos + header.size > end:
@@ -368,11 +373,23 @@ def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _write_varint(out: bytearray, value: int) -> None:
+    if 0 <= value < 64:  # one byte: most deltas, counts and lengths
+        out.append(value << 1)
+        return
     v = (value << 1) ^ (value >> 63)  # zigzag over 64 bits
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)
         v >>= 7
     out.append(v)
+
+
+_ONE_BYTE = [bytes((v << 1,)) for v in range(64)]  # the zigzag varints of 0-63
+
+
+def _varint(value: int) -> bytearray:
+    out = bytearray()
+    _write_varint(out, value)
+    return out
 
 
 def decode_records(batch: BytesLike, *, max_bytes: int | None = None) -> list[Record]:
@@ -506,20 +523,31 @@ def build_batch(
     largest = base_timestamp
     out = bytearray()
     record = bytearray()
+    # Varints of 0-63 (most deltas, counts and lengths) come from _ONE_BYTE, inline: the
+    # coordinators build a batch of a record or two per request.
     for (key, value, headers, timestamp), offset_delta in zip(records, offset_deltas, strict=True):
         record.clear()
         record.append(0)  # attributes: unused
-        _write_varint(record, timestamp - base_timestamp)
-        _write_varint(record, offset_delta)
-        _write_nullable_bytes(record, key)
-        _write_nullable_bytes(record, value)
-        _write_varint(record, len(headers))
+        delta = timestamp - base_timestamp
+        record += _ONE_BYTE[delta] if 0 <= delta < 64 else _varint(delta)
+        record += _ONE_BYTE[offset_delta] if 0 <= offset_delta < 64 else _varint(offset_delta)
+        for data in (key, value):
+            if data is None:
+                record.append(0x01)  # zigzag(-1)
+            else:
+                n = len(data)
+                record += _ONE_BYTE[n] if n < 64 else _varint(n)
+                record += data
+        n = len(headers)
+        record += _ONE_BYTE[n] if n < 64 else _varint(n)
         for header_key, header_value in headers:
             _write_nullable_bytes(record, header_key.encode("utf-8"))
             _write_nullable_bytes(record, header_value)
-        _write_varint(out, len(record))
+        n = len(record)
+        out += _ONE_BYTE[n] if n < 64 else _varint(n)
         out += record
-        largest = max(largest, timestamp)
+        if timestamp > largest:
+            largest = timestamp
     if max_timestamp is not None:
         largest = max_timestamp
     section = compress(compression, out) if compression else out

@@ -554,8 +554,11 @@ def decode(
       DecodeError: the bytes are short, have bytes left over, or hold an invalid value.
     """
     r = Reader(buf, pos)
+    codec = _COMPILED.get((cls, version))
+    if codec is None:
+        codec = _compiled(cls, version)
     try:
-        msg = _compiled(cls, version).parsefunc(r, None)
+        msg = codec.parsefunc(r, None)
     except _MALFORMED as e:
         if isinstance(e, DecodeError):
             raise
@@ -568,7 +571,11 @@ def decode(
 def encode_chunks(msg: Message, version: int) -> list[Any]:
     """Encode `msg` at `version` as a list of byte chunks (memoryviews are not copied)."""
     chunks: list[Any] = []
-    _compiled(type(msg), version).buildfunc(msg, chunks, None)
+    cls = type(msg)
+    codec = _COMPILED.get((cls, version))
+    if codec is None:
+        codec = _compiled(cls, version)
+    codec.buildfunc(msg, chunks, None)
     return chunks
 
 
@@ -598,10 +605,13 @@ def _versioned_codec(cls: type[Struct], version: int) -> Any:
 def encode_versioned(obj: Struct, version: int) -> bytes:
     """`obj` at `version`, prefixed by the version as int16."""
     cls = type(obj)
-    if version not in cls.VERSIONS:  # type: ignore[attr-defined]
-        raise ValueError(f"{cls.__name__} has no version {version}")
+    codec = _VERSIONED.get((cls, version))  # made only for a version the class has
+    if codec is None:
+        if version not in cls.VERSIONS:  # type: ignore[attr-defined]
+            raise ValueError(f"{cls.__name__} has no version {version}")
+        codec = _versioned_codec(cls, version)
     chunks: list[Any] = [_VERSION.pack(version)]
-    _versioned_codec(cls, version).buildfunc(obj, chunks, None)
+    codec.buildfunc(obj, chunks, None)
     return b"".join(chunks)
 
 

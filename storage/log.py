@@ -269,28 +269,35 @@ class Log:
         for batch in batches:
             view = memoryview(batch)
             header = parse_batch_header(view)
-            if header.magic != MAGIC or header.size != len(view):
+            size = header.size
+            if header.magic != MAGIC or size != len(view):
                 raise KafkaError(
                     ErrorCode.CORRUPT_MESSAGE,
-                    f"batch of {len(view)} bytes declares {header.size} bytes, "
-                    f"magic {header.magic}",
+                    f"batch of {len(view)} bytes declares {size} bytes, magic {header.magic}",
                 )
-            if header.size > self.config.max_message_bytes:
+            if size > self.config.max_message_bytes:
                 raise KafkaError(
                     ErrorCode.MESSAGE_TOO_LARGE,
-                    f"batch of {header.size} bytes exceeds "
+                    f"batch of {size} bytes exceeds "
                     f"max.message.bytes {self.config.max_message_bytes}",
                 )
             views.append((view, header))
         log_append_time = self.config.message_timestamp_type == "LogAppendTime"
-        producers = self.producer_state.begin_append()
+        # A batch without a producer id (-1: not idempotent) has no producer state to check
+        # or change: an append of only such batches never starts a ProducerAppend.
+        producers = None
         infos: list[AppendInfo] = []
         parts: list[bytes | bytearray | memoryview] = []
         headers: list[BatchHeader] = []
         written: list[tuple[BatchHeader, memoryview]] = []
         next_offset = self.log_end_offset
+        total = 0
         for view, header in views:
-            original = producers.check(header)
+            original = None
+            if header.producer_id >= 0:
+                if producers is None:
+                    producers = self.producer_state.begin_append()
+                original = producers.check(header)
             if original is not None:
                 infos.append(
                     AppendInfo(
@@ -305,30 +312,32 @@ class Log:
             if log_append_time:
                 set_log_append_time(patched, 0, wall_ms, body=view[BATCH_HEADER_SIZE:])
             assigned = parse_batch_header(patched)
-            producers.add(assigned)
+            if producers is not None and assigned.producer_id >= 0:
+                producers.add(assigned)
             parts += (patched, view[BATCH_HEADER_SIZE:])
             headers.append(assigned)
+            total += assigned.size
             if assigned.is_transactional:
                 written.append((assigned, view))
+            last_offset = next_offset + assigned.last_offset_delta
             infos.append(
                 AppendInfo(
                     next_offset,
-                    assigned.last_offset,
+                    last_offset,
                     wall_ms if log_append_time else -1,
                     self._log_start_offset,
                 )
             )
-            next_offset = assigned.next_offset
+            next_offset = last_offset + 1
         if not headers:
             return infos
-        total = sum(h.size for h in headers)
         if total > self.config.segment_bytes:
             raise KafkaError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
                 f"{total} bytes of batches exceed segment.bytes {self.config.segment_bytes}",
             )
         try:
-            self._maybe_roll(total, headers[-1].last_offset, wall_ms)
+            self._maybe_roll(total, next_offset - 1, wall_ms)
             active = self._segments[-1]
             active.append(parts, headers, wall_ms=wall_ms)
         except OSError as e:
@@ -337,7 +346,8 @@ class Log:
             raise KafkaError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: append failed: {e}"
             ) from e
-        producers.commit()
+        if producers is not None:
+            producers.commit()
         if written:
             # On OSError the batches are in the log and the tracker (the LSO) is up to date;
             # only the .txnindex file missed an entry, and the next recovery rewrites it.

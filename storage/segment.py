@@ -200,11 +200,21 @@ def write_all(fd: int, parts: list[bytes | bytearray | memoryview]) -> None:
     Raises OSError; some prefix of the data may have been written (the caller truncates
     the file back).
     """
+    written = 0
+    if len(parts) <= IOV_MAX:
+        # The usual case: one writev takes it all (empty parts are harmless to writev).
+        total = sum(map(len, parts))
+        if not total:
+            return
+        written = os.writev(fd, parts)
+        if written == total:
+            return
     views = [memoryview(p) for p in parts if len(p)]
     while views:
-        written = os.writev(fd, views[:IOV_MAX])
-        if written == 0:
-            raise OSError("writev wrote nothing")
+        if not written:
+            written = os.writev(fd, views[:IOV_MAX])
+            if written == 0:
+                raise OSError("writev wrote nothing")
         while written:
             if written >= len(views[0]):
                 written -= len(views[0])
@@ -390,10 +400,8 @@ class Segment:
             raise
         if self.size == 0:
             self.roll_base_ms = wall_ms
-        pos = start
         for header in headers:
-            self._add_batch(pos, header)
-            pos += header.size
+            self._add_batch(self.size, header)  # which moves self.size past the batch
 
     def _add_batch(self, pos: int, header: BatchHeader) -> None:
         # Kafka's LogSegment.append, one batch at a time (see the module docstring).
@@ -409,8 +417,9 @@ class Segment:
                 self._time_timestamps.append(self.max_timestamp)
                 self._time_offsets.append(self.offset_of_max_timestamp - self.base_offset)
             self._bytes_since_index_entry = 0
-        self._bytes_since_index_entry += header.size
-        self.size = pos + header.size
+        size = header.size
+        self._bytes_since_index_entry += size
+        self.size = pos + size
         self.next_offset = header.next_offset
 
     def fits(self, size: int, last_offset: int, segment_bytes: int) -> bool:

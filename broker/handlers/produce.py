@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -61,6 +61,9 @@ from protocol.records import (
     split_batches,
 )
 from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+
+if TYPE_CHECKING:
+    from storage.log import Log
 
 log = logging.getLogger("broker.produce")
 
@@ -89,7 +92,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                 if code is not None:
                     raise KafkaError(code, "not in the producer's transaction")
                 epoch = _check_leader(ctx, name, pdata.index, request.acks)
-                result = _append(
+                result, plog = _append(
                     broker, name, pdata, wall_ms, ctx.api_version, request.transactional_id, epoch
                 )
             except KafkaError as e:
@@ -108,7 +111,6 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                     current_leader=leader,
                 )
             else:
-                plog = broker.topics.partition(name, pdata.index).log
                 end = plog.log_end_offset
                 if request.acks == -1 and broker.durability.waits_for(plog, end):
                     durable.append((plog, end, len(responses), len(partitions)))
@@ -127,7 +129,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             ],
             node_endpoints=[
                 NodeEndpoint(node_id=n, host=h, port=p, rack=None)
-                for n, h, p in leader_endpoints(ctx, new_leaders)
+                for n, h, p in (leader_endpoints(ctx, new_leaders) if new_leaders else ())
             ],
         )
 
@@ -233,7 +235,8 @@ def _append(
     version: int,
     transactional_id: str | None = None,
     leader_epoch: int | None = None,
-) -> PartitionProduceResponse:
+) -> tuple[PartitionProduceResponse, Log]:
+    """The partition's answer, and its log (whose end the batch now is, unless refused)."""
     if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "cannot produce to an internal topic")
     partition = broker.topics.partition(name, pdata.index)
@@ -262,15 +265,16 @@ def _append(
     if partition.log.config.compacts:
         refused = _records_without_key(name, pdata.index, records)
         if refused is not None:
-            return refused
+            return refused, partition.log
     info = partition.append(records, wall_ms=wall_ms, partition_leader_epoch=leader_epoch)
-    return PartitionProduceResponse(
+    response = PartitionProduceResponse(
         index=pdata.index,
         error_code=ErrorCode.NONE,
         base_offset=info.base_offset,
         log_append_time_ms=info.log_append_time,
-        log_start_offset=partition.log.log_start_offset,
+        log_start_offset=info.log_start_offset,
     )
+    return response, partition.log
 
 
 def _records_without_key(name: str, index: int, records: Any) -> PartitionProduceResponse | None:
