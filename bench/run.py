@@ -1209,7 +1209,7 @@ def bench_controls(rep: Report) -> None:
         ]
         for who, s in stats.items()
     ]
-    rep.section(f"""## 8. Test controls that nobody uses
+    rep.section(f"""## 10. Test controls that nobody uses
 
 What the request journal and the fault table (docs/controls.md) cost a broker whose tests
 never read or arm them. `bench/kwire.py`'s closed loop, {n} connections each sending
