@@ -32,8 +32,10 @@ __all__ = [
     "Config",
     "ConfigError",
     "Setting",
+    "below_minimum",
     "consumer_group_config",
     "env_to_name",
+    "invalid_value",
     "load_config",
     "parse_properties",
 ]
@@ -558,12 +560,22 @@ def _checked(setting: Setting, number: Any) -> Any:
     bounds = _INT_RANGES.get(setting.type)
     if bounds is not None and isinstance(number, int) and not bounds[0] <= number <= bounds[1]:
         raise ConfigError(f"{setting.name}: {number} is not a valid {setting.type}")
-    if setting.min_value is not None and number < setting.min_value:
-        raise ConfigError(
-            f"Invalid value {number} for configuration {setting.name}: "
-            f"Value must be at least {setting.min_value}"
-        )
+    why = below_minimum(setting, number)
+    if why is not None:
+        raise ConfigError(invalid_value(setting.name, number, why))
     return number
+
+
+def invalid_value(name: str, value: object, why: str) -> str:
+    """Kafka's ConfigException message for a value a setting refuses."""
+    return f"Invalid value {value} for configuration {name}: {why}"
+
+
+def below_minimum(setting: Setting, number: float) -> str | None:
+    """Why `number` is under the setting's lower bound (Kafka's Range.atLeast), or None."""
+    if setting.min_value is not None and number < setting.min_value:
+        return f"Value must be at least {setting.min_value}"
+    return None
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from broker.cluster_state import ClusterState
-from broker.config import LONG_MAX, TOPIC_CONFIGS, Config
+from broker.config import LONG_MAX, TOPIC_CONFIGS, Config, below_minimum, invalid_value
 from protocol.compression import BytesLike
 from protocol.errors import ErrorCode, KafkaError
 from storage import AppendInfo, Log, LogConfig, RecoveryEvent
@@ -183,9 +183,7 @@ def _log_config(config: Config, overrides: dict[str, str]) -> LogConfig:
 
 
 def _invalid(name: str, value: str, why: str) -> KafkaError:
-    return KafkaError(
-        ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {why}"
-    )
+    return KafkaError(ErrorCode.INVALID_CONFIG, invalid_value(name, value, why))
 
 
 def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
@@ -211,8 +209,9 @@ def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
                 raise _invalid(
                     name, value, f"Not a number of type {setting.type.upper()}"
                 ) from None
-            if setting.min_value is not None and number < setting.min_value:
-                raise _invalid(name, value, f"Value must be at least {setting.min_value}")
+            why = below_minimum(setting, number)
+            if why is not None:
+                raise _invalid(name, value, why)
         elif setting.type == "boolean":
             if value.lower() not in ("true", "false"):
                 raise _invalid(name, value, "Expected value to be either true or false")
