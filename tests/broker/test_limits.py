@@ -170,13 +170,19 @@ def _established(port: int) -> int:
     """Connections the broker (listening on `port`) holds open, as the kernel sees them
     (/proc/net/tcp: its end of each; a socket it closed is no longer ESTABLISHED, even while
     a FIN waits behind data the peer never reads)."""
-    count = 0
+    return sum(1 for local, _, state, _ in tcp_sockets() if local == port and state == "01")
+
+
+def tcp_sockets() -> list[tuple[int, int, str, str]]:
+    """(local port, remote port, state, inode) of every IPv4 TCP socket (/proc/net/tcp);
+    state "01" is TCP_ESTABLISHED, "08" TCP_CLOSE_WAIT."""
+    sockets = []
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()
-        local_port = int(fields[1].rsplit(":", 1)[1], 16)
-        if local_port == port and fields[3] == "01":  # TCP_ESTABLISHED
-            count += 1
-    return count
+        local = int(fields[1].rsplit(":", 1)[1], 16)
+        remote = int(fields[2].rsplit(":", 1)[1], 16)
+        sockets.append((local, remote, fields[3], fields[9]))
+    return sockets
 
 
 def _slow_reader(port: int, topic: str, fetches: int) -> socket.socket:

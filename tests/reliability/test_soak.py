@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 
 from client import KafkaClient
+from tests.broker.test_limits import tcp_sockets
 from tests.reliability.process import BrokerProcess, poll_until
 from tests.reliability.workload import Workload, wait_for_progress
 
@@ -118,17 +119,6 @@ class SoakReport:
         )
 
 
-def _tcp() -> list[tuple[int, int, str, str]]:
-    """(local port, remote port, state, inode) of every IPv4 TCP socket (/proc/net/tcp)."""
-    sockets = []
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local = int(fields[1].rsplit(":", 1)[1], 16)
-        remote = int(fields[2].rsplit(":", 1)[1], 16)
-        sockets.append((local, remote, fields[3], fields[9]))
-    return sockets
-
-
 def _own_sockets() -> set[str]:
     """The inodes of the sockets this process (the clients' process) has open."""
     inodes = set()
@@ -144,7 +134,7 @@ def _open_connections(port: int) -> tuple[set[int], int]:
     """The broker's (listening on `port`) connections that are not closed on its side:
     (the client ports of those whose client end this process still holds open: a client's
     leak, the number of those whose client end is closed: the broker's to close)."""
-    sockets = _tcp()
+    sockets = tcp_sockets()
     own = _own_sockets()
     client_ends = {local: inode for local, remote, _, inode in sockets if remote == port}
     leaked: set[int] = set()
