@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -437,13 +438,13 @@ class TopicRegistry:
 
     # --- queries ---
 
-    def partitions_that_exist(self, name: str, indexes: list[int]) -> tuple[list[int], list[int]]:
-        """`indexes` split into the partitions of topic `name` that exist and those that do
-        not (all of them when the topic does not): the metadata cache check of Kafka's
+    def missing_partitions(self, name: str, indexes: Iterable[int]) -> list[int]:
+        """Those of `indexes` that are not partitions of topic `name` (all of them when the
+        topic does not exist): the metadata cache check of Kafka's
         KafkaApis.handleOffsetCommitRequest and handleTxnOffsetCommitRequest."""
         topic = self.topics.get(name)
         count = 0 if topic is None else len(topic.partitions)
-        return [i for i in indexes if 0 <= i < count], [i for i in indexes if not 0 <= i < count]
+        return [i for i in indexes if not 0 <= i < count]
 
     def get(self, name: str) -> Topic | None:
         return self.topics.get(name)

@@ -26,12 +26,9 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
     known: list[OffsetCommitRequestTopic] = []
     unknown: list[OffsetCommitResponseTopic] = []
     for topic in request.topics:
-        # registry.partitions_that_exist, without the list of those that do.
-        found = registry.get(topic.name)
-        count = 0 if found is None else len(found.partitions)
-        missing = [
-            p.partition_index for p in topic.partitions if not 0 <= p.partition_index < count
-        ]
+        missing = registry.missing_partitions(
+            topic.name, (p.partition_index for p in topic.partitions)
+        )
         if not missing:
             known.append(topic)  # the usual case: the request's topic as it came
             continue

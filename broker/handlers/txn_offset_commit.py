@@ -51,8 +51,8 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
     known: list[TxnOffsetCommitRequestTopic] = []
     unknown: list[TxnOffsetCommitResponseTopic] = []
     for topic in request.topics:
-        _, missing = broker.topics.partitions_that_exist(
-            topic.name, [p.partition_index for p in topic.partitions]
+        missing = broker.topics.missing_partitions(
+            topic.name, (p.partition_index for p in topic.partitions)
         )
         valid = [p for p in topic.partitions if p.partition_index not in missing]
         if valid:
