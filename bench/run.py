@@ -61,10 +61,16 @@ SBS_ENV = (
 
 # Targets: reported with a met / not met column, never asserted. The texts that state them
 # (summary rows, table headers, section text) are made from these.
-START_TARGET_S = 0.5
-IDLE_RSS_TARGET_MB = 50
-PC_TARGET_RATIO = 0.7  # kmock / mock, msg/s
-COMMIT_TARGET_PER_S = 20_000
+START_TARGET_S = 0.3
+IDLE_RSS_TARGET_MB = 40
+# kmock / mock, msg/s: 100 B messages must not fall behind the mock (they are at or above it);
+# 10 KiB messages at 0.7x with kmock's default durability (the issue's decision).
+PC_TARGET_RATIO = {100: 1.0, 10240: 0.7}
+PC_TARGET_RATIO_DEFAULT = 0.7  # other sizes (quick runs use the same two)
+# Durable OffsetCommit: commits/s against the request floor's (python + trio, fixed answers),
+# as in §9; the earlier 20,000 commits/s target was replaced by this ratio (the floor itself
+# peaks at 38-51k/s here).
+COMMIT_TARGET_VS_FLOOR = 0.5
 COMMIT_TARGET_P99_MS = 20
 JOIN_TARGET_MS = 100
 REPLAY_TARGET_S = 10
@@ -92,7 +98,7 @@ COMMIT_HEADER = [
     "errors",
     "ratio kmock/mock",
     "ratio kmock/floor",
-    f"target met (>= {COMMIT_TARGET_PER_S // 1000}k/s, p99 <= {COMMIT_TARGET_P99_MS} ms)",
+    f"target met (>= {COMMIT_TARGET_VS_FLOOR}x floor, p99 <= {COMMIT_TARGET_P99_MS} ms)",
     "raw commits/s",
     "raw p99 ms",
 ]
@@ -512,7 +518,8 @@ def bench_produce_consume(rep: Report) -> None:
                 else f"consume {size} B x {count:,}, fetch.queue.backoff.ms default"
             )
             r = mk / mm if not (_nan(mk) or _nan(mm) or mm == 0) else float("nan")
-            verdict = None if _nan(r) or not scored else r >= PC_TARGET_RATIO
+            target = PC_TARGET_RATIO.get(size, PC_TARGET_RATIO_DEFAULT)
+            verdict = None if _nan(r) or not scored else r >= target
             rows.append(
                 [
                     label,
@@ -521,7 +528,7 @@ def bench_produce_consume(rep: Report) -> None:
                     fmt(mk),
                     fmt(mk * size / 1e6, 1),
                     ratio(mk, mm),
-                    f">= {PC_TARGET_RATIO:.2f}x" if scored else "(diagnostic)",
+                    f">= {target:.2f}x" if scored else "(diagnostic)",
                     met(verdict),
                     *(c for w in diagnostics for c in (fmt(med[w]), ratio(med[w], mm))),
                     raw(per["mock"]),
@@ -538,7 +545,7 @@ def bench_produce_consume(rep: Report) -> None:
                     + " msg/s (librdkafka mock)"
                     + (f"; kmock with no storage: {ratio(mw, mm)}" if not _nan(mw) else ""),
                     ratio(mk, mm),
-                    f">= {PC_TARGET_RATIO:.2f}x mock",
+                    f">= {target:.2f}x mock",
                     verdict,
                 )
     cpu_rows = []
@@ -712,7 +719,9 @@ def bench_commits(rep: Report) -> None:
         ok = (
             None
             if _nan(k["rate"])
-            else (k["rate"] >= COMMIT_TARGET_PER_S and k["p99"] <= COMMIT_TARGET_P99_MS)
+            else (
+                k["rate"] >= COMMIT_TARGET_VS_FLOOR * f["rate"] and k["p99"] <= COMMIT_TARGET_P99_MS
+            )
         )
         for who in targets:
             s = stats[who]
@@ -737,8 +746,8 @@ def bench_commits(rep: Report) -> None:
             f"{fmt(k['rate'])}/s; p99 {fmt(k['p99'], 1)} ms",
             f"{fmt(m['rate'])}/s; p99 {fmt(m['p99'], 1)} ms (mock, in memory); "
             f"floor {fmt(f['rate'])}/s",
-            ratio(k["rate"], m["rate"]),
-            f">= {COMMIT_TARGET_PER_S:,}/s and p99 <= {COMMIT_TARGET_P99_MS} ms",
+            ratio(k["rate"], f["rate"]) + " (floor)",
+            f">= {COMMIT_TARGET_VS_FLOOR}x floor and p99 <= {COMMIT_TARGET_P99_MS} ms",
             ok,
         )
     rep.section(f"""## 3. Durable OffsetCommit throughput and latency
@@ -748,16 +757,17 @@ v{version_used.get("kmock", "?")} on kmock, v{version_used.get("mock", "?")} on 
 encoded with kmock's own codec and sent by `bench/kwire.py`'s closed-loop generator
 (one thread, epoll): N connections, each with its own group and exactly one request in
 flight (a Kafka broker serves one request per connection at a time, so concurrency =
-connections). kmock runs with its default durability, group commit: a commit is answered
-once an fsync covers its record, and the next fsync starts at once or when the running one
-ends. Reference: the librdkafka mock (in memory, never fsyncs), same generator. Second
+connections). kmock runs with its default durability, Kafka's: a commit is answered once
+its record is written to the log (the page cache), no fsync before the answer. Reference:
+the librdkafka mock (in memory, never fsyncs), same generator. Second
 reference, "floor": `bench/request_floor.py`, python + trio with kmock's connection I/O
 answering every commit with one fixed, pre-encoded response (nothing decoded past the header,
 nothing stored): the most requests per second a broker in Python on trio, one task per
 connection, answers on this machine with this generator, before doing any work. kmock / floor
-is the share of that ceiling left once the commit is decoded, checked, written, fsynced and
-answered: {COMMIT_TARGET_PER_S:,} commits/s leave kmock's one event-loop thread
-{1e6 / COMMIT_TARGET_PER_S:.0f} us per commit, the floor's own cost included.
+is the share of that ceiling left once the commit is decoded, checked, written and
+answered; the target is {COMMIT_TARGET_VS_FLOOR}x the floor with p99 <= {COMMIT_TARGET_P99_MS} ms
+(it replaced an earlier 20,000 commits/s: the floor itself reaches 15-51k/s on this
+machine, by its load).
 {p("commit_warmup_s")} s warm-up, then {p("commit_duration_s")} s measured; {reps}
 repetition(s) interleaved, medians. Latency is client-side, send to response. Server CPU
 us/commit = server process CPU time in the window / commits answered in it.

