@@ -44,11 +44,21 @@ def test_version_goes_to_stdout():
     assert err.getvalue() == ""
 
 
+def test_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    from cli.output import kmock_version
+
+    assert kmock_version() == version("kmock")
+
+
 def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
     # Start-up time: these are imported by the admin commands and by /metrics when used.
     code = (
         "import sys, cli.main, broker.server, broker.runtime;"
-        "print(sorted({'client', 'rich', 'prometheus_client', 'pipeline.cli'}"
+        "cli.output.kmock_version();"
+        "print(sorted({'client', 'rich', 'prometheus_client', 'pipeline.cli',"
+        " 'importlib.metadata'}"
         " & set(sys.modules)))"
     )
     run = subprocess.run(
