@@ -200,6 +200,6 @@ async def _serve_until_signal(config: Any) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(watch_signals)
         broker = await nursery.start(run_broker)
-        # Not in "starting kmock": looking it up (importlib.metadata) takes 10-20 ms, which
-        # would delay the listeners.
+        # After the listeners are up: reading it lists every sys.path directory
+        # (cli.output.kmock_version), which the port need not wait for.
         log.info("kmock version %s", kmock_version())
