@@ -99,7 +99,7 @@ def _load_crc32c() -> Callable[..., int]:
         if spec is None or spec.loader is None:  # pragma: no cover - another crc32c layout
             from crc32c import crc32c
 
-            return crc32c  # type: ignore[no-any-return]
+            return crc32c
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         sys.modules[name] = module

@@ -291,10 +291,10 @@ _FACTORY: Any = object()
 # What dataclasses marks a Struct class with: the parameters of
 # `dataclass(init=False, repr=False, eq=False, kw_only=True)` (taken from a class it made, not
 # built by hand), and its marker of an ordinary field (neither ClassVar nor InitVar).
-_PARAMS = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(
+_PARAMS: Any = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(
     type("_Probe", (), {"__annotations__": {"x": "int"}})
 )
-_FIELD_TYPE = dataclasses.fields(_PARAMS)[0]._field_type  # type: ignore[arg-type]
+_FIELD_TYPE = dataclasses.fields(_PARAMS)[0]._field_type  # type: ignore[attr-defined]
 
 
 def _collect_fields(cls: type[Struct]) -> dict[str, dataclasses.Field[Any]]:
