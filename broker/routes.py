@@ -8,9 +8,9 @@ Sorted by API key.
 
 A row names its handler's module in broker.handlers (`ProduceRequest: "produce"`), which
 is imported on the API's first request, not at start: the handlers and what only they use
-(SCRAM and ACL storage, config validation, reassignments, old message formats) are a fifth
-of the modules `kmock serve` would otherwise import before it binds, and a client calls a
-handful of APIs. The first call puts the imported handler in the route itself, so the
+(topic config validation, the cluster controls, old message formats) are a quarter of the
+modules `kmock serve` would otherwise import before it binds, and a client calls a handful
+of APIs. The first call puts the imported handler in the route itself, so the
 request path is the same as with an imported one.
 """
 
