@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import logging
 import os
 import signal
@@ -122,6 +123,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     }
     log.info("starting kmock", extra=explicit)
     raise_open_files_limit()
+    # What was imported so far (cli.main turned the collector off for it) lives as long as
+    # the process: frozen, no pass of the collector walks it again.
+    gc.freeze()
+    gc.enable()
     try:
         trio.run(_serve_until_signal, config)
     except Exception as e:

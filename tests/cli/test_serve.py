@@ -69,6 +69,30 @@ def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
     assert run.stdout == "[]\n"
 
 
+def test_serve_imports_with_the_collector_off_and_runs_with_it_on(tmp_path):
+    # Start-up time (cli.main): no collector pass during the imports; the broker then runs
+    # with the collector on and the imported objects frozen. trio.run is replaced by a probe.
+    code = (
+        "import gc, sys, trio, cli.main;"
+        "seen = []; passes = lambda: gc.get_stats()[0]['collections']; before = passes();"
+        "trio.run = lambda *a: seen.append("
+        " (gc.isenabled(), gc.get_freeze_count() > 10_000, passes() - before <= 1));"
+        "code = cli.main.main(['serve', '--log-dirs', sys.argv[1],"
+        " '--listeners', 'PLAINTEXT://127.0.0.1:0']);"
+        "bad = cli.main.main(['serve', '--listeners', 'nope']);"
+        "print(code, seen, bad, gc.isenabled())"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        check=True,
+        timeout=60,
+    )
+    assert run.stdout == "0 [(True, True, True)] 2 True\n", run.stderr
+
+
 def test_every_setting_is_a_documented_flag():
     out = io.StringIO()
     assert main(["serve", "--help"], stdout=out) == 0
