@@ -152,7 +152,8 @@ def main(
             out.stdout.flush()
     finally:
         current_output.reset(token)
-        gc.enable()  # if `serve` stopped before it turned the collector back on
+        if serving:
+            gc.enable()  # if `serve` stopped before it turned the collector back on
 
 
 if __name__ == "__main__":
