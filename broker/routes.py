@@ -5,10 +5,19 @@ advertises its VERSIONS: `supported_versions()`, which the ApiVersions handler r
 its RequestContext rather than by importing this module). An API that is not here is not
 advertised, and a request for it closes the connection, as Kafka does for an unknown key.
 Sorted by API key.
+
+A row names its handler's module in broker.handlers (`ProduceRequest: "produce"`), which
+is imported on the API's first request, not at start: the handlers and what only they use
+(topic config validation, the cluster controls, old message formats) are a quarter of the
+modules `kmock serve` would otherwise import before it binds, and a client calls a handful
+of APIs. The first call puts the imported handler in the route itself, so the
+request path is the same as with an imported one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,59 +25,7 @@ from typing import Any
 
 from broker import coordinator_guard
 from broker.context import RequestContext
-from broker.handlers import (
-    Deferred,
-    Encoded,
-    add_offsets_to_txn,
-    add_partitions_to_txn,
-    alter_configs,
-    alter_partition_reassignments,
-    alter_replica_log_dirs,
-    alter_user_scram_credentials,
-    api_versions,
-    consumer_group_describe,
-    consumer_group_heartbeat,
-    create_acls,
-    create_partitions,
-    create_topics,
-    delete_acls,
-    delete_groups,
-    delete_records,
-    delete_topics,
-    describe_acls,
-    describe_cluster,
-    describe_configs,
-    describe_groups,
-    describe_log_dirs,
-    describe_producers,
-    describe_topic_partitions,
-    describe_transactions,
-    describe_user_scram_credentials,
-    elect_leaders,
-    end_txn,
-    fetch,
-    find_coordinator,
-    heartbeat,
-    incremental_alter_configs,
-    init_producer_id,
-    join_group,
-    leave_group,
-    list_groups,
-    list_offsets,
-    list_partition_reassignments,
-    list_transactions,
-    metadata,
-    offset_commit,
-    offset_delete,
-    offset_fetch,
-    offset_for_leader_epoch,
-    produce,
-    sasl_authenticate,
-    sasl_handshake,
-    sync_group,
-    txn_offset_commit,
-    write_txn_markers,
-)
+from broker.handlers import Deferred, Encoded
 from protocol.errors import ErrorCode
 from protocol.messages import response_class
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -128,56 +85,56 @@ from protocol.schema import Message
 # every API.
 Handler = Callable[[RequestContext, Any], Awaitable[Message | Deferred | Encoded | None]]
 
-ROUTES: dict[type[Message], Handler] = {
-    ProduceRequest: produce.handle,  # 0
-    FetchRequest: fetch.handle,  # 1
-    ListOffsetsRequest: list_offsets.handle,  # 2
-    MetadataRequest: metadata.handle,  # 3
-    OffsetCommitRequest: offset_commit.handle,  # 8
-    OffsetFetchRequest: offset_fetch.handle,  # 9
-    FindCoordinatorRequest: find_coordinator.handle,  # 10
-    JoinGroupRequest: join_group.handle,  # 11
-    HeartbeatRequest: heartbeat.handle,  # 12
-    LeaveGroupRequest: leave_group.handle,  # 13
-    SyncGroupRequest: sync_group.handle,  # 14
-    DescribeGroupsRequest: describe_groups.handle,  # 15
-    ListGroupsRequest: list_groups.handle,  # 16
-    SaslHandshakeRequest: sasl_handshake.handle,  # 17
-    ApiVersionsRequest: api_versions.handle,  # 18
-    CreateTopicsRequest: create_topics.handle,  # 19
-    DeleteTopicsRequest: delete_topics.handle,  # 20
-    DeleteRecordsRequest: delete_records.handle,  # 21
-    InitProducerIdRequest: init_producer_id.handle,  # 22
-    OffsetForLeaderEpochRequest: offset_for_leader_epoch.handle,  # 23
-    AddPartitionsToTxnRequest: add_partitions_to_txn.handle,  # 24
-    AddOffsetsToTxnRequest: add_offsets_to_txn.handle,  # 25
-    EndTxnRequest: end_txn.handle,  # 26
-    WriteTxnMarkersRequest: write_txn_markers.handle,  # 27
-    TxnOffsetCommitRequest: txn_offset_commit.handle,  # 28
-    DescribeAclsRequest: describe_acls.handle,  # 29
-    CreateAclsRequest: create_acls.handle,  # 30
-    DeleteAclsRequest: delete_acls.handle,  # 31
-    DescribeConfigsRequest: describe_configs.handle,  # 32
-    AlterConfigsRequest: alter_configs.handle,  # 33
-    AlterReplicaLogDirsRequest: alter_replica_log_dirs.handle,  # 34
-    DescribeLogDirsRequest: describe_log_dirs.handle,  # 35
-    SaslAuthenticateRequest: sasl_authenticate.handle,  # 36
-    CreatePartitionsRequest: create_partitions.handle,  # 37
-    DeleteGroupsRequest: delete_groups.handle,  # 42
-    ElectLeadersRequest: elect_leaders.handle,  # 43
-    IncrementalAlterConfigsRequest: incremental_alter_configs.handle,  # 44
-    AlterPartitionReassignmentsRequest: alter_partition_reassignments.handle,  # 45
-    ListPartitionReassignmentsRequest: list_partition_reassignments.handle,  # 46
-    OffsetDeleteRequest: offset_delete.handle,  # 47
-    DescribeUserScramCredentialsRequest: describe_user_scram_credentials.handle,  # 50
-    AlterUserScramCredentialsRequest: alter_user_scram_credentials.handle,  # 51
-    DescribeClusterRequest: describe_cluster.handle,  # 60
-    DescribeProducersRequest: describe_producers.handle,  # 61
-    DescribeTransactionsRequest: describe_transactions.handle,  # 65
-    ListTransactionsRequest: list_transactions.handle,  # 66
-    ConsumerGroupHeartbeatRequest: consumer_group_heartbeat.handle,  # 68
-    ConsumerGroupDescribeRequest: consumer_group_describe.handle,  # 69
-    DescribeTopicPartitionsRequest: describe_topic_partitions.handle,  # 75
+ROUTES: dict[type[Message], str] = {
+    ProduceRequest: "produce",  # 0
+    FetchRequest: "fetch",  # 1
+    ListOffsetsRequest: "list_offsets",  # 2
+    MetadataRequest: "metadata",  # 3
+    OffsetCommitRequest: "offset_commit",  # 8
+    OffsetFetchRequest: "offset_fetch",  # 9
+    FindCoordinatorRequest: "find_coordinator",  # 10
+    JoinGroupRequest: "join_group",  # 11
+    HeartbeatRequest: "heartbeat",  # 12
+    LeaveGroupRequest: "leave_group",  # 13
+    SyncGroupRequest: "sync_group",  # 14
+    DescribeGroupsRequest: "describe_groups",  # 15
+    ListGroupsRequest: "list_groups",  # 16
+    SaslHandshakeRequest: "sasl_handshake",  # 17
+    ApiVersionsRequest: "api_versions",  # 18
+    CreateTopicsRequest: "create_topics",  # 19
+    DeleteTopicsRequest: "delete_topics",  # 20
+    DeleteRecordsRequest: "delete_records",  # 21
+    InitProducerIdRequest: "init_producer_id",  # 22
+    OffsetForLeaderEpochRequest: "offset_for_leader_epoch",  # 23
+    AddPartitionsToTxnRequest: "add_partitions_to_txn",  # 24
+    AddOffsetsToTxnRequest: "add_offsets_to_txn",  # 25
+    EndTxnRequest: "end_txn",  # 26
+    WriteTxnMarkersRequest: "write_txn_markers",  # 27
+    TxnOffsetCommitRequest: "txn_offset_commit",  # 28
+    DescribeAclsRequest: "describe_acls",  # 29
+    CreateAclsRequest: "create_acls",  # 30
+    DeleteAclsRequest: "delete_acls",  # 31
+    DescribeConfigsRequest: "describe_configs",  # 32
+    AlterConfigsRequest: "alter_configs",  # 33
+    AlterReplicaLogDirsRequest: "alter_replica_log_dirs",  # 34
+    DescribeLogDirsRequest: "describe_log_dirs",  # 35
+    SaslAuthenticateRequest: "sasl_authenticate",  # 36
+    CreatePartitionsRequest: "create_partitions",  # 37
+    DeleteGroupsRequest: "delete_groups",  # 42
+    ElectLeadersRequest: "elect_leaders",  # 43
+    IncrementalAlterConfigsRequest: "incremental_alter_configs",  # 44
+    AlterPartitionReassignmentsRequest: "alter_partition_reassignments",  # 45
+    ListPartitionReassignmentsRequest: "list_partition_reassignments",  # 46
+    OffsetDeleteRequest: "offset_delete",  # 47
+    DescribeUserScramCredentialsRequest: "describe_user_scram_credentials",  # 50
+    AlterUserScramCredentialsRequest: "alter_user_scram_credentials",  # 51
+    DescribeClusterRequest: "describe_cluster",  # 60
+    DescribeProducersRequest: "describe_producers",  # 61
+    DescribeTransactionsRequest: "describe_transactions",  # 65
+    ListTransactionsRequest: "list_transactions",  # 66
+    ConsumerGroupHeartbeatRequest: "consumer_group_heartbeat",  # 68
+    ConsumerGroupDescribeRequest: "consumer_group_describe",  # 69
+    DescribeTopicPartitionsRequest: "describe_topic_partitions",  # 75
 }
 
 
@@ -199,15 +156,46 @@ def _route(request: type[Message], handler: Handler) -> Route:
     return Route(request.API_KEY, stem, request, response, handler, module.error_response)
 
 
+class _Unloaded:
+    """A route's handler until its first call: imports `broker.handlers.<module>`, puts
+    its `handle` in the route (behind the coordinator check, as `install` does), and runs
+    it. Calls through a Route read before that (ctx.routes, the journal) land here and are
+    passed on."""
+
+    __slots__ = ("handle", "module", "request")
+
+    def __init__(self, request: type[Message], module: str) -> None:
+        self.request = request
+        self.module = module
+        self.handle: Handler | None = None
+
+    def __call__(self, ctx: RequestContext, body: Any) -> Awaitable[Any]:
+        handle = self.handle
+        if handle is None:
+            handle = self.handle = load(self.request, self.module)
+        return handle(ctx, body)
+
+
+def load(request: type[Message], module: str) -> Handler:
+    """Import `broker.handlers.<module>` and route `request` to its `handle`; returns the
+    handler as routed (wrapped by broker.coordinator_guard for group and transaction APIs)."""
+    handle = importlib.import_module(f"broker.handlers.{module}").handle
+    handler: Handler = coordinator_guard.wrap(request, handle)
+    route = _BY_KEY.get(request.API_KEY)
+    if route is not None and isinstance(route.handler, _Unloaded):
+        _BY_KEY[request.API_KEY] = dataclasses.replace(route, handler=handler)
+    return handler
+
+
 _BY_KEY: dict[int, Route] = {}
 
 
-def install(routes: dict[type[Message], Handler]) -> None:
-    """Build the key -> route index from ROUTES (called once at import)."""
+def install(routes: dict[type[Message], str]) -> None:
+    """Build the key -> route index from ROUTES (called once at import); every handler is
+    still to be imported."""
     _BY_KEY.clear()
-    for request, handler in sorted(routes.items(), key=lambda kv: kv[0].API_KEY):
-        # Group and transaction APIs first check this broker coordinates their keys.
-        route = _route(request, coordinator_guard.wrap(request, handler))
+    for request, module in sorted(routes.items(), key=lambda kv: kv[0].API_KEY):
+        route = _route(request, _Unloaded(request, module))
         assert route.api_key not in _BY_KEY, f"API key {route.api_key} routed twice"
         _BY_KEY[route.api_key] = route
 

@@ -39,13 +39,10 @@ from broker.connection import expire_idle_connections, handle_frame, serve_conne
 from broker.context import NODE_ID
 from broker.durability import Durability
 from broker.routes import route_for
-from broker.security.authenticator import Dispatch
-from broker.security.gate import serve_secured
 from broker.security.tls import TlsError, tls_contexts
 from protocol.errors import KafkaError
 
 log = logging.getLogger("broker.server")
-_DISPATCH = Dispatch(serve_connection, handle_frame, route_for)
 
 __all__ = ["Broker", "listener_setup", "serve"]
 
@@ -69,8 +66,14 @@ async def _accept(broker: Broker, listener_name: str, stream: trio.SocketStream)
         if protocol == "PLAINTEXT":
             await serve_connection(broker, stream, cid, listener_name)
         else:
+            # TLS and SASL (broker.security.gate, authenticator, scram) are imported by the
+            # first connection that needs them: a PLAINTEXT broker never does.
+            from broker.security.authenticator import Dispatch
+            from broker.security.gate import serve_secured
+
             tls = broker.tls_contexts.get(listener_name)
-            await serve_secured(broker, stream, cid, listener_name, protocol, tls, _DISPATCH)
+            dispatch = Dispatch(serve_connection, handle_frame, route_for)
+            await serve_secured(broker, stream, cid, listener_name, protocol, tls, dispatch)
     except Exception:
         # Never let one connection take the server down; this is a bug, so say so loudly.
         log.exception("connection %d crashed", cid)

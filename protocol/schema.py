@@ -27,6 +27,7 @@ consumed, and every failure of malformed input surfaces as `DecodeError`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import struct
 import uuid
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
@@ -236,12 +237,14 @@ def wire(
 class Struct:
     """A frozen, keyword-only dataclass whose fields are declared with `wire()`.
 
-    Class creation is the broker's start-up time: ~150 message classes are made at import.
-    `dataclasses` therefore only collects the fields here (`dataclasses.fields`, `replace`
-    and `is_dataclass` work as usual) and generates no method, since it exec()s source once
-    per method. Everything else is shared by all subclasses: eq, repr and immutability come
-    from this base class, and `__init__` is generated on a class's first instantiation
-    (`_first_init`), so classes that are never built never pay for one.
+    Class creation is the broker's start-up time: ~270 message classes are made before
+    `kmock serve` binds. `dataclasses.dataclass` would cost a quarter of their import (it
+    checks each string annotation against ClassVar and InitVar with regexes, orders init
+    fields, updates abstract methods), so the fields are collected here (`_collect_fields`),
+    into the same `__dataclass_fields__` it makes: `dataclasses.fields`, `replace`, `asdict`
+    and `is_dataclass` work as usual. No method is generated per class: eq, repr and
+    immutability come from this base class, and `__init__` is generated on a class's first
+    instantiation (`_first_init`), so classes that are never built never pay for one.
     """
 
     _wire_fields: ClassVar[tuple[tuple[str, WireField], ...]] = ()
@@ -252,17 +255,14 @@ class Struct:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        undocumented = cls.__doc__ is None
-        if undocumented:  # else dataclass writes one, with a costly inspect.signature()
+        if cls.__doc__ is None:
             cls.__doc__ = cls.__name__
         cls.__init__ = _first_init  # type: ignore[method-assign]
-        dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
+        fields = _collect_fields(cls)
         cls._wire_fields = tuple(
-            (f.name, f.metadata["wire"])
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-            if "wire" in f.metadata
+            (name, f.metadata["wire"]) for name, f in fields.items() if "wire" in f.metadata
         )
-        if undocumented:
+        if cls.__doc__ == cls.__name__:
             cls.__doc__ = f"{cls.__name__}({', '.join(n for n, _ in cls._wire_fields)})"
 
     def __eq__(self, other: object) -> bool:
@@ -286,6 +286,50 @@ class Struct:
 # The default of a field with a default factory, in a generated __init__ (dataclasses' own
 # sentinel is private).
 _FACTORY: Any = object()
+
+
+# What dataclasses marks a Struct class with: the parameters of
+# `dataclass(init=False, repr=False, eq=False, kw_only=True)` (taken from a class it made, not
+# built by hand), and its marker of an ordinary field (neither ClassVar nor InitVar).
+_PARAMS: Any = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(
+    type("_Probe", (), {"__annotations__": {"x": "int"}})
+)
+_FIELD_TYPE = dataclasses.fields(_PARAMS)[0]._field_type  # type: ignore[attr-defined]
+
+
+def _collect_fields(cls: type[Struct]) -> dict[str, dataclasses.Field[Any]]:
+    """What `dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)` does to
+    `cls`, for classes whose fields all come from `wire()` (or plain defaults): the fields of
+    its dataclass bases, then its own annotated ones in order (a ClassVar is not a field),
+    each default left as the class attribute, `__dataclass_fields__` and
+    `__dataclass_params__` set (tests/protocol/test_schema.py compares the two)."""
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for base in cls.__mro__[-1:0:-1]:
+        fields.update(base.__dict__.get("__dataclass_fields__", {}))
+    for name, annotation in inspect.get_annotations(cls).items():
+        if isinstance(annotation, str):
+            if annotation.startswith(("ClassVar", "typing.ClassVar")):
+                continue
+        elif annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
+            continue
+        default = cls.__dict__.get(name, _MISSING)
+        if isinstance(default, dataclasses.Field):
+            f = default
+        else:
+            f = dataclasses.field(default=default)
+        f.name = name
+        f.type = annotation
+        f.kw_only = True
+        f._field_type = _FIELD_TYPE  # type: ignore[attr-defined]
+        if f.default is _MISSING:
+            if isinstance(default, dataclasses.Field):
+                delattr(cls, name)
+        else:
+            setattr(cls, name, f.default)
+        fields[name] = f
+    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    cls.__dataclass_params__ = _PARAMS.__dataclass_params__  # type: ignore[attr-defined]
+    return fields
 
 
 def _first_init(self: Struct, *args: Any, **kwargs: Any) -> None:

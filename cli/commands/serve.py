@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import logging
 import os
 import signal
@@ -122,6 +123,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     }
     log.info("starting kmock", extra=explicit)
     raise_open_files_limit()
+    # What was imported so far (cli.main turned the collector off for it) lives as long as
+    # the process: frozen, no pass of the collector walks it again.
+    gc.freeze()
+    gc.enable()
     try:
         trio.run(_serve_until_signal, config)
     except Exception as e:
@@ -200,6 +205,6 @@ async def _serve_until_signal(config: Any) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(watch_signals)
         broker = await nursery.start(run_broker)
-        # Not in "starting kmock": looking it up (importlib.metadata) takes 10-20 ms, which
-        # would delay the listeners.
+        # After the listeners are up: reading it lists every sys.path directory
+        # (cli.output.kmock_version), which the port need not wait for.
         log.info("kmock version %s", kmock_version())

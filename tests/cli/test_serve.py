@@ -44,17 +44,53 @@ def test_version_goes_to_stdout():
     assert err.getvalue() == ""
 
 
+def test_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    from cli.output import kmock_version
+
+    assert kmock_version() == version("kmock")
+
+
 def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
-    # Start-up time: these are imported by the admin commands and by /metrics when used.
+    # Start-up time: these are imported by the admin commands, by /metrics, by an API's
+    # first request (broker.routes) and by the first TLS or SASL connection, when used.
     code = (
         "import sys, cli.main, broker.server, broker.runtime;"
-        "print(sorted({'client', 'rich', 'prometheus_client', 'pipeline.cli'}"
+        "cli.output.kmock_version();"
+        "print(sorted({'client', 'rich', 'prometheus_client', 'pipeline.cli',"
+        " 'importlib.metadata', 'broker.handlers.produce', 'broker.handlers.create_acls',"
+        " 'broker.security.gate', 'broker.security.authenticator', 'broker.security.scram'}"
         " & set(sys.modules)))"
     )
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), check=True
     )
     assert run.stdout == "[]\n"
+
+
+def test_serve_imports_with_the_collector_off_and_runs_with_it_on(tmp_path):
+    # Start-up time (cli.main): no collector pass during the imports; the broker then runs
+    # with the collector on and the imported objects frozen. trio.run is replaced by a probe.
+    code = (
+        "import gc, sys, trio, cli.main;"
+        "seen = []; passes = lambda: gc.get_stats()[0]['collections']; before = passes();"
+        "trio.run = lambda *a: seen.append("
+        " (gc.isenabled(), gc.get_freeze_count() > 10_000, passes() - before <= 1));"
+        "code = cli.main.main(['serve', '--log-dirs', sys.argv[1],"
+        " '--listeners', 'PLAINTEXT://127.0.0.1:0']);"
+        "bad = cli.main.main(['serve', '--listeners', 'nope']);"
+        "print(code, seen, bad, gc.isenabled())"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        check=True,
+        timeout=60,
+    )
+    assert run.stdout == "0 [(True, True, True)] 2 True\n", run.stderr
 
 
 def test_every_setting_is_a_documented_flag():

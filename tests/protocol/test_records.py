@@ -28,6 +28,15 @@ from protocol.records import (
 T0 = 1_700_000_000_000
 
 
+def test_crc32c_is_the_packages_function_loaded_without_its_init():
+    # protocol.records loads crc32c's extension directly (its __init__ imports
+    # importlib.metadata): the same function, Castagnoli's check value.
+    import protocol.records
+
+    assert protocol.records.crc32c is crc32c
+    assert crc32c(b"123456789") == 0xE3069283
+
+
 def simple_batch(count=3, **kwargs):
     return build_batch([(b"k%d" % i, b"v%d" % i, (), T0 + i) for i in range(count)], **kwargs)
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
+from typing import ClassVar
 
 import pytest
 
@@ -69,3 +71,80 @@ def test_dataclass_tools_work():
     assert msg != changed
     with pytest.raises(TypeError):
         hash(msg)
+
+
+def _field_facts(cls):
+    return [
+        (f.name, f.type, f.default, f.default_factory, f.kw_only, f.init, dict(f.metadata))
+        for f in dataclasses.fields(cls)
+    ]
+
+
+def _twin(cls):
+    """`cls` declared again from its source annotations and defaults, made by dataclasses
+    itself with the options Struct stands for."""
+    namespace = {"__annotations__": inspect.get_annotations(cls)}
+    for name, f in cls.__dict__["__dataclass_fields__"].items():
+        if name in namespace["__annotations__"]:
+            namespace[name] = dataclasses.field(
+                default=f.default, default_factory=f.default_factory, metadata=f.metadata
+            )
+    for name in ("KIND", "VERSIONS"):  # a ClassVar with a value
+        if name in cls.__dict__:
+            namespace[name] = cls.__dict__[name]
+    bases = tuple(_TWINS[b] for b in cls.__bases__ if b in _TWINS) or (object,)
+    twin = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(
+        type(cls.__name__, bases, namespace)
+    )
+    _TWINS[cls] = twin
+    return twin
+
+
+_TWINS: dict[type, type] = {}
+
+
+class _Base(Struct):
+    KIND: ClassVar[str] = "base"
+    name: str = wire(String)
+    count: int = wire(Int32, default=7)
+
+
+class _Derived(_Base):
+    VERSIONS: ClassVar[range] = range(0, 2)
+    count: int = wire(Int32, default=9)  # overridden: keeps its place, new default
+    items: list[int] = wire(Array(Int32))
+    inner: Inner = wire(Inner)
+    plain: int = 3  # not wire(): a plain default
+
+
+@pytest.mark.parametrize("cls", [Inner, Outer, _Base, _Derived], ids=lambda c: c.__name__)
+def test_struct_fields_are_those_dataclass_makes(cls):
+    for base in reversed(cls.__mro__[:-1]):
+        if issubclass(base, Struct) and base is not Struct and base not in _TWINS:
+            _twin(base)
+    twin = _TWINS.get(cls) or _twin(cls)
+    assert _field_facts(cls) == _field_facts(twin)
+    assert repr(cls.__dataclass_params__) == repr(twin.__dataclass_params__)
+    for name in ("count", "plain", "items", "KIND"):
+        assert getattr(cls, name, None) == getattr(twin, name, None), name
+    msg = cls()
+    assert dataclasses.asdict(dataclasses.replace(msg)) == dataclasses.asdict(msg)
+
+
+def test_every_message_class_has_its_wire_fields_as_dataclass_fields():
+    import importlib
+    import pkgutil
+
+    import protocol.messages
+
+    seen = 0
+    for info in pkgutil.iter_modules(protocol.messages.__path__):
+        module = importlib.import_module(f"protocol.messages.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Struct) and value is not Struct:
+                names = [f.name for f in dataclasses.fields(value)]
+                assert names == [n for n, _ in value._wire_fields], value.__name__
+                assert "API_KEY" not in names
+                assert "VERSIONS" not in names
+                seen += 1
+    assert seen > 250
