@@ -24,8 +24,8 @@ PREALLOCATE_MIN_BYTES, an append that passes the reserved end reserves as much a
 segment holds (at most PREALLOCATE_MAX_BYTES) past its end, with fallocate(2) and
 FALLOC_FL_KEEP_SIZE. The file's size, and so its content as any reader or Kafka tool sees it,
 stays exactly the batches written; only the filesystem's blocks are taken early. A write into
-reserved blocks skips ext4's per-page delayed-allocation bookkeeping: 1 MB appends here cost
-about a quarter less system time (bench/README.md, round 5). The blocks past the end are given
+reserved blocks skips ext4's per-block delayed-allocation bookkeeping: 1 MB appends here cost
+a quarter to a half less CPU (bench/README.md, round 5). The blocks past the end are given
 back (ftruncate to the size, which frees them) when the segment rolls, when its log closes,
 and by recovery after a crash. Kafka's file.preallocate (FileRecords.openChannel) reserves a
 whole segment.bytes up front by growing the file, which its recovery then cuts back; here the
@@ -172,7 +172,7 @@ def _load_fallocate() -> Callable[[int, int, int, int], int] | None:
         return None
     fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
     fallocate.restype = ctypes.c_int
-    return fallocate  # type: ignore[no-any-return]
+    return fallocate
 
 
 _FALLOCATE = _load_fallocate()
