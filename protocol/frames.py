@@ -42,7 +42,6 @@ __all__ = [
     "parse_response_frame",
     "parse_response_header",
     "peek_request_key",
-    "receive_buffer",
     "request_client_id",
     "response_header_is_flexible",
 ]
@@ -202,30 +201,6 @@ def decode_response(
     return correlation_id, decode(response_cls, version, frame, pos)
 
 
-def _load_receive_buffer() -> Callable[[int], bytearray]:
-    try:
-        import ctypes
-
-        make = ctypes.pythonapi.PyByteArray_FromStringAndSize
-    except (ImportError, AttributeError):  # not CPython
-        return bytearray
-    make.restype = ctypes.py_object
-    make.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t]
-
-    def receive_buffer(size: int) -> bytearray:
-        """A bytearray of `size` bytes whose content is left as the allocator gave it
-        (CPython's PyByteArray_FromStringAndSize(NULL, size)), for a buffer the socket
-        overwrites in full before anything reads it. bytearray(size) zero-fills it first: a
-        second pass over every byte of a large Produce. Where there is no such call (not
-        CPython), bytearray itself."""
-        return make(None, size)  # type: ignore[no-any-return]
-
-    return receive_buffer
-
-
-receive_buffer = _load_receive_buffer()
-
-
 class FrameBuffer:
     """Bytes received so far on a connection, cut into whole frames (h11's ReceiveBuffer idea).
 
@@ -287,14 +262,13 @@ class FrameBuffer:
         return frame
 
     def start_large_frame(
-        self, threshold: int, allocate: Callable[[int], Any] = receive_buffer
+        self, threshold: int, allocate: Callable[[int], Any] = bytearray
     ) -> tuple[Any, int] | None:
         """If the frame in progress is larger than `threshold` bytes, hand it over for a
         direct read: returns a buffer of the frame's size (`allocate(size)`, writable)
         holding what has arrived so far, and how many bytes that is. The caller fills the
         rest with `recv_into`, so a large frame (a 1 MB Produce) is copied once, not once
-        per receive plus once at the end. The rest of the buffer is not initialised: the
-        caller must not use the frame before it has filled every byte.
+        per receive plus once at the end.
 
         Raises:
           FrameTooLarge: as `next_frame`.
