@@ -13,7 +13,6 @@ from protocol.frames import (
     frame_response,
     frame_size,
     parse_response_frame,
-    receive_buffer,
 )
 from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -98,13 +97,3 @@ def test_a_large_frame_is_handed_over_with_what_arrived_and_filled_in_place():
     assert buffer[:got] == body[:got]
     memoryview(buffer)[got:] = body[got:]  # what the connection's readv does
     assert buffer == body
-
-
-def test_receive_buffer_is_a_writable_bytearray_of_the_size_asked():
-    buffer = receive_buffer(300_000)
-    assert type(buffer) is bytearray
-    assert len(buffer) == 300_000
-    buffer[-1] = 7
-    buffer[:3] = b"abc"
-    assert buffer[:3] == b"abc"
-    assert buffer[-1] == 7
