@@ -380,6 +380,7 @@ class Log:
     def _roll(self, wall_ms: int) -> None:
         """Close the active segment (fsync it, write its indexes) and start a new one."""
         old = self._segments[-1]
+        old.release_reserved()
         old.flush()
         old.sync_index_files()
         self.transactions.index(old.base_offset).flush()
@@ -706,6 +707,7 @@ class Log:
             return
         try:
             if self._failure is None:
+                self._segments[-1].release_reserved()
                 self.flush()
                 self._segments[-1].sync_index_files()
                 self.transactions.flush()

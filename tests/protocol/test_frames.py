@@ -7,6 +7,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.frames import (
+    FrameBuffer,
     decode_response,
     encode_request,
     frame_response,
@@ -82,3 +83,17 @@ def test_response_with_bytes_left_over_is_refused():
     with pytest.raises(DecodeError):
         decode_response(HeartbeatResponse, 0, frame)
     assert encode(response, 0) == frame[4:-1]
+
+
+def test_a_large_frame_is_handed_over_with_what_arrived_and_filled_in_place():
+    frames = FrameBuffer(1 << 20)
+    body = bytes(range(256)) * 1000
+    frames.feed(struct.pack(">i", len(body)) + body[:70_000])
+    buffer, got = frames.start_large_frame(65_536)
+    assert type(buffer) is bytearray
+    assert len(buffer) == len(body)
+    assert got == 70_000
+    assert len(frames) == 0  # the buffer took over what had arrived
+    assert buffer[:got] == body[:got]
+    memoryview(buffer)[got:] = body[got:]  # what the connection's readv does
+    assert buffer == body
