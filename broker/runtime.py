@@ -633,12 +633,15 @@ class CoordinatorRuntime:
         if not records or producer is not None or self.broker.durability.strict:
             return None
         partition_for = self.coordinator.partition_for
-        pid = partition_for(records[0].group_id)
-        for record in records:
-            if not record.is_offset_commit or (
-                record is not records[0] and partition_for(record.group_id) != pid
-            ):
+        if len(records) == 1:  # the usual case: one commit
+            if not records[0].is_offset_commit:
                 return None
+            pid = partition_for(records[0].group_id)
+        else:
+            pid = partition_for(records[0].group_id)
+            for record in records:
+                if not record.is_offset_commit or partition_for(record.group_id) != pid:
+                    return None
         if self._pending and self._pending.get(pid):
             return None
         return pid
@@ -661,8 +664,12 @@ class CoordinatorRuntime:
         failed, or the group would count it pending forever."""
         if outcome.generations or outcome.dead_groups:
             self._report(outcome)
-        encoded = [(r.key_bytes(), r.value_bytes()) for r in outcome.records]
-        size = sum(len(k) + len(v or b"") + _RECORD_OVERHEAD for k, v in encoded)
+        encoded = []
+        size = 0
+        for record in outcome.records:
+            key, value = record.key_bytes(), record.value_bytes()
+            encoded.append((key, value))
+            size += len(key) + (len(value) if value is not None else 0) + _RECORD_OVERHEAD
         batch = self._open.get(pid)
         if batch is not None and batch.size + size > batch.limit:
             self._flush(pid)  # full: this outcome starts the next one
