@@ -11,8 +11,9 @@ methods, one per API (`join_group`, `sync_group`, ..., `list_groups`). This runt
     covers them (group commit: many commits share one fsync; by default, as in Kafka, a
     commit is answered once written, broker.durability); then calls `on_appended` — in log
     order for commits, whatever order the fsync waits finish in — and only then delivers
-    the replies. A failed write
-    calls `on_append_failed` instead. Group metadata alone (a SyncGroup's assignment) is
+    the replies. A failed write calls `on_append_failed` instead. The commits one
+    scheduler pass decides for a partition share one batch (broker.commit_batches).
+    Group metadata alone (a SyncGroup's assignment) is
     answered once written, without waiting for an fsync: Kafka does not fsync it either, a
     process crash cannot lose it (it is in the page cache), and losing it to an OS crash
     costs only a rebalance. Making every SyncGroup wait for the disk made rebalances slow
@@ -46,6 +47,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
+from broker.commit_batches import CommitBatches
 from broker.config import consumer_group_config
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import TopicImage
@@ -186,32 +188,6 @@ class _Appending:
         self.written = written
 
 
-# Per record of a batch, at most: length, attributes, timestamp and offset deltas, key and
-# value lengths, header count (varints at their widest).
-_RECORD_OVERHEAD = 32
-_BATCH_OVERHEAD = 61  # the v2 batch header
-
-
-class _OpenBatch:
-    """The records of one __consumer_offsets partition decided in this scheduler pass, to
-    be appended as one batch (`CoordinatorRuntime._flush`): the outcomes in decision
-    order, their records encoded, and the tasks that wait for the batch."""
-
-    __slots__ = ("done", "limit", "outcomes", "records", "size", "waiters")
-
-    def __init__(self, limit: int) -> None:
-        self.outcomes: list[Outcome] = []
-        self.records: list[tuple[bytes, bytes | None]] = []
-        self.size = _BATCH_OVERHEAD
-        self.limit = limit  # the partition's max.message.bytes
-        self.waiters: list[trio.lowlevel.Task] = []
-        self.done = False
-
-
-def _abort_failed(_: object) -> trio.lowlevel.Abort:
-    return trio.lowlevel.Abort.FAILED
-
-
 class CoordinatorRuntime:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -235,7 +211,7 @@ class CoordinatorRuntime:
         # in, but only within a partition; commits of unrelated groups do not wait.
         self._pending: dict[int, collections.deque[_Appended]] = {}
         # The batch each __consumer_offsets partition is collecting in this scheduler pass.
-        self._open: dict[int, _OpenBatch] = {}
+        self._batches = CommitBatches(self)
         # Set (and dropped) whenever commits took effect or failed: OffsetFetch with
         # require_stable waits on it (made by the first such fetch to wait).
         self._commits_settled: trio.Event | None = None
@@ -600,9 +576,9 @@ class CoordinatorRuntime:
             outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
             if not postpones_only:
                 self._wake.set()
-            pid = self._batchable(outcome, producer)
+            pid = self._batches.partition(outcome, producer)
             if pid is not None:
-                await self._append_batched(outcome, pid)
+                await self._batches.join(outcome, pid)
             else:
                 # `complete`, without its coroutine.
                 appending = self._append_now(outcome, producer)
@@ -623,95 +599,6 @@ class CoordinatorRuntime:
         if appending is not None:
             await self._finish(appending)
 
-    def _batchable(self, outcome: Outcome, producer: tuple[int, int] | None) -> int | None:
-        """The __consumer_offsets partition whose batch of this pass the outcome's records
-        can join, or None: they go in at once (`_append_now`). Those that join are offset
-        commits and tombstones, answered once written (not the strict mode), of one
-        partition with no earlier write waiting to be applied, outside a transaction
-        (Kafka does not accumulate transactional writes either)."""
-        records = outcome.records
-        if not records or producer is not None or self.broker.durability.strict:
-            return None
-        partition_for = self.coordinator.partition_for
-        if len(records) == 1:  # the usual case: one commit
-            if not records[0].is_offset_commit:
-                return None
-            pid = partition_for(records[0].group_id)
-        else:
-            pid = partition_for(records[0].group_id)
-            for record in records:
-                if not record.is_offset_commit or partition_for(record.group_id) != pid:
-                    return None
-        if self._pending and self._pending.get(pid):
-            return None
-        return pid
-
-    async def _append_batched(self, outcome: Outcome, pid: int) -> None:
-        """Add the outcome's records to the batch partition `pid` collects in this
-        scheduler pass, and return once that batch is in the log and the outcome applied.
-
-        Kafka's CoordinatorRuntime collects the records of several writes into one
-        CoordinatorBatch and appends it when full or group.coordinator.append.linger.ms
-        (5) after its first write; kmock's linger is one pass of trio's scheduler. The
-        first request to open the batch yields once, to the end of the pass (its requests
-        and those that became ready meanwhile, in the order trio runs them); the requests
-        that join it in the meantime wait for it; then it appends the batch and applies
-        the outcomes, in the order they were decided, which is their order in the log.
-        Any other write to the partition (`_append`) first appends the batch, so the log
-        keeps the order of decisions. Nothing of the batch is answered, or visible in
-        memory or to readers of the log, before it is written. The waits cannot be
-        cancelled: each is over within the pass, and a decided commit must be written or
-        failed, or the group would count it pending forever."""
-        if outcome.generations or outcome.dead_groups:
-            self._report(outcome)
-        encoded = []
-        size = 0
-        for record in outcome.records:
-            key, value = record.key_bytes(), record.value_bytes()
-            encoded.append((key, value))
-            size += len(key) + (len(value) if value is not None else 0) + _RECORD_OVERHEAD
-        batch = self._open.get(pid)
-        if batch is not None and batch.size + size > batch.limit:
-            self._flush(pid)  # full: this outcome starts the next one
-            batch = None
-        leader = batch is None
-        if batch is None:
-            log_config = self.offsets_topic().partitions[pid].log.config
-            batch = self._open[pid] = _OpenBatch(log_config.max_message_bytes)
-        batch.outcomes.append(outcome)
-        batch.records += encoded
-        batch.size += size
-        if leader:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            if not batch.done:
-                self._flush(pid)
-        else:
-            batch.waiters.append(trio.lowlevel.current_task())
-            await trio.lowlevel.wait_task_rescheduled(_abort_failed)
-
-    def _flush(self, pid: int) -> None:
-        """Append the batch partition `pid` collected, apply its outcomes, wake its waiters."""
-        batch = self._open.pop(pid)
-        batch.done = True
-        try:
-            wall_ms = self.broker.wall_ms()
-            partition = self.broker.topics.offsets_topic(now_wall_ms=wall_ms).partitions[pid]
-            try:
-                partition.append(
-                    build_batch([(k, v, (), wall_ms) for k, v in batch.records]), wall_ms=wall_ms
-                )
-            except (KafkaError, OSError) as e:
-                self._log_append_failed(e)
-                for outcome in batch.outcomes:
-                    self._fail(outcome, e)
-                return
-            self.broker.durability.note_written(partition.log, partition.log.log_end_offset)
-            for outcome in batch.outcomes:
-                self._apply(outcome)
-        finally:
-            for task in batch.waiters:
-                trio.lowlevel.reschedule(task)
-
     def _append_now(
         self, outcome: Outcome, producer: tuple[int, int] | None = None
     ) -> _Appending | None:
@@ -720,7 +607,7 @@ class CoordinatorRuntime:
         CoordinatorRuntime appends a result's records in the event that produced it).
         Returns what `_finish` still has to do, or None when nothing is left."""
         if outcome.generations or outcome.dead_groups:
-            self._report(outcome)
+            self.report(outcome)
         records = outcome.records
         if not records:
             self._deliver(outcome)
@@ -751,7 +638,7 @@ class CoordinatorRuntime:
                 return None
             for plog, end in written:
                 self.broker.durability.note_written(plog, end)
-            self._apply(outcome)
+            self.apply(outcome)
             return None
         entry = _Appended(outcome, set(by_partition))
         if durable:
@@ -780,29 +667,29 @@ class CoordinatorRuntime:
             entry.done = True
             self._apply_ready(entry.partitions)
         else:
-            self._apply(entry.outcome)
+            self.apply(entry.outcome)
 
     def _append_failed(self, entry: _Appended, durable: bool, e: KafkaError | OSError) -> None:
-        self._log_append_failed(e)
+        self.log_append_failed(e)
         if durable:
             for p in entry.partitions:
                 self._pending[p].remove(entry)
             self._apply_ready(entry.partitions)
-        self._fail(entry.outcome, e)
+        self.fail(entry.outcome, e)
 
     @staticmethod
-    def _log_append_failed(e: KafkaError | OSError) -> None:
+    def log_append_failed(e: KafkaError | OSError) -> None:
         if not isinstance(e, KafkaError) or e.code is ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("__consumer_offsets write failed: %s", e)
         else:  # refused by the log: the request's fault (a fenced producer's epoch, ...)
             log.warning("__consumer_offsets write refused: %s", e)
 
-    def _fail(self, outcome: Outcome, e: KafkaError | OSError) -> None:
+    def fail(self, outcome: Outcome, e: KafkaError | OSError) -> None:
         """The outcome's records were not written: answer and undo what depended on them."""
         code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
         failed = self.coordinator.on_append_failed(outcome, code, self.broker.now_ms())
         self._settled()
-        self._report(failed)
+        self.report(failed)
         self._deliver(failed)
         self._wake.set()
 
@@ -811,7 +698,7 @@ class CoordinatorRuntime:
             self._commits_settled.set()
             self._commits_settled = None
 
-    def _apply(self, outcome: Outcome) -> None:
+    def apply(self, outcome: Outcome) -> None:
         self.coordinator.on_appended(outcome, self.broker.now_ms())
         self._settled()
         self._deliver(outcome)
@@ -819,6 +706,10 @@ class CoordinatorRuntime:
             if not r.is_offset_commit:
                 self._wake.set()  # offsets taking effect move no deadline
                 break
+
+    def has_pending(self, pid: int) -> bool:
+        """Whether a write to partition `pid` waits for its fsync before it is applied."""
+        return bool(self._pending) and bool(self._pending.get(pid))
 
     def _apply_ready(self, partitions: set[int]) -> None:
         """Apply every appended outcome that is durable and first in each of its partitions."""
@@ -837,10 +728,10 @@ class CoordinatorRuntime:
                     if not self._pending[x]:
                         del self._pending[x]
                     check.add(x)
-                self._apply(entry.outcome)
+                self.apply(entry.outcome)
                 queue = self._pending.get(p)
 
-    def _report(self, outcome: Outcome) -> None:
+    def report(self, outcome: Outcome) -> None:
         """One INFO line and one metric per rebalance (a group entered a new generation),
         one INFO line per group that died."""
         for g in outcome.generations:
@@ -873,10 +764,8 @@ class CoordinatorRuntime:
     ) -> list[tuple[Log, int]]:
         """Append each partition's records as one batch (with `producer`, a transactional
         batch of that producer id and epoch); returns (log, end offset) of each."""
-        if self._open:  # the batches of this pass go first (`_append_batched`)
-            for pid in by_partition:
-                if pid in self._open:
-                    self._flush(pid)
+        if self._batches.open:  # the batches of this pass go first (broker.commit_batches)
+            self._batches.flush_all(by_partition)
         wall_ms = self.broker.wall_ms()
         topic = self.broker.topics.offsets_topic(now_wall_ms=wall_ms)
         written = []
