@@ -11,9 +11,8 @@ methods, one per API (`join_group`, `sync_group`, ..., `list_groups`). This runt
     covers them (group commit: many commits share one fsync; by default, as in Kafka, a
     commit is answered once written, broker.durability); then calls `on_appended` — in log
     order for commits, whatever order the fsync waits finish in — and only then delivers
-    the replies. A failed write calls `on_append_failed` instead. The commits one
-    scheduler pass decides for a partition share one batch (broker.commit_batches).
-    Group metadata alone (a SyncGroup's assignment) is
+    the replies. A failed write
+    calls `on_append_failed` instead. Group metadata alone (a SyncGroup's assignment) is
     answered once written, without waiting for an fsync: Kafka does not fsync it either, a
     process crash cannot lose it (it is in the page cache), and losing it to an OS crash
     costs only a rebalance. Making every SyncGroup wait for the disk made rebalances slow
@@ -47,7 +46,6 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
-from broker.commit_batches import CommitBatches
 from broker.config import consumer_group_config
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import TopicImage
@@ -210,8 +208,6 @@ class CoordinatorRuntime:
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
         self._pending: dict[int, collections.deque[_Appended]] = {}
-        # The batch each __consumer_offsets partition is collecting in this scheduler pass.
-        self._batches = CommitBatches(self)
         # Set (and dropped) whenever commits took effect or failed: OffsetFetch with
         # require_stable waits on it (made by the first such fetch to wait).
         self._commits_settled: trio.Event | None = None
@@ -576,14 +572,10 @@ class CoordinatorRuntime:
             outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
             if not postpones_only:
                 self._wake.set()
-            pid = self._batches.partition(outcome, producer)
-            if pid is not None:
-                await self._batches.join(outcome, pid)
-            else:
-                # `complete`, without its coroutine.
-                appending = self._append_now(outcome, producer)
-                if appending is not None:
-                    await self._finish(appending)
+            # `complete`, without its coroutine: most outcomes have nothing left to await.
+            appending = self._append_now(outcome, producer)
+            if appending is not None:
+                await self._finish(appending)
             if not slot.answered:  # usually it is (not a JoinGroup parked for others)
                 slot.event = trio.Event()
                 await slot.event.wait()
@@ -607,7 +599,7 @@ class CoordinatorRuntime:
         CoordinatorRuntime appends a result's records in the event that produced it).
         Returns what `_finish` still has to do, or None when nothing is left."""
         if outcome.generations or outcome.dead_groups:
-            self.report(outcome)
+            self._report(outcome)
         records = outcome.records
         if not records:
             self._deliver(outcome)
@@ -638,7 +630,7 @@ class CoordinatorRuntime:
                 return None
             for plog, end in written:
                 self.broker.durability.note_written(plog, end)
-            self.apply(outcome)
+            self._apply(outcome)
             return None
         entry = _Appended(outcome, set(by_partition))
         if durable:
@@ -667,29 +659,21 @@ class CoordinatorRuntime:
             entry.done = True
             self._apply_ready(entry.partitions)
         else:
-            self.apply(entry.outcome)
+            self._apply(entry.outcome)
 
     def _append_failed(self, entry: _Appended, durable: bool, e: KafkaError | OSError) -> None:
-        self.log_append_failed(e)
+        code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
+        if code is ErrorCode.KAFKA_STORAGE_ERROR:
+            log.error("__consumer_offsets write failed: %s", e)
+        else:  # refused by the log: the request's fault (a fenced producer's epoch, ...)
+            log.warning("__consumer_offsets write refused: %s", e)
         if durable:
             for p in entry.partitions:
                 self._pending[p].remove(entry)
             self._apply_ready(entry.partitions)
-        self.fail(entry.outcome, e)
-
-    @staticmethod
-    def log_append_failed(e: KafkaError | OSError) -> None:
-        if not isinstance(e, KafkaError) or e.code is ErrorCode.KAFKA_STORAGE_ERROR:
-            log.error("__consumer_offsets write failed: %s", e)
-        else:  # refused by the log: the request's fault (a fenced producer's epoch, ...)
-            log.warning("__consumer_offsets write refused: %s", e)
-
-    def fail(self, outcome: Outcome, e: KafkaError | OSError) -> None:
-        """The outcome's records were not written: answer and undo what depended on them."""
-        code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
-        failed = self.coordinator.on_append_failed(outcome, code, self.broker.now_ms())
+        failed = self.coordinator.on_append_failed(entry.outcome, code, self.broker.now_ms())
         self._settled()
-        self.report(failed)
+        self._report(failed)
         self._deliver(failed)
         self._wake.set()
 
@@ -698,7 +682,7 @@ class CoordinatorRuntime:
             self._commits_settled.set()
             self._commits_settled = None
 
-    def apply(self, outcome: Outcome) -> None:
+    def _apply(self, outcome: Outcome) -> None:
         self.coordinator.on_appended(outcome, self.broker.now_ms())
         self._settled()
         self._deliver(outcome)
@@ -706,10 +690,6 @@ class CoordinatorRuntime:
             if not r.is_offset_commit:
                 self._wake.set()  # offsets taking effect move no deadline
                 break
-
-    def has_pending(self, pid: int) -> bool:
-        """Whether a write to partition `pid` waits for its fsync before it is applied."""
-        return bool(self._pending) and bool(self._pending.get(pid))
 
     def _apply_ready(self, partitions: set[int]) -> None:
         """Apply every appended outcome that is durable and first in each of its partitions."""
@@ -728,10 +708,10 @@ class CoordinatorRuntime:
                     if not self._pending[x]:
                         del self._pending[x]
                     check.add(x)
-                self.apply(entry.outcome)
+                self._apply(entry.outcome)
                 queue = self._pending.get(p)
 
-    def report(self, outcome: Outcome) -> None:
+    def _report(self, outcome: Outcome) -> None:
         """One INFO line and one metric per rebalance (a group entered a new generation),
         one INFO line per group that died."""
         for g in outcome.generations:
@@ -764,8 +744,6 @@ class CoordinatorRuntime:
     ) -> list[tuple[Log, int]]:
         """Append each partition's records as one batch (with `producer`, a transactional
         batch of that producer id and epoch); returns (log, end offset) of each."""
-        if self._batches.open:  # the batches of this pass go first (broker.commit_batches)
-            self._batches.flush_all(by_partition)
         wall_ms = self.broker.wall_ms()
         topic = self.broker.topics.offsets_topic(now_wall_ms=wall_ms)
         written = []
