@@ -3,6 +3,7 @@ cost that the load of a shared machine does not move (not part of `make bench`).
 
     python bench/instructions.py [commit|metadata|produce] [--requests N] [--tree DIR]
     python bench/instructions.py [commit|metadata|produce] --requests 300 --bytecodes 40
+    python bench/instructions.py commit --conns 256 [--one-partition] --requests 2560
 
 One process runs a broker (`serve`, this tree's code or --tree's) and a client on the same
 trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group),
@@ -14,6 +15,12 @@ difference divided by N is the instructions of one round trip, the in-process cl
 included (the same for every tree, so differences between trees are the broker's). About
 40 s per run on the 2-vCPU machine of bench/RESULTS.md. `--tree ../main` measures another
 checkout with this script. Needs valgrind (`apt-get install valgrind`).
+
+`--conns N` counts a commit at concurrency: N connections at once, one commit in flight on
+each, each for a group of its own (§9's 256-connection row), spread over
+__consumer_offsets' partitions as group ids hash, or, with `--one-partition`, all in one of
+them (the case where commits could share a batch). 256 connections take about 9 minutes
+per run under callgrind here.
 
 `--bytecodes TOP` names the Python functions the instructions go to, which callgrind's
 C-level view cannot (it sees the interpreter's loop): the same two runs in-process under
@@ -35,8 +42,11 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 
 
-def _client(api: str, n: int) -> None:
-    """The process callgrind runs: broker and client on one trio loop, `n` round trips."""
+def _client(api: str, n: int, conns: int = 1, one_partition: bool = False) -> None:
+    """The process callgrind runs: broker and client on one trio loop, `n` round trips
+    (with `conns` > 1: over that many connections at once, one request in flight on each,
+    `n // conns` round trips each, each connection committing for a group of its own;
+    with `one_partition`, groups whose offsets all go to one __consumer_offsets partition)."""
     import kwire
     import side_by_side
     import trio
@@ -51,9 +61,10 @@ def _client(api: str, n: int) -> None:
             broker = await nursery.start(serve, broker_config(data, **{"num.partitions": 4}))
             await broker.ready.wait()
             host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
-            stream = await trio.open_tcp_stream(host, int(port))
+            streams = [await trio.open_tcp_stream(host, int(port)) for _ in range(conns)]
+            stream = streams[0]
 
-            async def round_trip(frame: bytes) -> bytes:
+            async def round_trip(frame: bytes, stream: Any = stream) -> bytes:
                 await stream.send_all(frame)
                 buf = b""
                 while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
@@ -80,8 +91,26 @@ def _client(api: str, n: int) -> None:
             else:
                 request, version = side_by_side._metadata_request(), side_by_side.METADATA_VERSION
             frame = kwire.request_bytes(request, version)
-            for _ in range(20 + n):  # 20 to warm up, then the n counted
-                answer = await round_trip(frame)
+            if conns > 1:
+                commits = side_by_side._commit_requests(conns * 60, "instructions", 9)
+                if one_partition:  # groups of one __consumer_offsets partition
+                    partition_for = broker.coordinator.coordinator.partition_for
+                    first = partition_for(commits[0][0].group_id)
+                    commits = [c for c in commits if partition_for(c[0].group_id) == first]
+                commits = commits[:conns]
+                answers = []
+
+                async def loop(stream: Any, frame: bytes) -> None:
+                    for _ in range(20 + n // conns):
+                        answers.append(await round_trip(frame, stream))
+
+                async with trio.open_nursery() as clients:
+                    for s, (r, v) in zip(streams, commits, strict=True):
+                        clients.start_soon(loop, s, kwire.request_bytes(r, v))
+                answer = answers[-1]
+            else:
+                for _ in range(20 + n):  # 20 to warm up, then the n counted
+                    answer = await round_trip(frame)
             _, response = kwire.decode_response(request.API_KEY, version, answer[4:])
             if kwire.error_codes(response):  # a failing request would measure its failure
                 raise RuntimeError(f"the broker answered with errors: {response}")
@@ -103,7 +132,7 @@ def _produce_request() -> Any:
     )
 
 
-def _bytecodes(api: str, n: int, top: int) -> None:
+def _bytecodes(api: str, n: int, top: int, conns: int = 1, one_partition: bool = False) -> None:
     """Print where one round trip's Python bytecodes go, per function: a `sys.settrace`
     count of opcode events of a run of `n` requests minus one of none (both after a first,
     untraced run, so that neither pays the imports). Deterministic like callgrind's count,
@@ -122,14 +151,14 @@ def _bytecodes(api: str, n: int, top: int) -> None:
             calls[frame.f_code] += 1
         return trace
 
-    _client(api, 0)  # the imports, untraced
+    _client(api, 0, conns, one_partition)  # the imports, untraced
     runs = []
     for requests in (0, n):
         opcodes.clear()
         calls.clear()
         sys.settrace(trace)
         try:
-            _client(api, requests)
+            _client(api, requests, conns, one_partition)
         finally:
             sys.settrace(None)
         runs.append((opcodes.copy(), calls.copy()))
@@ -147,7 +176,7 @@ def _bytecodes(api: str, n: int, top: int) -> None:
         print(f"  {count:9.1f} {per_calls.get(code, 0):6.1f}  {name}")
 
 
-def _count(tree: Path, api: str, n: int) -> int:
+def _count(tree: Path, api: str, n: int, conns: int = 1, one_partition: bool = False) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{tree / 'bench'}")
     out = subprocess.run(
         [
@@ -160,6 +189,9 @@ def _count(tree: Path, api: str, n: int) -> int:
             api,
             "--requests",
             str(n),
+            "--conns",
+            str(conns),
+            *(["--one-partition"] if one_partition else []),
         ],
         cwd=tree,
         env=env,
@@ -186,17 +218,31 @@ def main() -> None:
         help="instead: the TOP functions by Python bytecodes per round trip (no valgrind, "
         "this tree's code, about 1 s per 100 requests)",
     )
+    ap.add_argument(
+        "--conns",
+        type=int,
+        default=1,
+        help="commit only: that many connections at once, each its own group (the 256 of "
+        "§9's concurrent row); the count is per commit, warm-up and connects left out",
+    )
+    ap.add_argument(
+        "--one-partition",
+        action="store_true",
+        help="with --conns: groups whose offsets all go to one __consumer_offsets partition",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _client(a.api, a.requests)
+        _client(a.api, a.requests, a.conns, a.one_partition)
         return
     if a.bytecodes is not None:
-        _bytecodes(a.api, a.requests, a.bytecodes)
+        _bytecodes(a.api, a.requests, a.bytecodes, a.conns, a.one_partition)
         return
     tree = a.tree.resolve()
-    base = _count(tree, a.api, 0)
-    loaded = _count(tree, a.api, a.requests)
+    if a.conns > 1 and a.api != "commit":
+        ap.error("--conns is for commit only")
+    base = _count(tree, a.api, 0, a.conns, a.one_partition)
+    loaded = _count(tree, a.api, a.requests, a.conns, a.one_partition)
     print(f"{a.api}: {(loaded - base) / a.requests:,.0f} instructions per round trip ({tree})")
 
 

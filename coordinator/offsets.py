@@ -159,7 +159,9 @@ class OffsetManager:
                 else:
                     code = _E.NONE
                     partition = (topic.name, p.partition_index)
-                    group.pending_offset_commits[partition] += 1
+                    # dict.get, not Counter's `+= 1`: its __missing__ is a Python call.
+                    pending = group.pending_offset_commits
+                    pending[partition] = pending.get(partition, 0) + 1
                     self.writes.emit(
                         out,
                         offset_commit_record(group_id, topic.name, p.partition_index, offset),
@@ -638,9 +640,11 @@ def _java_length(text: str) -> int:
 
 def _commit_done(effect: CommitWrite) -> None:
     pending = effect.group.pending_offset_commits
-    pending[effect.partition] -= 1
-    if pending[effect.partition] <= 0:
-        del pending[effect.partition]
+    left = pending.get(effect.partition, 0) - 1
+    if left > 0:
+        pending[effect.partition] = left
+    else:  # pop, not Counter's __delitem__, a Python call
+        pending.pop(effect.partition, None)
 
 
 def _failed_topics(
