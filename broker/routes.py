@@ -178,11 +178,14 @@ class _Unloaded:
 
 def load(request: type[Message], module: str) -> Handler:
     """Import `broker.handlers.<module>` and route `request` to its `handle`; returns the
-    handler as routed (wrapped by broker.coordinator_guard for group and transaction APIs)."""
+    handler as routed (wrapped by broker.coordinator_guard for group and transaction APIs):
+    once loaded, the same handler every time."""
+    route = _BY_KEY.get(request.API_KEY)
+    if route is not None and not isinstance(route.handler, _Unloaded):
+        return route.handler
     handle = importlib.import_module(f"broker.handlers.{module}").handle
     handler: Handler = coordinator_guard.wrap(request, handle)
-    route = _BY_KEY.get(request.API_KEY)
-    if route is not None and isinstance(route.handler, _Unloaded):
+    if route is not None:
         _BY_KEY[request.API_KEY] = dataclasses.replace(route, handler=handler)
     return handler
 
