@@ -3,6 +3,7 @@ cost that the load of a shared machine does not move (not part of `make bench`).
 
     python bench/instructions.py [commit|metadata|produce] [--requests N] [--tree DIR]
     python bench/instructions.py [commit|metadata|produce] --requests 300 --bytecodes 40
+    python bench/instructions.py metadata --requests 2000 --controls journal|fault
 
 One process runs a broker (`serve`, this tree's code or --tree's) and a client on the same
 trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group),
@@ -14,6 +15,12 @@ difference divided by N is the instructions of one round trip, the in-process cl
 included (the same for every tree, so differences between trees are the broker's). About
 40 s per run on the 2-vCPU machine of bench/RESULTS.md. `--tree ../main` measures another
 checkout with this script. Needs valgrind (`apt-get install valgrind`).
+
+`--controls` starts the broker as bench/run.py's §10 starts `kmock serve`: "off" (the
+default: no admin endpoint, so no journal), "journal" (the admin endpoint on, on a free
+port: every request is recorded in the journal, which nobody reads), "fault" (the same, with
+§10's fault armed, for DeleteGroups, which the client never sends: the fault table is
+consulted on every request).
 
 `--bytecodes TOP` names the Python functions the instructions go to, which callgrind's
 C-level view cannot (it sees the interpreter's loop): the same two runs in-process under
@@ -35,7 +42,18 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 
 
-def _client(api: str, n: int) -> None:
+# What `--controls` adds to the broker's settings, and the fault it arms (bench/run.py §10).
+CONTROLS = {
+    "off": ({}, None),
+    "journal": ({"admin.port": 0}, None),
+    "fault": (
+        {"admin.port": 0},
+        {"api": "DeleteGroups", "error": "GROUP_ID_NOT_FOUND", "count": 1},
+    ),
+}
+
+
+def _client(api: str, n: int, controls: str = "off") -> None:
     """The process callgrind runs: broker and client on one trio loop, `n` round trips."""
     import kwire
     import side_by_side
@@ -48,8 +66,13 @@ def _client(api: str, n: int) -> None:
     async def main() -> None:
         data = Path(tempfile.mkdtemp(prefix="kmock-instructions-")) / "data"
         async with trio.open_nursery() as nursery:
-            broker = await nursery.start(serve, broker_config(data, **{"num.partitions": 4}))
+            settings, fault = CONTROLS[controls]
+            config = broker_config(data, **{"num.partitions": 4, **settings})
+            broker = await nursery.start(serve, config)
             await broker.ready.wait()
+            if fault is not None:  # as POST /v1/faults adds it (broker.controls.api)
+                c = broker.controls
+                c.add_fault(c.faults.parse(fault, c.routes()))
             host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
             stream = await trio.open_tcp_stream(host, int(port))
 
@@ -103,7 +126,7 @@ def _produce_request() -> Any:
     )
 
 
-def _bytecodes(api: str, n: int, top: int) -> None:
+def _bytecodes(api: str, n: int, top: int, controls: str) -> None:
     """Print where one round trip's Python bytecodes go, per function: a `sys.settrace`
     count of opcode events of a run of `n` requests minus one of none (both after a first,
     untraced run, so that neither pays the imports). Deterministic like callgrind's count,
@@ -122,14 +145,14 @@ def _bytecodes(api: str, n: int, top: int) -> None:
             calls[frame.f_code] += 1
         return trace
 
-    _client(api, 0)  # the imports, untraced
+    _client(api, 0, controls)  # the imports, untraced
     runs = []
     for requests in (0, n):
         opcodes.clear()
         calls.clear()
         sys.settrace(trace)
         try:
-            _client(api, requests)
+            _client(api, requests, controls)
         finally:
             sys.settrace(None)
         runs.append((opcodes.copy(), calls.copy()))
@@ -137,8 +160,9 @@ def _bytecodes(api: str, n: int, top: int) -> None:
     per = {code: (op1[code] - op0[code]) / n for code in op1}
     per_calls = {code: (calls1[code] - calls0[code]) / n for code in calls1}
     print(
-        f"{api}: {sum(per.values()):,.0f} bytecodes, {sum(per_calls.values()):,.1f} Python "
-        "calls per round trip\n  bytecodes  calls  function"
+        f"{api} (controls {controls}): {sum(per.values()):,.0f} bytecodes, "
+        f"{sum(per_calls.values()):,.1f} Python calls per round trip\n"
+        "  bytecodes  calls  function"
     )
     root = str(BENCH_DIR.parent) + os.sep
     for code, count in sorted(per.items(), key=lambda item: -item[1])[:top]:
@@ -147,7 +171,7 @@ def _bytecodes(api: str, n: int, top: int) -> None:
         print(f"  {count:9.1f} {per_calls.get(code, 0):6.1f}  {name}")
 
 
-def _count(tree: Path, api: str, n: int) -> int:
+def _count(tree: Path, api: str, n: int, controls: str) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{tree / 'bench'}")
     out = subprocess.run(
         [
@@ -160,6 +184,8 @@ def _count(tree: Path, api: str, n: int) -> int:
             api,
             "--requests",
             str(n),
+            "--controls",
+            controls,
         ],
         cwd=tree,
         env=env,
@@ -180,6 +206,13 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--tree", type=Path, default=BENCH_DIR.parent)
     ap.add_argument(
+        "--controls",
+        choices=tuple(CONTROLS),
+        default="off",
+        help="off: no admin endpoint; journal: the journal recording; fault: and a fault "
+        "armed that matches nothing (as bench/run.py's §10)",
+    )
+    ap.add_argument(
         "--bytecodes",
         type=int,
         metavar="TOP",
@@ -189,15 +222,18 @@ def main() -> None:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _client(a.api, a.requests)
+        _client(a.api, a.requests, a.controls)
         return
     if a.bytecodes is not None:
-        _bytecodes(a.api, a.requests, a.bytecodes)
+        _bytecodes(a.api, a.requests, a.bytecodes, a.controls)
         return
     tree = a.tree.resolve()
-    base = _count(tree, a.api, 0)
-    loaded = _count(tree, a.api, a.requests)
-    print(f"{a.api}: {(loaded - base) / a.requests:,.0f} instructions per round trip ({tree})")
+    base = _count(tree, a.api, 0, a.controls)
+    loaded = _count(tree, a.api, a.requests, a.controls)
+    print(
+        f"{a.api} (controls {a.controls}): {(loaded - base) / a.requests:,.0f} instructions "
+        f"per round trip ({tree})"
+    )
 
 
 if __name__ == "__main__":
