@@ -53,6 +53,9 @@ _EAGER: dict[str, tuple[bool, bool]] = {
 _DROP_REQUEST = frozenset({"Produce"})
 _SPECIAL = _DROP_REQUEST | _EAGER.keys()
 MAX_KEPT_BYTES = 65536
+# A response body longer than this may be part of a response longer than MAX_KEPT_BYTES:
+# its header (size, correlation id, tagged fields) is 8 or 9 bytes.
+_BODY_MAX_KEPT_BYTES = MAX_KEPT_BYTES - 9
 
 
 class Journal:
@@ -97,8 +100,14 @@ class Journal:
             response_data = None if out is None else _body(out)
         if request_data is not None and len(request_data) > MAX_KEPT_BYTES:
             request_data = _json({"omitted_bytes": len(request_data)})
-        if response_data is not None and len(response_data) > MAX_KEPT_BYTES:
-            response_data = self._too_large(response, len(response_data))
+        if response_data is not None and len(response_data) > _BODY_MAX_KEPT_BYTES:
+            # The size shown is the response's as it went out, header included (a summary
+            # kept as JSON: the summary's).
+            size = len(response_data)
+            if type(response_data) is bytes and out is not None:
+                size += len(out[0])
+            if size > MAX_KEPT_BYTES:
+                response_data = self._too_large(response, size)
         conn = call.conn
         self._ring.append(
             (
