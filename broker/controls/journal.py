@@ -59,6 +59,8 @@ _BODY_MAX_KEPT_BYTES = MAX_KEPT_BYTES - 9
 
 
 class Journal:
+    __slots__ = ("_changed", "_resolve", "_ring", "_seq", "routes", "size")
+
     def __init__(self, size: int, resolve: Any = None) -> None:
         self.size = size
         self._ring: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=size)
@@ -90,14 +92,23 @@ class Journal:
         its place in the ring), no response header (its one fact, the correlation id, is
         in the entry), no copy of a response body that is one `bytes` already (Metadata's,
         kept encoded by its handler), no error-code enum (an enum member is an object the
-        garbage collector tracks: the tuple would stay tracked with it).
+        garbage collector tracks: the tuple would stay tracked with it). `call` is
+        unpacked in one step: each of a named tuple's fields read by name is a generic
+        attribute lookup (CPython 3.11 does not specialise them), most of what recording
+        cost (tests/broker/test_controls.py checks the fields' order).
         """
-        route = call.route
-        if route.name in _SPECIAL:
-            request_data, response_data = self._lighten(route.name, call, response, out)
+        (_, route, version, correlation_id, client_id, started, conn, request, fault, frame) = call
+        name = route.name
+        if name in _SPECIAL:
+            request_data, response_data = self._lighten(name, request, frame, response, out)
         else:
-            request_data = call.frame
-            response_data = None if out is None else _body(out)
+            request_data = frame
+            if out is None:
+                response_data = None
+            elif len(out) == 2 and type(out[1]) is bytes:  # _body, inline
+                response_data = out[1]
+            else:
+                response_data = b"".join(out[1:])
         if request_data is not None and len(request_data) > MAX_KEPT_BYTES:
             request_data = _json({"omitted_bytes": len(request_data)})
         if response_data is not None and len(response_data) > _BODY_MAX_KEPT_BYTES:
@@ -108,20 +119,19 @@ class Journal:
                 size += len(out[0])
             if size > MAX_KEPT_BYTES:
                 response_data = self._too_large(response, size)
-        conn = call.conn
         self._ring.append(
             (
                 route.api_key,
-                call.version,
-                call.correlation_id,
-                call.client_id,
+                version,
+                correlation_id,
+                client_id,
                 conn.connection_id,
                 conn.client_host,
-                call.started,
+                started,
                 ended,
                 int(code) if code else 0,
                 outcome,
-                call.fault,
+                fault,
                 request_data,
                 response_data,
             )
@@ -135,21 +145,21 @@ class Journal:
         codes = [] if response is None else error_codes(summarise(response))
         return _json({"omitted_bytes": size, "error_codes": codes})
 
-    def _lighten(self, name: str, call: Any, response: Any, out: Any) -> tuple[Any, Any]:
+    def _lighten(
+        self, name: str, request: Any, frame: Any, response: Any, out: Any
+    ) -> tuple[Any, Any]:
         """(request, response) as kept for the kinds of message the module docstring lists:
         a frame, a response body, a summary as JSON text, or None."""
         if name in _DROP_REQUEST:
             return None, None if out is None else _body(out)
         eager_request, eager_response = _EAGER[name]
-        request: Any = call.frame
+        kept: Any = frame
         if eager_request:
-            request = (
-                None if call.request is None else _json(summarise(call.request, self._resolve))
-            )
+            kept = None if request is None else _json(summarise(request, self._resolve))
         data: Any = None if out is None else _body(out)
         if eager_response and response is not None:
             data = _json(summarise(response, self._resolve))
-        return request, data
+        return kept, data
 
     def clear(self) -> int:
         n = len(self._ring)
