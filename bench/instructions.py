@@ -4,6 +4,7 @@ cost that the load of a shared machine does not move (not part of `make bench`).
     python bench/instructions.py [commit|metadata|produce] [--requests N] [--tree DIR]
     python bench/instructions.py [commit|metadata|produce] --requests 300 --bytecodes 40
     python bench/instructions.py commit --conns 256 [--one-partition] --requests 2560
+    python bench/instructions.py metadata --requests 2000 --controls journal|fault
 
 One process runs a broker (`serve`, this tree's code or --tree's) and a client on the same
 trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group),
@@ -21,6 +22,12 @@ each, each for a group of its own (§9's 256-connection row), spread over
 __consumer_offsets' partitions as group ids hash, or, with `--one-partition`, all in one of
 them (the case where commits could share a batch). 256 connections take about 9 minutes
 per run under callgrind here.
+
+`--controls` starts the broker as bench/run.py's §10 starts `kmock serve`: "off" (the
+default: no admin endpoint, so no journal), "journal" (the admin endpoint on, on a free
+port: every request is recorded in the journal, which nobody reads), "fault" (the same, with
+§10's fault armed, for DeleteGroups, which the client never sends: the fault table is
+consulted on every request).
 
 `--bytecodes TOP` names the Python functions the instructions go to, which callgrind's
 C-level view cannot (it sees the interpreter's loop): the same two runs in-process under
@@ -42,11 +49,25 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 
 
-def _client(api: str, n: int, conns: int = 1, one_partition: bool = False) -> None:
+# What `--controls` adds to the broker's settings, and the fault it arms (bench/run.py §10).
+CONTROLS = {
+    "off": ({}, None),
+    "journal": ({"admin.port": 0}, None),
+    "fault": (
+        {"admin.port": 0},
+        {"api": "DeleteGroups", "error": "GROUP_ID_NOT_FOUND", "count": 1},
+    ),
+}
+
+
+def _client(
+    api: str, n: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
+) -> None:
     """The process callgrind runs: broker and client on one trio loop, `n` round trips
     (with `conns` > 1: over that many connections at once, one request in flight on each,
     `n // conns` round trips each, each connection committing for a group of its own;
-    with `one_partition`, groups whose offsets all go to one __consumer_offsets partition)."""
+    with `one_partition`, groups whose offsets all go to one __consumer_offsets partition;
+    `controls`: see `--controls`)."""
     import kwire
     import side_by_side
     import trio
@@ -58,8 +79,13 @@ def _client(api: str, n: int, conns: int = 1, one_partition: bool = False) -> No
     async def main() -> None:
         data = Path(tempfile.mkdtemp(prefix="kmock-instructions-")) / "data"
         async with trio.open_nursery() as nursery:
-            broker = await nursery.start(serve, broker_config(data, **{"num.partitions": 4}))
+            settings, fault = CONTROLS[controls]
+            config = broker_config(data, **{"num.partitions": 4, **settings})
+            broker = await nursery.start(serve, config)
             await broker.ready.wait()
+            if fault is not None:  # as POST /v1/faults adds it (broker.controls.api)
+                c = broker.controls
+                c.add_fault(c.faults.parse(fault, c.routes()))
             host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
             streams = [await trio.open_tcp_stream(host, int(port)) for _ in range(conns)]
             stream = streams[0]
@@ -132,7 +158,9 @@ def _produce_request() -> Any:
     )
 
 
-def _bytecodes(api: str, n: int, top: int, conns: int = 1, one_partition: bool = False) -> None:
+def _bytecodes(
+    api: str, n: int, top: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
+) -> None:
     """Print where one round trip's Python bytecodes go, per function: a `sys.settrace`
     count of opcode events of a run of `n` requests minus one of none (both after a first,
     untraced run, so that neither pays the imports). Deterministic like callgrind's count,
@@ -151,14 +179,14 @@ def _bytecodes(api: str, n: int, top: int, conns: int = 1, one_partition: bool =
             calls[frame.f_code] += 1
         return trace
 
-    _client(api, 0, conns, one_partition)  # the imports, untraced
+    _client(api, 0, conns, one_partition, controls)  # the imports, untraced
     runs = []
     for requests in (0, n):
         opcodes.clear()
         calls.clear()
         sys.settrace(trace)
         try:
-            _client(api, requests, conns, one_partition)
+            _client(api, requests, conns, one_partition, controls)
         finally:
             sys.settrace(None)
         runs.append((opcodes.copy(), calls.copy()))
@@ -166,8 +194,9 @@ def _bytecodes(api: str, n: int, top: int, conns: int = 1, one_partition: bool =
     per = {code: (op1[code] - op0[code]) / n for code in op1}
     per_calls = {code: (calls1[code] - calls0[code]) / n for code in calls1}
     print(
-        f"{api}: {sum(per.values()):,.0f} bytecodes, {sum(per_calls.values()):,.1f} Python "
-        "calls per round trip\n  bytecodes  calls  function"
+        f"{api} (controls {controls}): {sum(per.values()):,.0f} bytecodes, "
+        f"{sum(per_calls.values()):,.1f} Python calls per round trip\n"
+        "  bytecodes  calls  function"
     )
     root = str(BENCH_DIR.parent) + os.sep
     for code, count in sorted(per.items(), key=lambda item: -item[1])[:top]:
@@ -176,7 +205,9 @@ def _bytecodes(api: str, n: int, top: int, conns: int = 1, one_partition: bool =
         print(f"  {count:9.1f} {per_calls.get(code, 0):6.1f}  {name}")
 
 
-def _count(tree: Path, api: str, n: int, conns: int = 1, one_partition: bool = False) -> int:
+def _count(
+    tree: Path, api: str, n: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
+) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{tree / 'bench'}")
     out = subprocess.run(
         [
@@ -192,6 +223,8 @@ def _count(tree: Path, api: str, n: int, conns: int = 1, one_partition: bool = F
             "--conns",
             str(conns),
             *(["--one-partition"] if one_partition else []),
+            "--controls",
+            controls,
         ],
         cwd=tree,
         env=env,
@@ -211,6 +244,13 @@ def main() -> None:
     ap.add_argument("api", choices=("commit", "metadata", "produce"), nargs="?", default="commit")
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--tree", type=Path, default=BENCH_DIR.parent)
+    ap.add_argument(
+        "--controls",
+        choices=tuple(CONTROLS),
+        default="off",
+        help="off: no admin endpoint; journal: the journal recording; fault: and a fault "
+        "armed that matches nothing (as bench/run.py's §10)",
+    )
     ap.add_argument(
         "--bytecodes",
         type=int,
@@ -233,17 +273,20 @@ def main() -> None:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _client(a.api, a.requests, a.conns, a.one_partition)
+        _client(a.api, a.requests, a.conns, a.one_partition, a.controls)
         return
     if a.bytecodes is not None:
-        _bytecodes(a.api, a.requests, a.bytecodes, a.conns, a.one_partition)
+        _bytecodes(a.api, a.requests, a.bytecodes, a.conns, a.one_partition, a.controls)
         return
     tree = a.tree.resolve()
     if a.conns > 1 and a.api != "commit":
         ap.error("--conns is for commit only")
-    base = _count(tree, a.api, 0, a.conns, a.one_partition)
-    loaded = _count(tree, a.api, a.requests, a.conns, a.one_partition)
-    print(f"{a.api}: {(loaded - base) / a.requests:,.0f} instructions per round trip ({tree})")
+    base = _count(tree, a.api, 0, a.conns, a.one_partition, a.controls)
+    loaded = _count(tree, a.api, a.requests, a.conns, a.one_partition, a.controls)
+    print(
+        f"{a.api} (controls {a.controls}): {(loaded - base) / a.requests:,.0f} instructions "
+        f"per round trip ({tree})"
+    )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ This is the one dispatch site of the broker:
     error response cannot be built or encoded, or when the failure comes after the handler
     returned (a deferred acks=all Produce, whose request is no longer kept).
   * the test controls (broker.controls) hook in here and nowhere else: the fault table is
-    consulted before the handler runs, only when it holds a fault (one truth test per
+    consulted before the handler runs, only for an API a fault names (one dict lookup per
     request otherwise), and answers with the API's `error_response`, late, or by closing;
     the request journal records each request where metrics count it, when it is on (the
     admin endpoint): the frame as it came and the response as it went out.
@@ -597,7 +597,8 @@ async def _handle_frame(
         # bytearray of its own, copied so that nothing can change it afterwards.
         None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
     )
-    if broker.faults.rules:  # the one place faults are consulted (broker.controls.faults)
+    # The one place faults are consulted (broker.controls.faults), for an API one names.
+    if api_key in broker.faults.armed:
         fault = broker.faults.take(api_key, version, request, client_id, broker.topic_name)
         if fault is not None:
             answered = await _fault(call, fault)

@@ -21,8 +21,9 @@ then goes on every partition of the request (error_response), not only the match
 Storage faults (`{"storage": "fsync"}` or `"append"`) make the disk fail instead: see
 broker.controls.disk.
 
-The dispatch site (broker.connection) consults the table only when `rules` is not empty,
-so an empty table costs one truth test per request.
+The dispatch site (broker.connection) consults the table only for an API key in `armed`
+(the request faults by key, kept with `rules`), so a request no fault names costs one
+lookup in a dict, whether the table is empty or holds faults for other APIs.
 
 `parse` validates a fault as it comes from JSON and raises `ControlError` naming the bad
 field; nothing is added then.
@@ -147,10 +148,12 @@ def _str(spec: dict[str, Any], name: str) -> str | None:
 
 
 class FaultTable:
-    """The faults waiting to fire. `rules` holds the request faults, in the order added."""
+    """The faults waiting to fire. `rules` holds the request faults, in the order added;
+    `armed` the same faults by API key (what the dispatch site looks up)."""
 
     def __init__(self) -> None:
         self.rules: list[Fault] = []
+        self.armed: dict[int, list[Fault]] = {}
         self.storage: list[Fault] = []  # fired by broker.controls.disk
         self._ids = itertools.count(1)
 
@@ -208,12 +211,18 @@ class FaultTable:
 
     def add(self, fault: Fault) -> Fault:
         fault.id = next(self._ids)
-        (self.storage if fault.storage else self.rules).append(fault)
+        if fault.storage:
+            self.storage.append(fault)
+        else:
+            assert fault.api_key is not None
+            self.rules.append(fault)
+            self.armed.setdefault(fault.api_key, []).append(fault)
         return fault
 
     def clear(self) -> int:
         n = len(self.rules) + len(self.storage)
         self.rules.clear()
+        self.armed.clear()
         self.storage.clear()
         return n
 
@@ -224,10 +233,11 @@ class FaultTable:
         self, api_key: int, version: int, request: Any, client_id: str | None, resolve: Any
     ) -> Fault | None:
         """The first fault matching this request, its count taken (removed at zero)."""
+        faults = self.armed.get(api_key)
+        if faults is None:
+            return None
         summary = None
-        for fault in self.rules:
-            if fault.api_key != api_key:
-                continue
+        for fault in faults:
             if fault.client_id is not None and fault.client_id != client_id:
                 continue
             if fault.filtered:
@@ -239,6 +249,9 @@ class FaultTable:
             fault.fired += 1
             if fault.count <= 0:
                 self.rules.remove(fault)
+                faults.remove(fault)
+                if not faults:
+                    del self.armed[api_key]
             return fault
         return None
 

@@ -2,13 +2,13 @@
 
 Recorded at the dispatch site (broker.connection), where metrics count a request: one
 tuple of plain values appended to a bounded deque, holding the request frame as it came
-and the response as it went out, as bytes. Decoding them again and summarising them
+and the response's body as it went out, as bytes. Decoding them again and summarising them
 (broker.controls.summary: the key fields by Kafka's names, the error codes) happens only
 when somebody reads the journal. Bytes, not the decoded objects: 10,000 decoded requests
 and responses kept alive are a few hundred thousand objects for Python's cyclic garbage
 collector to walk again and again (a third more CPU per request, measured), while a tuple
 of ints, strings and bytes is not tracked by it at all. So a broker whose journal nobody
-reads pays for one tuple per request (bench/run.py, §8). Three kinds of message are not
+reads pays for one tuple per request (bench/run.py, §10). Three kinds of message are not
 kept as they came:
 
   * Produce requests: their record batches could keep gigabytes alive. The response names
@@ -37,7 +37,7 @@ import trio
 
 from broker.controls.summary import error_codes, group_ids, summarise, topic_partitions
 from protocol.errors import ErrorCode
-from protocol.frames import decode_response, parse_request_header
+from protocol.frames import parse_request_header
 from protocol.schema import DecodeError, decode
 
 __all__ = ["Journal"]
@@ -53,9 +53,14 @@ _EAGER: dict[str, tuple[bool, bool]] = {
 _DROP_REQUEST = frozenset({"Produce"})
 _SPECIAL = _DROP_REQUEST | _EAGER.keys()
 MAX_KEPT_BYTES = 65536
+# A response body longer than this may be part of a response longer than MAX_KEPT_BYTES:
+# its header (size, correlation id, tagged fields) is 8 or 9 bytes.
+_BODY_MAX_KEPT_BYTES = MAX_KEPT_BYTES - 9
 
 
 class Journal:
+    __slots__ = ("_changed", "_resolve", "_ring", "_seq", "routes", "size")
+
     def __init__(self, size: int, resolve: Any = None) -> None:
         self.size = size
         self._ring: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=size)
@@ -81,37 +86,57 @@ class Journal:
 
         `call` is the dispatch site's record of the request (broker.connection._Call),
         `response` the decoded response and `out` its encoded chunks (None: no answer).
+
+        This runs for every request the broker answers, so it does no more than copy
+        references into one tuple of untracked values: no sequence number (an entry's is
+        its place in the ring), no response header (its one fact, the correlation id, is
+        in the entry), no copy of a response body that is one `bytes` already (Metadata's,
+        kept encoded by its handler), no error-code enum (an enum member is an object the
+        garbage collector tracks: the tuple would stay tracked with it). `call` is
+        unpacked in one step: each of a named tuple's fields read by name is a generic
+        attribute lookup (CPython 3.11 does not specialise them), most of what recording
+        cost (tests/broker/test_controls.py checks the fields' order).
         """
-        self._seq += 1
-        route = call.route
+        (_, route, version, correlation_id, client_id, started, conn, request, fault, frame) = call
         name = route.name
         if name in _SPECIAL:
-            request_data, response_data = self._lighten(name, call, response, out)
+            request_data, response_data = self._lighten(name, request, frame, response, out)
         else:
-            request_data = call.frame
-            response_data = None if out is None else b"".join(out)
+            request_data = frame
+            if out is None:
+                response_data = None
+            elif len(out) == 2 and type(out[1]) is bytes:  # _body, inline
+                response_data = out[1]
+            else:
+                response_data = b"".join(out[1:])
         if request_data is not None and len(request_data) > MAX_KEPT_BYTES:
             request_data = _json({"omitted_bytes": len(request_data)})
-        if response_data is not None and len(response_data) > MAX_KEPT_BYTES:
-            response_data = self._too_large(response, len(response_data))
+        if response_data is not None and len(response_data) > _BODY_MAX_KEPT_BYTES:
+            # The size shown is the response's as it went out, header included (a summary
+            # kept as JSON: the summary's).
+            size = len(response_data)
+            if type(response_data) is bytes and out is not None:
+                size += len(out[0])
+            if size > MAX_KEPT_BYTES:
+                response_data = self._too_large(response, size)
         self._ring.append(
             (
-                self._seq,
                 route.api_key,
-                call.version,
-                call.correlation_id,
-                call.client_id,
-                call.conn.connection_id,
-                call.conn.client_host,
-                call.started,
+                version,
+                correlation_id,
+                client_id,
+                conn.connection_id,
+                conn.client_host,
+                started,
                 ended,
-                int(code),
+                int(code) if code else 0,
                 outcome,
-                call.fault,
+                fault,
                 request_data,
                 response_data,
             )
         )
+        self._seq += 1
         if self._changed is not None:
             self._changed.set()
             self._changed = None
@@ -120,21 +145,21 @@ class Journal:
         codes = [] if response is None else error_codes(summarise(response))
         return _json({"omitted_bytes": size, "error_codes": codes})
 
-    def _lighten(self, name: str, call: Any, response: Any, out: Any) -> tuple[Any, Any]:
+    def _lighten(
+        self, name: str, request: Any, frame: Any, response: Any, out: Any
+    ) -> tuple[Any, Any]:
         """(request, response) as kept for the kinds of message the module docstring lists:
-        a frame, response bytes, a summary as JSON text, or None."""
+        a frame, a response body, a summary as JSON text, or None."""
         if name in _DROP_REQUEST:
-            return None, None if out is None else b"".join(out)
+            return None, None if out is None else _body(out)
         eager_request, eager_response = _EAGER[name]
-        request: Any = call.frame
+        kept: Any = frame
         if eager_request:
-            request = (
-                None if call.request is None else _json(summarise(call.request, self._resolve))
-            )
-        data: Any = None if out is None else b"".join(out)
+            kept = None if request is None else _json(summarise(request, self._resolve))
+        data: Any = None if out is None else _body(out)
         if eager_response and response is not None:
             data = _json(summarise(response, self._resolve))
-        return request, data
+        return kept, data
 
     def clear(self) -> int:
         n = len(self._ring)
@@ -161,12 +186,12 @@ class Journal:
     ) -> list[dict[str, Any]]:
         """The summaries of the kept entries after `since` that match every filter given."""
         out = []
-        for entry in self._after(since):
-            if api is not None and self._name(entry[1]) != api:
+        for seq, entry in self._after(since):
+            if api is not None and self._name(entry[0]) != api:
                 continue
-            if client_id is not None and entry[4] != client_id:
+            if client_id is not None and entry[3] != client_id:
                 continue
-            summary = self._summary(entry)
+            summary = self._summary(seq, entry)
             if group_id is not None and group_id not in group_ids(summary["request"]):
                 continue
             if topic is not None and not any(
@@ -180,21 +205,22 @@ class Journal:
                 break
         return out
 
-    def _after(self, since: int) -> Iterator[tuple[Any, ...]]:
+    def _after(self, since: int) -> Iterator[tuple[int, tuple[Any, ...]]]:
+        """(sequence number, entry) of the kept entries after `since`."""
         ring = self._ring
-        if not ring or ring[-1][0] <= since:
-            return iter(())
-        # Sequence numbers are consecutive in the ring: index straight to the first one.
-        first = max(0, since - ring[0][0] + 1)
-        return (ring[i] for i in range(first, len(ring)))
+        # Sequence numbers are consecutive in the ring, the last one's is `_seq`: index
+        # straight to the first one after `since`.
+        oldest = self._seq - len(ring) + 1
+        first = max(0, since - oldest + 1)
+        return ((oldest + i, ring[i]) for i in range(first, len(ring)))
 
     def _name(self, api_key: int) -> str:
         route = self.routes.get(api_key)
         return route.name if route is not None else str(api_key)
 
-    def _summary(self, entry: tuple[Any, ...]) -> dict[str, Any]:
-        (seq, api_key, version, corr, client_id, conn_id, client_host, started, ended) = entry[:9]
-        code, outcome, fault, request_data, response_data = entry[9:]
+    def _summary(self, seq: int, entry: tuple[Any, ...]) -> dict[str, Any]:
+        (api_key, version, corr, client_id, conn_id, client_host, started, ended) = entry[:8]
+        code, outcome, fault, request_data, response_data = entry[8:]
         route = self.routes.get(api_key)
         req = self._decoded(route, version, request_data, request=True)
         resp = self._decoded(route, version, response_data, request=False)
@@ -224,7 +250,7 @@ class Journal:
         }
 
     def _decoded(self, route: Any, version: int, data: Any, *, request: bool) -> dict[str, Any]:
-        """The summary of a kept frame (request) or response bytes, or of a kept summary."""
+        """The summary of a kept frame (request) or response body, or of a kept summary."""
         if data is None or route is None:
             return {}
         if isinstance(data, str):
@@ -234,10 +260,19 @@ class Journal:
                 _, pos = parse_request_header(data, route.request.is_flexible(version))
                 message = decode(route.request, version, data, pos, allow_trailing=True)
             else:
-                _, message = decode_response(route.response, version, memoryview(data)[4:])
+                message = decode(route.response, version, data, 0)
         except DecodeError as e:  # cannot happen to what the broker itself read and wrote
             return {"undecodable": str(e)}
         return summarise(message, self._resolve, version)
+
+
+def _body(out: list[Any]) -> Any:
+    """A response's body from its chunks (broker.connection._respond: the header, then the
+    body's chunks): the one chunk itself when it is `bytes` (not a view of a buffer that
+    may change), else one copy of them all."""
+    if len(out) == 2 and type(out[1]) is bytes:
+        return out[1]
+    return b"".join(out[1:])
 
 
 def _json(summary: dict[str, Any]) -> str:

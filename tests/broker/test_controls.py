@@ -23,7 +23,9 @@ from protocol.messages.alter_configs import (
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.schema import encode
 from tests.admin_http import http
 from tests.reliability import inproc
 from tests.reliability.inproc import commit, create, produce, produce_request
@@ -456,6 +458,62 @@ async def test_journal_records_requests_answers_and_filters(tmp_path: Path) -> N
             await client.aclose()
 
 
+async def test_journal_shows_metadata_answered_from_its_kept_encoding(tmp_path: Path) -> None:
+    # Metadata's handler answers a repeated request with the body it encoded the first time;
+    # the journal keeps that body (not a copy with the header) and shows it as any other.
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path, **{"num.partitions": 3}) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            request = MetadataRequest(
+                topics=[MetadataRequestTopic(name="t")], allow_auto_topic_creation=False
+            )
+            for _ in range(2):
+                await client.call(request, 8)
+            got = (await http(broker, "GET", "/v1/journal?api=Metadata&topic=t"))[1]["entries"]
+            assert len(got) == 3  # the creating one (v9), then the two v8
+            first, second = got[1:]
+            assert (first["version"], second["version"]) == (8, 8)
+            assert second["correlation_id"] == first["correlation_id"] + 1
+            assert first["response"] == second["response"]
+            (topic,) = second["response"]["topics"]
+            assert topic["topic"] == "t"
+            assert [p["partition"] for p in topic["partitions"]] == [0, 1, 2]
+            assert second["request"]["topics"] == [{"topic": "t"}]
+            assert second["request"]["allow_auto_topic_creation"] is False
+            assert (second["outcome"], second["errors"]) == ("answered", ["NONE"])
+            await client.aclose()
+
+
+async def test_journal_numbers_go_on_across_wrapping_and_clearing(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path, **{"kmock.journal.size": 3}) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            for i in range(4):
+                await produce(client, "t", b"%d" % i)
+            kept = (await http(broker, "GET", "/v1/journal"))[1]
+            assert kept["last_seq"] == 5
+            assert [e["seq"] for e in kept["entries"]] == [3, 4, 5]
+            offsets = [
+                e["response"]["topics"][0]["partitions"][0]["base_offset"] for e in kept["entries"]
+            ]
+            assert offsets == [1, 2, 3]
+            assert [
+                e["seq"] for e in (await http(broker, "GET", "/v1/journal?since=4"))[1]["entries"]
+            ] == [5]
+            assert (await http(broker, "GET", "/v1/journal?since=1&limit=1"))[1]["entries"][0][
+                "seq"
+            ] == 3
+            await http(broker, "DELETE", "/v1/journal")
+            assert (await http(broker, "GET", "/v1/journal?since=0"))[1]["entries"] == []
+            await produce(client, "t", b"after")
+            (entry,) = (await http(broker, "GET", "/v1/journal?since=2"))[1]["entries"]
+            assert entry["seq"] == 6
+            assert entry["response"]["topics"][0]["partitions"][0]["base_offset"] == 4
+            await client.aclose()
+
+
 async def test_journal_keeps_a_large_request_as_its_size(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running(tmp_path) as broker:
@@ -472,8 +530,9 @@ async def test_journal_keeps_a_large_request_as_its_size(tmp_path: Path) -> None
             assert response.error_code == ErrorCode.NONE
             (entry,) = (await http(broker, "GET", "/v1/journal?api=JoinGroup"))[1]["entries"]
             assert entry["request"]["omitted_bytes"] > 100_000
-            # The response (the leader gets every member's metadata) is as large.
-            assert entry["response"]["omitted_bytes"] > 100_000
+            # The response (the leader gets every member's metadata) is as large: its size
+            # as it went out, with its 4-byte size and 4-byte correlation id.
+            assert entry["response"]["omitted_bytes"] == len(encode(response, 3)) + 8 > 100_000
             assert entry["errors"] == ["NONE"]
             await client.aclose()
 
@@ -622,3 +681,48 @@ def test_summary_resolves_topic_ids_and_finds_groups() -> None:
     assert {"g1", "g2"} <= group_ids(lookup)
     transactional = summarise(FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]))
     assert group_ids(transactional) == set()  # a transactional id is no group
+
+
+# --- the fault table (what the dispatch site looks up) ------------------------------------
+
+
+def test_fault_table_is_looked_up_by_api_key_and_forgets_spent_faults() -> None:
+    from broker.controls.faults import FaultTable
+    from broker.routes import all_routes
+
+    table, routes = FaultTable(), all_routes()
+    first = table.add(table.parse({"api": "Produce", "error": 6, "count": 2}, routes))
+    other = table.add(table.parse({"api": "Produce", "error": 7, "client_id": "x"}, routes))
+    group = table.add(table.parse({"api": "DeleteGroups", "error": 69}, routes))
+    assert set(table.armed) == {0, 42}
+    assert table.take(1, 12, None, "c", None) is None  # Fetch: no fault names it
+    assert table.take(0, 9, None, "c", None) is first
+    assert table.take(0, 9, None, "c", None) is first  # its second and last
+    assert table.armed[0] == [other]  # spent: gone from the index and from the list
+    assert table.take(0, 9, None, "c", None) is None  # client id "x" only
+    assert table.take(0, 9, None, "x", None) is other
+    assert set(table.armed) == {42}
+    assert [f.id for f in table.all()] == [group.id]
+    assert table.clear() == 1
+    assert table.armed == {}
+    assert table.rules == []
+
+
+def test_the_journal_reads_the_dispatch_sites_call_in_its_field_order() -> None:
+    # Journal.record unpacks broker.connection._Call by position (a named tuple's fields read
+    # by name cost a generic attribute lookup each): a field added, removed or moved must
+    # show here, not as a journal that records the wrong facts.
+    from broker.connection import _Call
+
+    assert _Call._fields == (
+        "broker",
+        "route",
+        "version",
+        "correlation_id",
+        "client_id",
+        "started",
+        "conn",
+        "request",
+        "fault",
+        "frame",
+    )
