@@ -266,7 +266,9 @@ def _append(
         refused = _records_without_key(name, pdata.index, records)
         if refused is not None:
             return refused, partition.log
-    info = partition.append(records, wall_ms=wall_ms, partition_leader_epoch=leader_epoch)
+    info = partition.append(
+        records, wall_ms=wall_ms, partition_leader_epoch=leader_epoch, header=header
+    )
     response = PartitionProduceResponse(
         index=pdata.index,
         error_code=ErrorCode.NONE,
