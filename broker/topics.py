@@ -133,7 +133,8 @@ class Partition:
         info = self.log.append(
             batch, wall_ms=wall_ms, partition_leader_epoch=partition_leader_epoch, header=header
         )
-        self.notify()
+        if self.waiters:  # notify(), called only when a fetch waits
+            self.notify()
         if self.metrics is not None:
             self.metrics.messages_in.labels(self.topic).inc(info.last_offset - info.base_offset + 1)
         return info

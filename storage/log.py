@@ -367,10 +367,16 @@ class Log:
                 f"{total} bytes of batches exceed segment.bytes {config.segment_bytes}",
             )
         try:
-            if self._segments[-1].size:  # an empty segment never rolls (_maybe_roll)
-                self._maybe_roll(total, next_offset - 1, wall_ms)
             active = self._segments[-1]
-            active.append(parts, headers, wall_ms=wall_ms)
+            # Roll first when the segment is too old or the batches do not fit (an empty
+            # segment never rolls).
+            if active.size and (
+                wall_ms - active.roll_base_ms >= config.segment_ms
+                or not active.fits(total, next_offset - 1, config.segment_bytes)
+            ):
+                self._roll(wall_ms)
+                active = self._segments[-1]
+            active.append(parts, headers, wall_ms=wall_ms, size=total)
         except OSError as e:
             if self._segments[-1].broken:
                 self._failure = f"could not undo a failed write: {e}"
@@ -399,14 +405,6 @@ class Log:
             raise KafkaError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: log is offline: {self._failure}"
             )
-
-    def _maybe_roll(self, size: int, last_offset: int, wall_ms: int) -> None:
-        active = self._segments[-1]
-        if active.size == 0:
-            return
-        too_old = wall_ms - active.roll_base_ms >= self.config.segment_ms
-        if too_old or not active.fits(size, last_offset, self.config.segment_bytes):
-            self._roll(wall_ms)
 
     def _roll(self, wall_ms: int) -> None:
         """Close the active segment (fsync it, write its indexes) and start a new one."""
