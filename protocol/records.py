@@ -267,8 +267,11 @@ def validate_batch(buf: BytesLike, pos: int = 0, *, check_crc: bool = True) -> B
     if end > len(buf):
         raise _corrupt(f"batch at {pos} cut short: {len(buf) - pos} of {end - pos} bytes")
     if check_crc:
-        with memoryview(buf) as view:
-            actual = crc32c(view[pos + _ATTRIBUTES_AT : end])
+        if type(buf) is memoryview:  # Produce's records: no view of a view to release
+            actual = crc32c(buf[pos + _ATTRIBUTES_AT : end])
+        else:
+            with memoryview(buf) as view:
+                actual = crc32c(view[pos + _ATTRIBUTES_AT : end])
         if actual != header.crc:
             raise _corrupt(
                 f"batch at {pos} fails its CRC: stored {header.crc:#010x}, computed {actual:#010x}"

@@ -124,23 +124,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
         responses.append((topic_data.name, topic_data.topic_id, partitions))
     if request.acks == 0:
         return None
-
-    def response() -> ProduceResponse:
-        return ProduceResponse(
-            responses=[
-                TopicProduceResponse(name=topic, topic_id=topic_id, partition_responses=parts)
-                for topic, topic_id, parts in responses
-            ],
-            node_endpoints=[
-                NodeEndpoint(node_id=n, host=h, port=p, rack=None)
-                for n, h, p in leader_endpoints(ctx, new_leaders)
-            ]
-            if new_leaders
-            else [],
-        )
-
     if not durable:
-        return response()
+        return _response(ctx, responses, new_leaders)
 
     async def finish() -> ProduceResponse:
         # acks=all: wait for the fsyncs, all partitions at once.
@@ -163,10 +148,29 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             parts = responses[ti][2]
             # A Struct is a dataclass that mypy does not see as one (protocol.schema).
             parts[pi] = replace(parts[pi], error_code=ErrorCode.KAFKA_STORAGE_ERROR)  # type: ignore[type-var]
-        return response()
+        return _response(ctx, responses, new_leaders)
 
     # The batches are in the log; the connection may read on while the fsync runs.
     return Deferred(finish)
+
+
+def _response(
+    ctx: RequestContext,
+    responses: list[tuple[str, uuid.UUID, list[PartitionProduceResponse]]],
+    new_leaders: set[int],
+) -> ProduceResponse:
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(name=topic, topic_id=topic_id, partition_responses=parts)
+            for topic, topic_id, parts in responses
+        ],
+        node_endpoints=[
+            NodeEndpoint(node_id=n, host=h, port=p, rack=None)
+            for n, h, p in leader_endpoints(ctx, new_leaders)
+        ]
+        if new_leaders
+        else [],
+    )
 
 
 def _topic_name(ctx: RequestContext, topic_data: Any) -> str:
