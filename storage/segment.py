@@ -486,10 +486,10 @@ class Segment:
                 self._time_timestamps.append(self.max_timestamp)
                 self._time_offsets.append(self.offset_of_max_timestamp - self.base_offset)
             self._bytes_since_index_entry = 0
-        size = header.size
+        size = 12 + header.batch_length  # header.size and header.next_offset, inline
         self._bytes_since_index_entry += size
         self.size = pos + size
-        self.next_offset = header.next_offset
+        self.next_offset = header.base_offset + header.last_offset_delta + 1
 
     def fits(self, size: int, last_offset: int, segment_bytes: int) -> bool:
         """Whether batches of `size` bytes ending at `last_offset` may go in this segment."""
