@@ -242,11 +242,8 @@ class Log:
         partition_leader_epoch: int | None = None,
         header: BatchHeader | None = None,
     ) -> AppendInfo:
-        """Append one validated v2 batch (see `append_batches`).
-
-        `header` is the batch's header when the caller has parsed it already (Produce, from
-        `split_batches`): the batch is then not parsed again.
-        """
+        """Append one validated v2 batch (see `append_batches`); `header` is its header when
+        the caller has parsed it (Produce, from `split_batches`), not to parse it again."""
         if self._closed or self._failure is not None:
             self._check_writable()
         view = memoryview(batch)
@@ -309,6 +306,7 @@ class Log:
                     f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes}",
                 )
         log_append_time = config.message_timestamp_type == "LogAppendTime"
+        append_time = wall_ms if log_append_time else -1  # AppendInfo.log_append_time
         # A batch without a producer id (-1: not idempotent) has no producer state to check
         # or change: an append of only such batches never starts a ProducerAppend.
         producers = None
@@ -346,18 +344,8 @@ class Log:
             if assigned.is_transactional:
                 written.append((assigned, view))
             last_offset = next_offset + assigned.last_offset_delta
-            infos.append(
-                _new_info(
-                    AppendInfo,
-                    (
-                        next_offset,
-                        last_offset,
-                        wall_ms if log_append_time else -1,
-                        self._log_start_offset,
-                        False,
-                    ),
-                )
-            )
+            info = (next_offset, last_offset, append_time, self._log_start_offset, False)
+            infos.append(_new_info(AppendInfo, info))
             next_offset = last_offset + 1
         if not headers:
             return infos
