@@ -53,6 +53,7 @@ from storage.segment import fsync_directory
 
 if TYPE_CHECKING:
     from broker.metrics import Metrics
+    from protocol.records import BatchHeader
 
 log = logging.getLogger("broker.topics")
 
@@ -115,7 +116,12 @@ class Partition:
     metrics: Metrics | None = None
 
     def append(
-        self, batch: BytesLike, *, wall_ms: int, partition_leader_epoch: int | None = None
+        self,
+        batch: BytesLike,
+        *,
+        wall_ms: int,
+        partition_leader_epoch: int | None = None,
+        header: BatchHeader | None = None,
     ) -> AppendInfo:
         """Append one validated v2 batch, wake the fetches waiting on this partition and
         count its records in kmock_records_in (Kafka's ReplicaManager.appendToLocalLog,
@@ -125,9 +131,10 @@ class Partition:
           KafkaError: what `Log.append` raises; nothing is notified or counted then.
         """
         info = self.log.append(
-            batch, wall_ms=wall_ms, partition_leader_epoch=partition_leader_epoch
+            batch, wall_ms=wall_ms, partition_leader_epoch=partition_leader_epoch, header=header
         )
-        self.notify()
+        if self.waiters:  # notify(), called only when a fetch waits
+            self.notify()
         if self.metrics is not None:
             self.metrics.messages_in.labels(self.topic).inc(info.last_offset - info.base_offset + 1)
         return info

@@ -174,6 +174,14 @@ def read_nullable_string(r: Reader) -> str | None:
 
 
 def read_compact_string(r: Reader) -> str:
+    # read_compact_nullable_string's one-byte case, inline (a topic name per request).
+    buf = r.buf
+    pos = r.pos
+    if pos < len(buf) and 0 < buf[pos] < 0x80:
+        end = pos + buf[pos]  # the length is n + 1, and the string starts one byte on
+        if end <= len(buf):
+            r.pos = end
+            return str(buf[pos + 1 : end], "utf-8")
     s = read_compact_nullable_string(r)
     if s is None:
         raise DecodeError("null in a non-nullable compact string")
@@ -237,15 +245,24 @@ def read_records(r: Reader) -> memoryview | None:
 
 
 def read_compact_records(r: Reader) -> memoryview | None:
-    n = read_uvarint(r) - 1
+    # One per partition of a Produce: read_uvarint's two-byte case (the length of a batch
+    # of 127 B to 16 KiB) and _take, inline.
+    buf = r.buf
+    pos = r.pos
+    if pos + 1 < len(buf) and buf[pos + 1] < 0x80 <= buf[pos]:
+        n = (buf[pos] & 0x7F) + (buf[pos + 1] << 7) - 1
+        pos += 2
+    else:
+        n = read_uvarint(r) - 1
+        pos = r.pos
     if n < 0:
+        r.pos = pos
         return None
-    start = r.pos  # _take, inline: one per partition of a Produce
-    end = start + n
-    if end > len(r.buf):
-        raise DecodeError(f"need {n} bytes at {start}, frame has {len(r.buf) - start}")
+    end = pos + n
+    if end > len(buf):
+        raise DecodeError(f"need {n} bytes at {pos}, frame has {len(buf) - pos}")
     r.pos = end
-    return r.buf[start:end]
+    return buf[pos:end]
 
 
 def read_array_len(r: Reader) -> int:
@@ -269,6 +286,11 @@ def check_count(r: Reader, n: int) -> None:
 
 
 def read_tagged(r: Reader) -> dict[int, memoryview]:
+    buf = r.buf
+    pos = r.pos
+    if pos < len(buf) and buf[pos] == 0:  # no tagged fields: nearly always
+        r.pos = pos + 1
+        return {}
     n = read_uvarint(r)
     if n == 0:
         return {}
@@ -366,7 +388,10 @@ def write_nullable_string(w: list[Any], v: str | None) -> None:
 def write_compact_string(w: list[Any], v: str) -> None:
     if v is None:
         raise ValueError("None in a non-nullable compact string")
-    write_compact_nullable_string(w, v)
+    data = v.encode()  # write_compact_nullable_string's body, inline (names in answers)
+    n = len(data) + 1
+    w.append(_SMALL_UVARINTS[n] if n < 128 else uvarint_bytes(n))
+    w.append(data)
 
 
 def write_compact_nullable_string(w: list[Any], v: str | None) -> None:

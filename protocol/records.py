@@ -132,6 +132,7 @@ _CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
+_MAX_CODEC = CompressionType.ZSTD.value
 
 _INT32_MAX = 2**31 - 1
 # The smallest record: length, attributes, timestampDelta, offsetDelta, keyLength,
@@ -245,7 +246,12 @@ def validate_batch(buf: BytesLike, pos: int = 0, *, check_crc: bool = True) -> B
             for everything else, including an unknown magic (Kafka's "Invalid magic found
             in record").
     """
-    header = parse_batch_header(buf, pos)
+    # parse_batch_header and the size property, inline: once per produced batch.
+    if len(buf) - pos < BATCH_HEADER_SIZE:
+        raise _corrupt(
+            f"batch header at {pos} cut short: {len(buf) - pos} of {BATCH_HEADER_SIZE} bytes"
+        )
+    header = _new_header(BatchHeader, _HEADER.unpack_from(buf, pos))
     if header.magic != MAGIC:
         if header.magic in (0, 1):
             raise KafkaError(
@@ -257,12 +263,15 @@ def validate_batch(buf: BytesLike, pos: int = 0, *, check_crc: bool = True) -> B
         raise _corrupt(
             f"batch at {pos} declares length {header.batch_length}, less than its own header"
         )
-    end = pos + header.size
+    end = pos + 12 + header.batch_length
     if end > len(buf):
-        raise _corrupt(f"batch at {pos} cut short: {len(buf) - pos} of {header.size} bytes")
+        raise _corrupt(f"batch at {pos} cut short: {len(buf) - pos} of {end - pos} bytes")
     if check_crc:
-        with memoryview(buf) as view:
-            actual = crc32c(view[pos + _ATTRIBUTES_AT : end])
+        if type(buf) is memoryview:  # Produce's records: no view of a view to release
+            actual = crc32c(buf[pos + _ATTRIBUTES_AT : end])
+        else:
+            with memoryview(buf) as view:
+                actual = crc32c(view[pos + _ATTRIBUTES_AT : end])
         if actual != header.crc:
             raise _corrupt(
                 f"batch at {pos} fails its CRC: stored {header.crc:#010x}, computed {actual:#010x}"
@@ -314,22 +323,26 @@ def split_batches(records: BytesLike) -> list[tuple[int, BatchHeader]]:
         )
     batches = []
     pos = 0
-    while pos < len(records):
+    end = len(records)
+    while pos < end:
         header = validate_batch(records, pos)
-        if header.compression > CompressionType.ZSTD:
+        # The attribute bits and the size tested directly, not through BatchHeader's
+        # properties: this runs for every produced batch.
+        attributes = header.attributes
+        if attributes & _CODEC_MASK > _MAX_CODEC:
             raise KafkaError(
                 ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                f"batch at {pos}: compression codec {header.compression}",
+                f"batch at {pos}: compression codec {attributes & _CODEC_MASK}",
             )
-        if header.is_control:
+        if attributes & _CONTROL_BIT:
             raise KafkaError(
                 ErrorCode.INVALID_RECORD, f"batch at {pos}: clients may not write control batches"
             )
-        if header.records_count <= 0 or header.records_count != header.last_offset_delta + 1:
+        count = header.records_count
+        if count <= 0 or count != header.last_offset_delta + 1:
             raise KafkaError(
                 ErrorCode.INVALID_RECORD,
-                f"batch at {pos}: {header.records_count} records, "
-                f"lastOffsetDelta {header.last_offset_delta}",
+                f"batch at {pos}: {count} records, lastOffsetDelta {header.last_offset_delta}",
             )
         if header.producer_id >= 0 and header.base_sequence < 0:
             raise KafkaError(
@@ -338,7 +351,7 @@ def split_batches(records: BytesLike) -> list[tuple[int, BatchHeader]]:
                 f"sequence {header.base_sequence}",
             )
         batches.append((pos, header))
-        pos += header.size
+        pos += 12 + header.batch_length
     return batches
 
 

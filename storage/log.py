@@ -135,6 +135,10 @@ class AppendInfo(NamedTuple):
     duplicate: bool = False  # a producer retry acknowledged with its original offsets
 
 
+# AppendInfo(...) without the Python-level __new__ that NamedTuple generates (one per append).
+_new_info = tuple.__new__
+
+
 class Log:
     """A partition's log. Use `Log.open`."""
 
@@ -231,12 +235,21 @@ class Log:
     # --- append ------------------------------------------------------------------------
 
     def append(
-        self, batch: BytesLike, *, wall_ms: int, partition_leader_epoch: int | None = None
+        self,
+        batch: BytesLike,
+        *,
+        wall_ms: int,
+        partition_leader_epoch: int | None = None,
+        header: BatchHeader | None = None,
     ) -> AppendInfo:
-        """Append one validated v2 batch (see `append_batches`)."""
-        return self.append_batches(
-            [batch], wall_ms=wall_ms, partition_leader_epoch=partition_leader_epoch
-        )[0]
+        """Append one validated v2 batch (see `append_batches`); `header` is its header when
+        the caller has parsed it (Produce, from `split_batches`), not to parse it again."""
+        if self._closed or self._failure is not None:
+            self._check_writable()
+        view = memoryview(batch)
+        if header is None:
+            header = parse_batch_header(view)
+        return self._append_parsed(((view, header),), wall_ms, partition_leader_epoch)[0]
 
     def append_batches(
         self,
@@ -268,21 +281,32 @@ class Log:
         views = []
         for batch in batches:
             view = memoryview(batch)
-            header = parse_batch_header(view)
-            size = header.size
+            views.append((view, parse_batch_header(view)))
+        return self._append_parsed(views, wall_ms, partition_leader_epoch)
+
+    def _append_parsed(
+        self,
+        views: Iterable[tuple[memoryview, BatchHeader]],
+        wall_ms: int,
+        partition_leader_epoch: int | None,
+    ) -> list[AppendInfo]:
+        """`append_batches` of batches whose headers are parsed, the log known writable."""
+        config = self.config
+        max_message_bytes = config.max_message_bytes
+        for view, header in views:
+            size = 12 + header.batch_length  # header.size, without the property's call
             if header.magic != MAGIC or size != len(view):
                 raise KafkaError(
                     ErrorCode.CORRUPT_MESSAGE,
                     f"batch of {len(view)} bytes declares {size} bytes, magic {header.magic}",
                 )
-            if size > self.config.max_message_bytes:
+            if size > max_message_bytes:
                 raise KafkaError(
                     ErrorCode.MESSAGE_TOO_LARGE,
-                    f"batch of {size} bytes exceeds "
-                    f"max.message.bytes {self.config.max_message_bytes}",
+                    f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes}",
                 )
-            views.append((view, header))
-        log_append_time = self.config.message_timestamp_type == "LogAppendTime"
+        log_append_time = config.message_timestamp_type == "LogAppendTime"
+        append_time = wall_ms if log_append_time else -1  # AppendInfo.log_append_time
         # A batch without a producer id (-1: not idempotent) has no producer state to check
         # or change: an append of only such batches never starts a ProducerAppend.
         producers = None
@@ -290,7 +314,7 @@ class Log:
         parts: list[bytes | bytearray | memoryview] = []
         headers: list[BatchHeader] = []
         written: list[tuple[BatchHeader, memoryview]] = []
-        next_offset = self.log_end_offset
+        next_offset = self._segments[-1].next_offset  # log_end_offset
         total = 0
         for view, header in views:
             original = None
@@ -316,30 +340,31 @@ class Log:
                 producers.add(assigned)
             parts += (patched, view[BATCH_HEADER_SIZE:])
             headers.append(assigned)
-            total += assigned.size
+            total += 12 + assigned.batch_length
             if assigned.is_transactional:
                 written.append((assigned, view))
             last_offset = next_offset + assigned.last_offset_delta
-            infos.append(
-                AppendInfo(
-                    next_offset,
-                    last_offset,
-                    wall_ms if log_append_time else -1,
-                    self._log_start_offset,
-                )
-            )
+            info = (next_offset, last_offset, append_time, self._log_start_offset, False)
+            infos.append(_new_info(AppendInfo, info))
             next_offset = last_offset + 1
         if not headers:
             return infos
-        if total > self.config.segment_bytes:
+        if total > config.segment_bytes:
             raise KafkaError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
-                f"{total} bytes of batches exceed segment.bytes {self.config.segment_bytes}",
+                f"{total} bytes of batches exceed segment.bytes {config.segment_bytes}",
             )
         try:
-            self._maybe_roll(total, next_offset - 1, wall_ms)
             active = self._segments[-1]
-            active.append(parts, headers, wall_ms=wall_ms)
+            # Roll first when the segment is too old or the batches do not fit (an empty
+            # segment never rolls).
+            if active.size and (
+                wall_ms - active.roll_base_ms >= config.segment_ms
+                or not active.fits(total, next_offset - 1, config.segment_bytes)
+            ):
+                self._roll(wall_ms)
+                active = self._segments[-1]
+            active.append(parts, headers, wall_ms=wall_ms, size=total)
         except OSError as e:
             if self._segments[-1].broken:
                 self._failure = f"could not undo a failed write: {e}"
@@ -355,8 +380,8 @@ class Log:
             with contextlib.suppress(OSError):
                 self.transactions.on_append(active.base_offset, written)
         if (
-            self.config.flush_mode == "always"
-            or self.log_end_offset - self._flushed_offset >= self.config.flush_messages
+            config.flush_mode == "always"
+            or next_offset - self._flushed_offset >= config.flush_messages
         ):
             self.flush()
         return infos
@@ -368,14 +393,6 @@ class Log:
             raise KafkaError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"{self.path.name}: log is offline: {self._failure}"
             )
-
-    def _maybe_roll(self, size: int, last_offset: int, wall_ms: int) -> None:
-        active = self._segments[-1]
-        if active.size == 0:
-            return
-        too_old = wall_ms - active.roll_base_ms >= self.config.segment_ms
-        if too_old or not active.fits(size, last_offset, self.config.segment_bytes):
-            self._roll(wall_ms)
 
     def _roll(self, wall_ms: int) -> None:
         """Close the active segment (fsync it, write its indexes) and start a new one."""

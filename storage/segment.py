@@ -249,8 +249,10 @@ def replace_file(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def write_all(fd: int, parts: list[bytes | bytearray | memoryview]) -> None:
+def write_all(fd: int, parts: list[bytes | bytearray | memoryview], total: int = -1) -> None:
     """Write every part, in order, with as few writev calls as the kernel allows.
+
+    `total` is the parts' length together, when the caller knows it.
 
     Raises OSError; some prefix of the data may have been written (the caller truncates
     the file back).
@@ -258,7 +260,8 @@ def write_all(fd: int, parts: list[bytes | bytearray | memoryview]) -> None:
     written = 0
     if len(parts) <= IOV_MAX:
         # The usual case: one writev takes it all (empty parts are harmless to writev).
-        total = sum(map(len, parts))
+        if total < 0:
+            total = sum(map(len, parts))
         if not total:
             return
         written = os.writev(fd, parts)
@@ -440,22 +443,23 @@ class Segment:
         headers: list[BatchHeader],
         *,
         wall_ms: int,
+        size: int,
     ) -> None:
         """Append batches (given as byte parts) and index them.
 
-        `headers` are the batches' final headers (offsets assigned), in order; their sizes
-        must add up to the parts' total. On OSError the file is truncated back to where it
-        was and the error re-raised; if even that fails, `broken` is set: the file may end
-        in a partial batch, and nothing more may be appended to it.
+        `headers` are the batches' final headers (offsets assigned), in order; their sizes,
+        and the parts' lengths, add up to `size`. On OSError the file is truncated back to
+        where it was and the error re-raised; if even that fails, `broken` is set: the file
+        may end in a partial batch, and nothing more may be appended to it.
         """
         start = self.size
-        end = start + sum(map(len, parts))
+        end = start + size
         if end > self._reserved_end and end >= PREALLOCATE_MIN_BYTES:
             ahead = min(end, PREALLOCATE_MAX_BYTES)
             reserve_blocks(self.fd, start, end - start + ahead)
             self._reserved_end = end + ahead  # on failure too: retried one step later
         try:
-            write_all(self.fd, parts)
+            write_all(self.fd, parts, size)
         except OSError:
             self._reserved_end = 0  # the ftruncate frees them
             try:
@@ -482,10 +486,10 @@ class Segment:
                 self._time_timestamps.append(self.max_timestamp)
                 self._time_offsets.append(self.offset_of_max_timestamp - self.base_offset)
             self._bytes_since_index_entry = 0
-        size = header.size
+        size = 12 + header.batch_length  # header.size and header.next_offset, inline
         self._bytes_since_index_entry += size
         self.size = pos + size
-        self.next_offset = header.next_offset
+        self.next_offset = header.base_offset + header.last_offset_delta + 1
 
     def fits(self, size: int, last_offset: int, segment_bytes: int) -> bool:
         """Whether batches of `size` bytes ending at `last_offset` may go in this segment."""

@@ -81,25 +81,29 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     responses: list[tuple[str, uuid.UUID, list[PartitionProduceResponse]]] = []
     new_leaders: set[int] = set()  # named in a NOT_LEADER_OR_FOLLOWER answer (v10+)
     durable: list[tuple[Any, int, int, int]] = []  # (log, end offset, topic index, partition index)
+    version = ctx.api_version
+    multi = broker.cluster.multi
     for topic_data in request.topic_data:
-        name = _topic_name(ctx, topic_data)
+        name = topic_data.name if version < 13 else _topic_name(ctx, topic_data)
         partitions: list[PartitionProduceResponse] = []
         for pdata in topic_data.partition_data:
             try:
                 if not name:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"{topic_data.topic_id}")
-                code = refused.get((name, pdata.index))
-                if code is not None:
-                    raise KafkaError(code, "not in the producer's transaction")
-                epoch = _check_leader(ctx, name, pdata.index, request.acks)
+                if refused:
+                    code = refused.get((name, pdata.index))
+                    if code is not None:
+                        raise KafkaError(code, "not in the producer's transaction")
+                # A single broker leads every partition and leaves the producer's epoch.
+                epoch = _check_leader(ctx, name, pdata.index, request.acks) if multi else None
                 result, plog = _append(
-                    broker, name, pdata, wall_ms, ctx.api_version, request.transactional_id, epoch
+                    broker, name, pdata, wall_ms, version, request.transactional_id, epoch
                 )
             except KafkaError as e:
                 if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
                     log.debug("produce to %s-%d refused: %s", name, pdata.index, e)
                 leader = LeaderIdAndEpoch()
-                if e.code == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:
+                if e.code == ErrorCode.NOT_LEADER_OR_FOLLOWER and version >= 10:
                     p = broker.topics.partition(name, pdata.index)
                     leader = LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
                     new_leaders.add(p.leader)
@@ -120,21 +124,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
         responses.append((topic_data.name, topic_data.topic_id, partitions))
     if request.acks == 0:
         return None
-
-    def response() -> ProduceResponse:
-        return ProduceResponse(
-            responses=[
-                TopicProduceResponse(name=topic, topic_id=topic_id, partition_responses=parts)
-                for topic, topic_id, parts in responses
-            ],
-            node_endpoints=[
-                NodeEndpoint(node_id=n, host=h, port=p, rack=None)
-                for n, h, p in (leader_endpoints(ctx, new_leaders) if new_leaders else ())
-            ],
-        )
-
     if not durable:
-        return response()
+        return _response(ctx, responses, new_leaders)
 
     async def finish() -> ProduceResponse:
         # acks=all: wait for the fsyncs, all partitions at once.
@@ -157,10 +148,29 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             parts = responses[ti][2]
             # A Struct is a dataclass that mypy does not see as one (protocol.schema).
             parts[pi] = replace(parts[pi], error_code=ErrorCode.KAFKA_STORAGE_ERROR)  # type: ignore[type-var]
-        return response()
+        return _response(ctx, responses, new_leaders)
 
     # The batches are in the log; the connection may read on while the fsync runs.
     return Deferred(finish)
+
+
+def _response(
+    ctx: RequestContext,
+    responses: list[tuple[str, uuid.UUID, list[PartitionProduceResponse]]],
+    new_leaders: set[int],
+) -> ProduceResponse:
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(name=topic, topic_id=topic_id, partition_responses=parts)
+            for topic, topic_id, parts in responses
+        ],
+        node_endpoints=[
+            NodeEndpoint(node_id=n, host=h, port=p, rack=None)
+            for n, h, p in leader_endpoints(ctx, new_leaders)
+        ]
+        if new_leaders
+        else [],
+    )
 
 
 def _topic_name(ctx: RequestContext, topic_data: Any) -> str:
@@ -251,22 +261,26 @@ def _append(
         # record batch" per partition.
         raise KafkaError(ErrorCode.INVALID_RECORD, f"{len(batches)} record batches")
     _, header = batches[0]
-    if header.is_transactional and transactional_id is None:
+    # (A control batch was refused by split_batches.)
+    if header.is_transactional != (transactional_id is not None):
         # Kafka's ProduceRequest.validateRecords.
-        raise KafkaError(ErrorCode.INVALID_RECORD, "transactional batch without a transactional id")
-    if transactional_id is not None and not header.is_transactional:
+        if transactional_id is None:
+            raise KafkaError(
+                ErrorCode.INVALID_RECORD, "transactional batch without a transactional id"
+            )
         raise KafkaError(ErrorCode.INVALID_RECORD, "non-transactional batch, transactional id")
-    if header.is_control:
-        raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-    if header.size > partition.log.config.max_message_bytes:
-        raise KafkaError(
-            ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size} bytes > max.message.bytes"
-        )
-    if partition.log.config.compacts:
+    plog = partition.log
+    config = plog.config
+    size = 12 + header.batch_length  # header.size
+    if size > config.max_message_bytes:
+        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"batch of {size} bytes > max.message.bytes")
+    if config.compacts:
         refused = _records_without_key(name, pdata.index, records)
         if refused is not None:
-            return refused, partition.log
-    info = partition.append(records, wall_ms=wall_ms, partition_leader_epoch=leader_epoch)
+            return refused, plog
+    info = partition.append(
+        records, wall_ms=wall_ms, partition_leader_epoch=leader_epoch, header=header
+    )
     response = PartitionProduceResponse(
         index=pdata.index,
         error_code=ErrorCode.NONE,
@@ -274,7 +288,7 @@ def _append(
         log_append_time_ms=info.log_append_time,
         log_start_offset=info.log_start_offset,
     )
-    return response, partition.log
+    return response, plog
 
 
 def _records_without_key(name: str, index: int, records: Any) -> PartitionProduceResponse | None:

@@ -5,7 +5,7 @@ import pytest
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import decode_records, iter_batches, split_batches, validate_batch
-from storage import LogConfig
+from storage import Log, LogConfig
 from tests.storage.helpers import T0, log_records, make_batch
 
 
@@ -186,6 +186,29 @@ def test_append_refuses_bytes_that_are_not_one_whole_batch(open_log):
     two = make_batch() + make_batch()
     assert kafka_error(log.append, two, wall_ms=T0).code == ErrorCode.CORRUPT_MESSAGE
     assert kafka_error(log.append, make_batch()[:70], wall_ms=T0).code == ErrorCode.CORRUPT_MESSAGE
+
+
+def test_append_with_the_callers_header_writes_what_a_parsed_append_writes(open_log, tmp_path):
+    batch = make_batch(3)
+    [(_, header)] = split_batches(batch)
+    given = open_log()
+    given.append(make_batch(2), wall_ms=T0)
+    info = given.append(batch, wall_ms=T0, partition_leader_epoch=7, header=header)
+    assert (info.base_offset, info.last_offset) == (2, 4)
+    parsed = Log.open(tmp_path / "parsed-0", LogConfig(flush_mode="none"), now_wall_ms=T0)
+    parsed.append(make_batch(2), wall_ms=T0)
+    parsed.append(batch, wall_ms=T0, partition_leader_epoch=7)
+    assert given.read_bytes(0, 1000) == parsed.read_bytes(0, 1000)
+    assert log_records(given) == log_records(parsed)
+
+
+def test_append_rechecks_the_callers_header_against_the_batch(open_log):
+    log = open_log()
+    [(_, header)] = split_batches(make_batch(3))
+    error = kafka_error(log.append, make_batch(1), wall_ms=T0, header=header)
+    assert error.code == ErrorCode.CORRUPT_MESSAGE
+    assert log.log_end_offset == 0
+    assert log.read_bytes(0, 1000) == b""
 
 
 def test_append_batches_writes_a_produce_request_in_place(open_log):
