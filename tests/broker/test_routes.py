@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from broker import coordinator_guard, routes
 from protocol.messages.api_versions import ApiVersionsRequest
-from tests.reliability.process import child_env
+from tests.reliability.process import run_python
 
 
 @pytest.mark.parametrize("request_cls", list(routes.ROUTES), ids=lambda c: c.__name__)
@@ -40,15 +37,7 @@ def test_handlers_are_imported_by_their_first_request_only(tmp_path):
         "print(before, after, len(response.api_keys) == len(r.all_routes()),"
         " r.route_for(18).handler is not route.handler)"
     )
-    run = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        check=True,
-        timeout=60,
-    )
-    assert run.stdout == "[] ['broker.handlers.api_versions'] True True\n", run.stderr
+    assert run_python(code, str(tmp_path)) == "[] ['broker.handlers.api_versions'] True True\n"
 
 
 async def test_a_route_read_before_the_first_call_still_reaches_the_handler(tmp_path):

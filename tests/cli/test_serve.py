@@ -21,7 +21,7 @@ from cli.commands.serve import serve_config
 from cli.main import build_parser, main
 from client import KafkaClient
 from tests.cli.harness import SCENARIO_S
-from tests.reliability.process import child_env
+from tests.reliability.process import child_env, run_python
 
 # --- serve: settings -----------------------------------------------------------------------
 
@@ -63,10 +63,7 @@ def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
         " 'broker.security.gate', 'broker.security.authenticator', 'broker.security.scram'}"
         " & set(sys.modules)))"
     )
-    run = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), check=True
-    )
-    assert run.stdout == "[]\n"
+    assert run_python(code) == "[]\n"
 
 
 def test_serve_imports_with_the_collector_off_and_runs_with_it_on(tmp_path):
@@ -82,15 +79,7 @@ def test_serve_imports_with_the_collector_off_and_runs_with_it_on(tmp_path):
         "bad = cli.main.main(['serve', '--listeners', 'nope']);"
         "print(code, seen, bad, gc.isenabled())"
     )
-    run = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        check=True,
-        timeout=60,
-    )
-    assert run.stdout == "0 [(True, True, True)] 2 True\n", run.stderr
+    assert run_python(code, str(tmp_path)) == "0 [(True, True, True)] 2 True\n"
 
 
 def test_every_setting_is_a_documented_flag():

@@ -45,6 +45,22 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def run_python(code: str, *args: str, timeout: float = 60.0) -> str:
+    """Run `code` in a fresh interpreter (`python -c code args...`, child_env) and return what
+    it printed; a failure raises with its stderr. For what only a new process shows: what
+    start-up imports, the collector's state."""
+    run = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=timeout,
+    )
+    if run.returncode != 0:
+        raise AssertionError(f"python -c exited {run.returncode}:\n{run.stderr}")
+    return run.stdout
+
+
 def poll_until(predicate: Any, timeout: float, what: str, detail: Any = None) -> Any:
     """Call `predicate` until it returns something truthy, for at most `timeout` seconds;
     on timeout the error adds `detail()` when given."""
