@@ -88,12 +88,13 @@ def _serve(port: int) -> None:
                 conn.pending += answer
             else:
                 try:
-                    del conn.pending[: os.write(fd, conn.pending)]
+                    written = os.write(fd, conn.pending)
                 except BlockingIOError:
-                    pass
+                    written = 0  # the socket's buffer is full: EPOLLOUT below waits for room
                 except OSError:
                     close(fd)
                     continue
+                del conn.pending[:written]
                 if conn.pending:
                     poll.modify(fd, _IN | _OUT)
 

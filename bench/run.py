@@ -31,6 +31,8 @@ sys.path.insert(0, str(BENCH_DIR))
 
 import common  # noqa: E402
 from common import (  # noqa: E402
+    COMMIT_TARGET_P99_MS,
+    COMMIT_TARGET_VS_FLOOR,
     PY,
     QUICK,
     ROOT,
@@ -67,11 +69,6 @@ IDLE_RSS_TARGET_MB = 40
 # 10 KiB messages at 0.7x with kmock's default durability (the decision).
 PC_TARGET_RATIO = {100: 1.0, 10240: 0.7}
 PC_TARGET_RATIO_DEFAULT = 0.7  # other sizes (quick runs use the same two)
-# Durable OffsetCommit: commits/s against the request floor's (python + trio, fixed answers),
-# as in §9; the earlier 20,000 commits/s target was replaced by this ratio (the floor itself
-# peaks at 38-51k/s here).
-COMMIT_TARGET_VS_FLOOR = 0.5
-COMMIT_TARGET_P99_MS = 20
 JOIN_TARGET_MS = 100
 REPLAY_TARGET_S = 10
 REPLAY_TARGET_RECORDS = 1_000_000  # the count the replay target is for

@@ -29,6 +29,8 @@ import held_connections
 import kwire
 from common import (
     BENCH,
+    COMMIT_TARGET_P99_MS,
+    COMMIT_TARGET_VS_FLOOR,
     PY,
     FloorProcess,
     KmockProcess,
@@ -46,8 +48,6 @@ from peers import TansuProcess, tansu_binary
 SYNC_TARGET_VS_TANSU = 1.0  # kmock p50 / Tansu p50, sync round trips
 META_TARGET_VS_MOCK = 2.0  # kmock p99 / mock p99, Metadata at the largest connection count
 COMMIT_TARGET_CONNS = 256  # durable OffsetCommit throughput, closed loop at this many connections
-COMMIT_TARGET_VS_FLOOR = 0.5  # kmock commits/s / the request floor's
-COMMIT_TARGET_P99_MS = 20
 
 TOPICS = {"bench-commits": 1, "bench-meta": 4, "bench-sync": 1, "bench-group": 1, "bench-10k": 1}
 
