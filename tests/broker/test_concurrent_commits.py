@@ -24,14 +24,10 @@ from broker.routes import ROUTES
 from protocol.consumer_offsets import OffsetCommitKey, decode_record
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages.delete_groups import DeleteGroupsRequest
-from protocol.messages.offset_commit import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
 from protocol.records import decode_records, iter_batches
 from storage.layout import OFFSETS_TOPIC
 from tests.broker import test_storage_errors
+from tests.broker.handlers.test_offset_commit import commit_request
 from tests.broker.test_storage_errors import FaultyOs
 from tests.reliability.inproc import commit, create, running
 from tests.wire import WireClient
@@ -98,24 +94,6 @@ class _MemoryFollowsLog(trio.abc.Instrument):
             self.violations.append(f"after a step of {task.name}: memory ahead of the log")
 
 
-def _commit_request(group: str, offset: int) -> OffsetCommitRequest:
-    return OffsetCommitRequest(
-        group_id=group,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        topics=[
-            OffsetCommitRequestTopic(
-                name="t",
-                partitions=[
-                    OffsetCommitRequestPartition(
-                        partition_index=0, committed_offset=offset, committed_metadata=""
-                    )
-                ],
-            )
-        ],
-    )
-
-
 async def test_concurrent_commits_are_never_in_memory_before_their_record_is_in_the_log(
     tmp_path: Path,
 ) -> None:
@@ -167,7 +145,9 @@ async def test_a_delete_groups_racing_commits_leaves_the_log_as_memory_holds_it(
 
             async def commit_one(group: str, offset: int) -> None:
                 try:
-                    response = await offset_commit.handle(ctx, _commit_request(group, offset))
+                    response = await offset_commit.handle(
+                        ctx, commit_request(group, {("t", 0): offset})
+                    )
                 except KafkaError as e:  # the group is Dead until its tombstone is written
                     codes.append(e.code)
                 else:
@@ -186,7 +166,7 @@ async def test_a_delete_groups_racing_commits_leaves_the_log_as_memory_holds_it(
 
             for round_ in range(4):
                 for other in others:
-                    await offset_commit.handle(ctx, _commit_request(other, 1))
+                    await offset_commit.handle(ctx, commit_request(other, {("t", 0): 1}))
                 async with trio.open_nursery() as nursery:
                     for group, other in zip(groups, others, strict=True):
                         nursery.start_soon(commit_one, group, round_)

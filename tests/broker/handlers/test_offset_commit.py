@@ -26,7 +26,8 @@ from tests.reliability.inproc import commit, committed, create, delete, produce,
 from tests.wire import WireClient
 
 
-def _commit_request(group: str, offsets: dict[tuple[str, int], int]) -> OffsetCommitRequest:
+def commit_request(group: str, offsets: dict[tuple[str, int], int]) -> OffsetCommitRequest:
+    """A standalone OffsetCommit (generation -1, no member) of these offsets."""
     topics: dict[str, list[OffsetCommitRequestPartition]] = {}
     for (topic, partition), offset in offsets.items():
         topics.setdefault(topic, []).append(
@@ -57,7 +58,7 @@ async def test_a_commit_to_a_missing_topic_or_partition_is_refused_and_the_rest_
             await create(client, "t")
             for version in (1, 7, 8, 9):
                 group = f"g{version}"
-                request = _commit_request(group, {("t", 0): 3, ("t", 7): 4, ("missing", 0): 5})
+                request = commit_request(group, {("t", 0): 3, ("t", 7): 4, ("missing", 0): 5})
                 response = await client.call(request, version)
                 assert _codes(response) == {
                     ("t", 0): ErrorCode.NONE,
@@ -68,7 +69,7 @@ async def test_a_commit_to_a_missing_topic_or_partition_is_refused_and_the_rest_
                 assert await committed(broker, group, "t", 7) == -1
                 assert await committed(broker, group, "missing") == -1
             # Nothing valid: the group is not even created.
-            response = await client.call(_commit_request("nobody", {("missing", 0): 1}), 9)
+            response = await client.call(commit_request("nobody", {("missing", 0): 1}), 9)
             assert _codes(response) == {("missing", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
             assert broker.coordinator.coordinator.group("nobody") is None
 
