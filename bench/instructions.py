@@ -17,8 +17,8 @@ included (the same for every tree, so differences between trees are the broker's
 40 s per run on the 2-vCPU machine of bench/RESULTS.md. `--tree ../main` measures another
 checkout with this script. Needs valgrind (`apt-get install valgrind`).
 
-`--conns N` counts a commit at concurrency: N connections at once, one commit in flight on
-each, each for a group of its own (§9's 256-connection row), spread over
+`--conns N` counts a request at concurrency: N connections at once, one request in flight on
+each (§9's 256- and 1,000-connection rows); for commits, each for a group of its own, spread over
 __consumer_offsets' partitions as group ids hash, or, with `--one-partition`, all in one of
 them (the case where commits could share a batch). 256 connections take about 9 minutes
 per run under callgrind here.
@@ -118,12 +118,15 @@ def _client(
                 request, version = side_by_side._metadata_request(), side_by_side.METADATA_VERSION
             frame = kwire.request_bytes(request, version)
             if conns > 1:
-                commits = side_by_side._commit_requests(conns * 60, "instructions", 9)
-                if one_partition:  # groups of one __consumer_offsets partition
-                    partition_for = broker.coordinator.coordinator.partition_for
-                    first = partition_for(commits[0][0].group_id)
-                    commits = [c for c in commits if partition_for(c[0].group_id) == first]
-                commits = commits[:conns]
+                if api == "commit":
+                    commits = side_by_side._commit_requests(conns * 60, "instructions", 9)
+                    if one_partition:  # groups of one __consumer_offsets partition
+                        partition_for = broker.coordinator.coordinator.partition_for
+                        first = partition_for(commits[0][0].group_id)
+                        commits = [c for c in commits if partition_for(c[0].group_id) == first]
+                    frames = [kwire.request_bytes(r, v) for r, v in commits[:conns]]
+                else:  # the same request on every connection
+                    frames = [frame] * conns
                 answers = []
 
                 async def loop(stream: Any, frame: bytes) -> None:
@@ -131,8 +134,8 @@ def _client(
                         answers.append(await round_trip(frame, stream))
 
                 async with trio.open_nursery() as clients:
-                    for s, (r, v) in zip(streams, commits, strict=True):
-                        clients.start_soon(loop, s, kwire.request_bytes(r, v))
+                    for s, f in zip(streams, frames, strict=True):
+                        clients.start_soon(loop, s, f)
                 answer = answers[-1]
             else:
                 for _ in range(20 + n):  # 20 to warm up, then the n counted
@@ -262,8 +265,9 @@ def main() -> None:
         "--conns",
         type=int,
         default=1,
-        help="commit only: that many connections at once, each its own group (the 256 of "
-        "§9's concurrent row); the count is per commit, warm-up and connects left out",
+        help="that many connections at once, one request in flight on each (a commit: each "
+        "its own group; §9's concurrent rows); the count is per request, warm-up and "
+        "connects left out",
     )
     ap.add_argument(
         "--one-partition",
@@ -279,8 +283,8 @@ def main() -> None:
         _bytecodes(a.api, a.requests, a.bytecodes, a.conns, a.one_partition, a.controls)
         return
     tree = a.tree.resolve()
-    if a.conns > 1 and a.api != "commit":
-        ap.error("--conns is for commit only")
+    if a.one_partition and a.api != "commit":
+        ap.error("--one-partition is for commit only")
     base = _count(tree, a.api, 0, a.conns, a.one_partition, a.controls)
     loaded = _count(tree, a.api, a.requests, a.conns, a.one_partition, a.controls)
     print(

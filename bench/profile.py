@@ -120,13 +120,16 @@ STAGES = [
     ("record batch build/validate", ("protocol/records.py",)),
     ("request header parse", ("parse_request_header",)),
     ("request body decode", ("decode (protocol/schema.py",)),
-    ("response encode + frame", ("_respond (broker/connection.py",)),
+    ("response encode + frame", ("respond (broker/dispatch.py",)),
     ("socket write", ("_Connection.send", "_unsent", "_Connection.write")),
     ("coordinator (pure)", ("coordinator/",)),
     ("coordinator runtime (broker/runtime.py)", ("broker/runtime.py",)),
     ("handler", ("broker/handlers/", "broker/topics.py")),
     ("waiting to read (trio wait_readable)", ("_wait_readable",)),
-    ("framing + read loop (os.read, FrameBuffer, dispatch)", ("broker/connection.py",)),
+    (
+        "framing + read loop (os.read, FrameBuffer, dispatch)",
+        ("broker/connection.py", "broker/reactor.py", "broker/dispatch.py"),
+    ),
     ("trio scheduler, outside any connection task", ("trio/",)),
 ]
 

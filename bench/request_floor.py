@@ -25,7 +25,8 @@ import uuid
 import trio
 
 from broker.config import SETTINGS
-from broker.connection import RECEIVE_BYTES, _respond
+from broker.connection import RECEIVE_BYTES
+from broker.dispatch import respond as _respond
 from broker.routes import route_for, supported_versions
 from protocol.frames import FrameBuffer, peek_request_key
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse

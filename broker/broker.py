@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -150,6 +150,9 @@ class Broker:
         self.connection_ids = itertools.count(1)
         self.open_connections = 0
         self.connections: set[ServedConnection] = set()  # while served
+        # Each served node's reactor (broker.reactor.Reactor, which imports the connections
+        # this module must not), set by broker.server while it serves.
+        self.reactors: dict[int, Any] = {}
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.connection_quotas = ConnectionQuotas(config)
         # Test controls (broker.controls): the clock every timer waits on, the fault table

@@ -1,4 +1,4 @@
-"""The per-connection loop: read a frame, dispatch it, answer, repeat.
+"""A connection: read a frame, dispatch it (broker.dispatch), answer, repeat.
 
 Kafka mutes a connection while one of its requests is being processed, so requests on one
 connection are handled one at a time, in order, and responses go out in request order
@@ -10,6 +10,21 @@ sends the queued responses in request order as they become ready. Kafka needs no
 thing (it acknowledges from the page cache, durability coming from replicas); without it
 one producer connection would wait out a whole fsync round per request.
 
+Who reads a connection. Most requests are answered without waiting for anything: a
+Metadata, an OffsetCommit (Kafka's durability default), a Fetch that finds records. So a
+connection has no task of its own reading it while it waits for its client: it is served
+by its broker's reactor (broker.reactor), one task that waits for every such connection at
+once and, for each one with bytes to read, reads them and answers the requests they hold
+in place (`step`), the way Kafka's network threads serve many connections from one
+selector. A request that must wait (a JoinGroup waiting for the group, a Fetch waiting for
+records, a fault's delay), a response the socket does not take at once, a large frame, a
+response queued behind a deferred one: from there the connection is served by a task of its
+own (`serve`: the reactor's task itself, when a handler waits, see broker.reactor), until
+it waits for its client again with nothing queued, and goes back to the reactor. With one
+task per connection (trio's way, and kmock's before), waking a connection's task cost
+about 40 us of every request, more than the C mock's whole request (bench/README.md,
+"Round 6").
+
 What may wait is bounded: at most MAX_DEFERRED deferred responses per connection (each a
 few small objects: the batches are in the log, not in memory), and at most one ready
 response queued behind them (any other request, whose response may be large: a Fetch).
@@ -18,34 +33,14 @@ whose next large frame finds no room in `queued.max.request.bytes`: frames over
 RECEIVE_BYTES are received into buffers of their own whose memory follows the bytes that
 arrived and is reserved from the broker's pool (broker.limits).
 
-This is the one dispatch site of the broker:
-  * a frame we cannot parse closes the connection (logged at INFO), as Kafka does; bytes
-    after a complete request body are ignored, as Kafka ignores them;
-  * an unknown API key or an unsupported version closes the connection, except ApiVersions,
-    which is answered with UNSUPPORTED_VERSION and our version list in its v0 form so the
-    client can pick a version it shares with us (KIP-511);
-  * `KafkaError` raised by a handler becomes the API's `error_response(request, code,
-    version)`;
-  * any other exception is a bug: it is logged with its traceback and answered as Kafka
-    answers it (KafkaApis' handleError): the API's error response with UNKNOWN_SERVER_ERROR,
-    the connection staying open. A Produce with acks=0 has no response to carry the error,
-    and Kafka closes the connection instead: so does kmock, and so it does when even the
-    error response cannot be built or encoded, or when the failure comes after the handler
-    returned (a deferred acks=all Produce, whose request is no longer kept).
-  * the test controls (broker.controls) hook in here and nowhere else: the fault table is
-    consulted before the handler runs, only for an API a fault names (one dict lookup per
-    request otherwise), and answers with the API's `error_response`, late, or by closing;
-    the request journal records each request where metrics count it, when it is on (the
-    admin endpoint): the frame as it came and the response as it went out.
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
 
 The socket is read and written with plain non-blocking calls on its descriptor (os.read,
 os.readv, os.writev), and only a call that would block waits, in trio's
-`wait_readable`/`wait_writable`. trio's own socket methods add two trips through the
-scheduler to every call (a cancellation check and a cancel-shielded checkpoint): on a
-request/response connection that was a third of the broker's cost for a small request
-(bench/RESULTS.md, §3). A response goes out in one writev however many chunks it has.
+`wait_readable`/`wait_writable` (or the reactor's epoll). trio's own socket methods add two
+trips through the scheduler to every call (a cancellation check and a cancel-shielded
+checkpoint). A response goes out in one writev however many chunks it has.
 Idle connections are not timed per call either: `expire_idle_connections` looks at every
 connection a few times per `connections.max.idle.ms` and closes those blocked on their
 client for longer (receiving with nothing queued, or sending to a client that does not
@@ -59,33 +54,21 @@ from __future__ import annotations
 import collections
 import logging
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker import routes
-from broker.context import RequestContext
-from broker.handlers import Deferred, Encoded
+from broker.context import NODE_ID
+from broker.dispatch import CloseConnection, Pending, dispatch
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
-from broker.routes import Route, route_for
-from broker.security import enforce
-from broker.security.authz import session_expired
-from protocol.errors import ErrorCode, KafkaError
-from protocol.frames import (
-    API_VERSIONS_KEY,
-    FrameBuffer,
-    FrameTooLarge,
-    frame_response,
-    peek_request_key,
-    request_client_id,
-    response_header_is_flexible,
-)
-from protocol.releases import accepts, intersect
-from protocol.schema import DecodeError, decode, encode_chunks
+from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
+from broker.routes import route_for
+from protocol.frames import FrameBuffer, FrameTooLarge
 from storage.segment import IOV_MAX
 
 if TYPE_CHECKING:
     from broker.broker import Broker
+    from broker.reactor import Reactor
 
 log = logging.getLogger("broker.connection")
 
@@ -93,49 +76,12 @@ RECEIVE_BYTES = 65536  # keep receives below glibc's mmap threshold (PERF-NOTES 
 LARGE_READ_BYTES = 1024 * 1024  # request memory reserved per read of a mapped frame
 MAX_DEFERRED = 256  # deferred responses per connection before it stops reading
 IDLE_CHECKS = 10  # idle checks per connections.max.idle.ms
-
-
-class CloseConnection(Exception):
-    """Stop serving this connection (after logging why)."""
-
-
-class _Call(NamedTuple):
-    """A request being answered, as the dispatch site reports and encodes its response."""
-
-    broker: Broker
-    route: Route
-    version: int
-    correlation_id: int
-    client_id: str | None
-    started: float
-    conn: _Connection | _Authenticating
-    # The decoded request, for the UNKNOWN_SERVER_ERROR answer; None once the response is
-    # deferred, so that a Produce waiting for its fsync does not keep its frame (the records
-    # are views of it) in memory: 256 waiting 1 MB Produce requests would hold 256 MB.
-    request: Any
-    fault: int | None = None  # the id of the fault that answered it (broker.controls.faults)
-    frame: bytes | None = None  # the request as it came, for the journal (None: not kept)
-
-
-class _Pending:
-    """A queued response whose handler returned a `Deferred`."""
-
-    __slots__ = ("call", "deferred")
-
-    def __init__(self, call: _Call, deferred: Deferred) -> None:
-        self.call = call
-        self.deferred = deferred
-
-    async def chunks(self) -> list[Any] | None:
-        try:
-            response = await self.deferred.finish()
-        except Exception:
-            return _failed(self.call)
-        return _answer(self.call, ErrorCode.NONE, response)
+STEP_REQUESTS = 16  # requests the reactor answers on one connection before the next's turn
 
 
 class _Connection:
     __slots__ = (
+        "aborted",
         "address",
         "api_versions",
         "broker",
@@ -144,7 +90,9 @@ class _Connection:
         "clock",
         "connection_id",
         "drained_at",
+        "ended",
         "frames",
+        "home",
         "listener_name",
         "memory",
         "memory_wait",
@@ -153,6 +101,7 @@ class _Connection:
         "nursery",
         "opened_ms",
         "queue",
+        "reactor",
         "read_since",
         "reason",
         "requests",
@@ -200,11 +149,18 @@ class _Connection:
         self.memory_wait: trio.CancelScope | None = None  # while waiting for request memory
         self.reserved = 0  # bytes of request memory held by the frame in progress
         self.reason: str | None = None
-        # Responses not sent yet, in request order: chunks, or a _Pending at the head.
-        self.queue: collections.deque[list[Any] | _Pending] = collections.deque()
+        # Responses not sent yet, in request order: chunks, or a Pending at the head.
+        self.queue: collections.deque[list[Any] | Pending] = collections.deque()
         self.writing = False
         self.room: trio.Event | None = None  # set when the queue shrinks
         self.nursery: trio.Nursery | None = None
+        # The reactor watching the connection (None: a task of its own serves it, or none
+        # yet), its broker's; `ended` is set when the connection is over, `aborted` when its queued
+        # responses have nobody to go to.
+        self.reactor: Reactor | None = None
+        self.home: Reactor | None = None  # the reactor of the broker that accepted it
+        self.ended = trio.Event()
+        self.aborted = False
         # What expire_idle_connections looks at: since when the connection has waited to
         # read / to write (None: it is not waiting), when its queue last became empty, and
         # whether a frame is half received.
@@ -282,10 +238,117 @@ class _Connection:
         self.end(reason)
         if self.memory_wait is not None:
             self.memory_wait.cancel()
+        if self.reactor is not None:  # no task to notice the close: the connection ends here
+            self.reactor.forget(self)
+            self.ended.set()
         self.sock.close()
 
-    async def read(self) -> None:
-        frames, metrics = self.frames, self.metrics
+    # -- served by the reactor ------------------------------------------------------------
+
+    def step(self) -> Any:
+        """Read what the client sent and answer the requests in it, without waiting for
+        anything (the reactor calls this when the socket has bytes to read, or after AGAIN).
+        Returns PARKED, AGAIN, TASK, ENDED, or (coroutine, trap) for a request whose handler
+        waits: the dispatch of that request, suspended where it yielded to trio (the reactor
+        goes on running it in its own task, broker.reactor.resume)."""
+        frames = self.frames
+        received = False
+        left = STEP_REQUESTS
+        try:
+            while True:
+                frame: Any = frames.next_frame()
+                if frame is None:
+                    if (
+                        len(frames) >= RECEIVE_BYTES
+                        and len(frames) - 4 + frames.bytes_needed() > RECEIVE_BYTES
+                    ):
+                        return TASK  # a large frame: received into a buffer of its own
+                    if received:
+                        return PARKED
+                    received = True
+                    try:
+                        data = os.read(self._fd(), RECEIVE_BYTES)
+                    except BlockingIOError:
+                        return PARKED
+                    if not data:
+                        self.end("closed by client mid-frame" if frames else "closed by client")
+                        return ENDED
+                    self.metrics.bytes_in(len(data))
+                    frames.feed(data)
+                    continue
+                # A small frame holds no request memory (see _receive_large): nothing to
+                # release after it.
+                coroutine = dispatch(self, frame)
+                del frame
+                try:
+                    trap = coroutine.send(None)
+                except StopIteration as done:
+                    out = done.value
+                else:
+                    return coroutine, trap
+                if out is not None:
+                    if type(out) is Pending:
+                        self.enqueue(out)
+                        return TASK
+                    size = sum(map(len, out))
+                    try:
+                        sent = os.writev(self._fd(), out if len(out) <= IOV_MAX else out[:IOV_MAX])
+                    except BlockingIOError:
+                        sent = 0
+                    if sent < size:  # the socket took part of it: a task sends the rest
+                        self.metrics.bytes_out(sent)
+                        self.enqueue(_unsent(out, sent))
+                        return TASK
+                    self.metrics.bytes_out(size)
+                left -= 1
+                if not left:
+                    return AGAIN
+        except (FrameTooLarge, CloseConnection) as e:
+            self.end(_reason(e))
+        except (trio.ClosedResourceError, OSError) as e:
+            self.end(_reason(e))
+            self.aborted = True
+        return ENDED
+
+    # -- served by a task of its own ------------------------------------------------------
+
+    async def serve(self, blocked: tuple[Any, Any] | None = None) -> None:
+        """Serve the connection until it ends, or until it waits for its client with
+        nothing queued and goes back to its reactor. `blocked`: a request the reactor's step
+        left suspended (broker.reactor), to be finished first."""
+        try:
+            if blocked is not None:
+                try:
+                    out = await resume(*blocked)
+                finally:
+                    self.release_memory()
+                await self.deliver(out)
+            if await self.read():
+                return
+        except (FrameTooLarge, CloseConnection) as e:
+            self.end(_reason(e))
+        except (trio.ClosedResourceError, OSError) as e:
+            self.end(_reason(e))
+            self.aborted = True
+        except Exception:
+            # Never let one connection take the server down; this is a bug, so say so loudly.
+            log.exception("connection %d crashed", self.connection_id)
+            self.end("internal error")
+            self.aborted = True
+        self.ended.set()
+
+    def _park(self) -> bool:
+        """Hand the connection back to its reactor, if it has one and nothing is queued."""
+        reactor = self.home
+        if reactor is None or reactor.closed or self.queue or self.writing or self.reason:
+            return False
+        reactor.watch(self)
+        return True
+
+    async def read(self) -> bool:
+        """Read and answer requests until the connection ends (False) or is handed back to
+        its reactor (True)."""
+        frames = self.frames
         # The last read returned less than it asked for: the socket had nothing more then,
         # so the next read waits for it first rather than fail with EAGAIN (a system call
         # and an exception per request of a client that waits for its answers).
@@ -300,20 +363,24 @@ class _Connection:
                     drained = False
                     frame = await self._receive_large(size)
                     if frame is None:
-                        return
+                        return False
             if frame is None:
                 if drained:
                     drained = False
+                    if self._park():
+                        return True
                     await self._wait_readable()
                 try:
                     data = os.read(self._fd(), RECEIVE_BYTES)
                 except BlockingIOError:
+                    if self._park():
+                        return True
                     await self._wait_readable()
                     continue
                 if not data:
                     self.end("closed by client mid-frame" if len(frames) else "closed by client")
-                    return
-                metrics.bytes_in(len(data))
+                    return False
+                self.metrics.bytes_in(len(data))
                 frames.feed(data)
                 drained = len(data) < RECEIVE_BYTES
                 continue
@@ -323,25 +390,33 @@ class _Connection:
                 await trio.lowlevel.checkpoint()
             self.waited = False
             try:
-                out = await _handle_frame(self, frame)
+                out = await dispatch(self, frame)
             finally:
                 del frame
                 self.release_memory()
-            if out is None:
-                continue
-            if not self.queue and not isinstance(out, _Pending):
-                await self.send(out)
-                continue
-            self.queue.append(out)
-            if not self.writing:
-                self.writing = True
-                assert self.nursery is not None
-                self.nursery.start_soon(self.write)
-            # A ready response behind deferred ones: wait until it is sent before reading on.
-            limit = MAX_DEFERRED if isinstance(out, _Pending) else 1
-            while len(self.queue) >= limit:
-                self.room = trio.Event()
-                await self.room.wait()
+            await self.deliver(out)
+
+    async def deliver(self, out: list[Any] | Pending | None) -> None:
+        """Send or queue a response (None: there is none)."""
+        if out is None:
+            return
+        if not self.queue and not isinstance(out, Pending):
+            await self.send(out)
+            return
+        self.enqueue(out)
+        # A ready response behind deferred ones: wait until it is sent before reading on.
+        limit = MAX_DEFERRED if type(out) is Pending else 1
+        while len(self.queue) >= limit:
+            self.room = trio.Event()
+            await self.room.wait()
+
+    def enqueue(self, out: list[Any] | Pending) -> None:
+        """Queue a response behind the others; the writer task sends them in order."""
+        self.queue.append(out)
+        if not self.writing:
+            self.writing = True
+            assert self.nursery is not None
+            self.nursery.start_soon(self.write)
 
     async def _receive_large(self, size: int) -> Any:
         """Receive the frame in progress, of `size` > RECEIVE_BYTES bytes, straight into a
@@ -416,7 +491,7 @@ class _Connection:
         try:
             while self.queue:
                 head = self.queue[0]
-                out = await head.chunks() if isinstance(head, _Pending) else head
+                out = await head.chunks() if isinstance(head, Pending) else head
                 if out is not None:
                     await self.send(out)
                 self.queue.popleft()
@@ -485,7 +560,7 @@ async def expire_idle_connections(broker: Broker) -> None:
     while True:
         await clock.sleep_until(clock.now() + max(idle_s / IDLE_CHECKS, 0.001))
         now = clock.now()
-        for conn in broker.connections:
+        for conn in list(broker.connections):
             reason = conn.idle_reason(now, idle_s)
             if reason is not None:
                 conn.close_idle(reason)
@@ -499,7 +574,10 @@ async def serve_connection(
     client_host: str | None = None,
 ) -> None:
     """Serve `stream` until it closes. `client_host` ("/address"): given when the socket is
-    not the client's own (a TLS connection, broker.security.gate)."""
+    not the client's own (a TLS connection, broker.security.gate).
+
+    The task that runs this only waits for the connection to end (the reactor, or a task
+    of the connection's own, serves it), then sends what is still queued and closes it."""
     if client_host is None:
         try:
             peer = stream.socket.getpeername()
@@ -507,22 +585,23 @@ async def serve_connection(
         except OSError:
             client_host = "/unknown"
     conn = _Connection(broker, stream, connection_id, client_host, listener_name)
+    conn.home = broker.reactors.get(NODE_ID.get(broker.node_id))
     broker.metrics.connection_opened()
     broker.connections.add(conn)
     log.info("connection %d opened from %s", connection_id, client_host[1:])
     try:
         async with trio.open_nursery() as conn.nursery:
-            try:
-                await conn.read()
-            except (FrameTooLarge, CloseConnection) as e:
-                conn.end(_reason(e))
-            except (trio.ClosedResourceError, OSError) as e:
-                conn.end(_reason(e))
+            if not conn._park():
+                conn.nursery.start_soon(conn.serve)
+            await conn.ended.wait()
+            if conn.aborted:
                 # Nobody to send the queued responses to. The writer waits only for fsyncs
                 # of batches already appended, which go on without it.
                 conn.nursery.cancel_scope.cancel()
             # Leaving the nursery waits for the writer: queued responses still go out.
     finally:
+        if conn.reactor is not None:
+            conn.reactor.forget(conn)
         conn.release_memory()
         broker.connections.discard(conn)
         broker.metrics.connection_closed()
@@ -534,258 +613,3 @@ async def serve_connection(
         )
         with trio.CancelScope(shield=True):
             await stream.aclose()
-
-
-async def _handle_frame(
-    conn: _Connection | _Authenticating, frame: bytes | bytearray
-) -> list[Any] | _Pending | None:
-    broker = conn.broker
-    try:
-        api_key, version, correlation_id = peek_request_key(frame)
-    except DecodeError as e:
-        raise CloseConnection(f"unreadable request header: {e}") from None
-    route = route_for(api_key)
-    if route is None:
-        raise CloseConnection(f"unknown API key {api_key}")
-    release = broker.config["kafka.version"]
-    # A version kmock implements but the configured Kafka release does not accept is refused
-    # the same way (protocol.releases): Kafka 4.x lists Produce v0-2 and closes on them.
-    if version not in route.request.VERSIONS or not accepts(release, api_key, version):
-        if api_key == API_VERSIONS_KEY:
-            return _unsupported_api_versions(correlation_id, release)
-        raise CloseConnection(f"unsupported version {version} of {route.name}")
-    flexible = route.request.is_flexible(version)
-    try:
-        client_id, body_pos = request_client_id(frame, flexible)
-        # Bytes after a well-formed body are ignored, as Kafka's request parser ignores them:
-        # librdkafka 2.16 sends three extra bytes after a Metadata v12 for all topics.
-        request = decode(route.request, version, frame, body_pos, allow_trailing=True)
-    except DecodeError as e:
-        if api_key == API_VERSIONS_KEY:
-            # KIP-511: an ApiVersions we cannot parse (a newer client's tagged fields) is
-            # answered with INVALID_REQUEST rather than a close.
-            return _respond(
-                route,
-                version,
-                correlation_id,
-                route.error_response(route.request(), ErrorCode.INVALID_REQUEST, version),
-            )
-        raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
-    conn.client_id = client_id
-    conn.api_versions[api_key] = version
-    conn.requests += 1
-    ctx = RequestContext(
-        broker,
-        version,
-        client_id or "",
-        conn.client_host,
-        conn.connection_id,
-        routes,
-        conn.listener_name,
-    )
-    call = _Call(
-        broker,
-        route,
-        version,
-        correlation_id,
-        client_id,
-        trio.current_time(),
-        conn,
-        request,
-        None,
-        # The journal keeps request frames (broker.controls.journal); a large frame is a
-        # bytearray of its own, copied so that nothing can change it afterwards.
-        None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
-    )
-    # The one place faults are consulted (broker.controls.faults), for an API one names.
-    if api_key in broker.faults.armed:
-        fault = broker.faults.take(api_key, version, request, client_id, broker.topic_name)
-        if fault is not None:
-            answered = await _fault(call, fault)
-            if answered is not None:
-                return answered
-    code = ErrorCode.NONE
-    body = None  # the response's body, when the handler gave it encoded
-    if (expired := session_expired(broker, conn.connection_id, request)) is not None:
-        raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
-    try:
-        try:
-            # ACLs: the handler serves what the principal may do (broker.security.enforce)
-            response = await enforce.handle(ctx, request, route.handler, route.error_response)
-            if type(response) is Encoded:  # kept encoded (Metadata): sent as it is
-                body, response = response.body, response.response
-        except KafkaError as e:
-            code = e.code
-            log.debug("%s v%d from %s: %s", route.name, version, client_id, e)
-            response = route.error_response(request, e.code, version)
-    except enforce.Refused as e:
-        raise CloseConnection(str(e)) from None
-    except Exception:
-        return _failed(call)
-    if isinstance(response, Deferred):
-        return _Pending(call._replace(request=None, frame=None), response)
-    return _answer(call, code, response, body)
-
-
-async def _fault(call: _Call, fault: Any) -> list[Any] | None:
-    """Apply a fault to a request: its answer, or None to handle the request as usual
-    (a delay alone). Raises CloseConnection for "disconnect"; "drop" never returns."""
-    call = call._replace(fault=fault.id)
-    if fault.delay_ms:
-        await trio.sleep(fault.delay_ms / 1000)  # real time: "answer late"
-    if fault.action != "error":
-        _journal(call, ErrorCode.NONE, None, fault.action)
-        log.info(
-            "%s v%d from %s: fault %d: %s",
-            call.route.name,
-            call.version,
-            call.client_id,
-            fault.id,
-            fault.action,
-        )
-        if fault.action == "drop":
-            await call.conn.swallow()
-        raise CloseConnection(f"fault {fault.id}: disconnect")
-    if fault.error is None:
-        return None
-    if getattr(call.request, "acks", None) == 0:
-        # A Produce with acks=0 has no response to carry the error: Kafka closes the
-        # connection when one fails, and so does kmock (as in _failed).
-        _journal(call, fault.error, None, "disconnect")
-        raise CloseConnection(f"fault {fault.id}: {fault.error.name} on a Produce with acks=0")
-    log.info(
-        "%s v%d from %s: fault %d: %s",
-        call.route.name,
-        call.version,
-        call.client_id,
-        fault.id,
-        fault.error.name,
-    )
-    return _answer(
-        call, fault.error, call.route.error_response(call.request, fault.error, call.version)
-    )
-
-
-def _journal(call: _Call, code: int, out: list[Any] | None, outcome: str) -> None:
-    journal = call.broker.journal
-    if journal is not None:
-        journal.record(call, code, None, out, outcome, trio.current_time())
-
-
-class _Authenticating:
-    """A connection still in its SASL exchange (broker.security.authenticator), which
-    answers ApiVersions through this dispatch site before the connection is served: what
-    the dispatch site records of a request, without a socket of its own."""
-
-    __slots__ = (
-        "api_versions",
-        "broker",
-        "client_host",
-        "client_id",
-        "connection_id",
-        "listener_name",
-        "requests",
-    )
-
-    def __init__(
-        self, broker: Broker, client_host: str, connection_id: int, listener_name: str
-    ) -> None:
-        self.broker = broker
-        self.client_host = client_host
-        self.connection_id = connection_id
-        self.listener_name = listener_name
-        self.client_id: str | None = None
-        self.api_versions: dict[int, int] = {}
-        self.requests = 0
-
-    async def swallow(self) -> None:
-        """A dropped request is never answered: the SASL exchange waits until it is closed."""
-        await trio.sleep_forever()
-
-
-async def handle_frame(
-    broker: Broker,
-    frame: bytes | bytearray,
-    client_host: str,
-    connection_id: int,
-    listener_name: str,
-) -> list[Any] | _Pending | None:
-    """The dispatch site for a frame read during the SASL exchange (see _Authenticating)."""
-    return await _handle_frame(
-        _Authenticating(broker, client_host, connection_id, listener_name), frame
-    )
-
-
-def _failed(call: _Call) -> list[Any]:
-    """A handler (or encoding its response) raised what it must not: a bug. Called in the
-    `except` clause: logs the exception, returns the UNKNOWN_SERVER_ERROR answer, or raises
-    CloseConnection where there can be none (see the module docstring)."""
-    route = call.route
-    log.exception("%s v%d from %s failed", route.name, call.version, call.client_id)
-    code = ErrorCode.UNKNOWN_SERVER_ERROR
-    out = None
-    if call.request is not None and getattr(call.request, "acks", None) != 0:
-        try:
-            response = route.error_response(call.request, code, call.version)
-            out = _respond(route, call.version, call.correlation_id, response)
-        except Exception:
-            log.exception("%s v%d: the error response failed too", route.name, call.version)
-    call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
-    _journal(call, code, out, "failed" if out is not None else "failed, connection closed")
-    if out is None:
-        raise CloseConnection(f"internal error handling {route.name}") from None
-    return out
-
-
-def _answer(
-    call: _Call, code: ErrorCode, response: Any, body: bytes | None = None
-) -> list[Any] | None:
-    """Encode a handler's response (None: Produce with acks=0, no response at all);
-    `body`: the response already encoded (broker.handlers.Encoded)."""
-    route = call.route
-    try:
-        # Encoding is inside the dispatch site too: a response that cannot be encoded is a
-        # bug reported with its API, version and client, like any other.
-        out = (
-            None
-            if response is None
-            else _respond(route, call.version, call.correlation_id, response, body)
-        )
-    except Exception:
-        return _failed(call)
-    ended = trio.current_time()
-    broker = call.broker
-    broker.metrics.request_done(route.name, code, ended - call.started)
-    if broker.journal is not None:
-        outcome = "answered" if out is not None else "no response"
-        broker.journal.record(call, code, response, out, outcome, ended)
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug(
-            "%s v%d corr=%d from %s -> %s",
-            route.name,
-            call.version,
-            call.correlation_id,
-            call.client_id,
-            code.name,
-        )
-    return out
-
-
-def _respond(
-    route: Route, version: int, correlation_id: int, response: Any, body: bytes | None = None
-) -> list[Any]:
-    chunks = encode_chunks(response, version) if body is None else [body]
-    flexible_header = response_header_is_flexible(
-        route.api_key, route.response.is_flexible(version)
-    )
-    return frame_response(correlation_id, chunks, flexible_header)
-
-
-def _unsupported_api_versions(correlation_id: int, release: str) -> list[Any]:
-    from protocol.messages.api_versions import ApiVersionsResponse
-
-    response = ApiVersionsResponse(
-        error_code=ErrorCode.UNSUPPORTED_VERSION,
-        api_keys=intersect(routes.supported_versions(), release),
-    )
-    return frame_response(correlation_id, encode_chunks(response, 0), False)

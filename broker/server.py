@@ -2,8 +2,9 @@
 
     serve nursery
     ├── per broker (one, or kmock.brokers: broker.cluster_state), in a cancel scope that
-    │   stopping the broker cancels: listeners (trio.serve_listeners) ── connection nursery
-    │   ── one task per connection (and its writer while responses are queued)
+    │   stopping the broker cancels: its reactor (broker.reactor: one task answering every
+    │   connection that waits for its client), listeners (trio.serve_listeners) ── a task per
+    │   connection waiting for it to end (and its writer while responses are queued)
     ├── group coordinator runtime: replay of __consumer_offsets, then its timer task
     ├── transaction coordinator runtime: replay of __transaction_state, then its timer task
     ├── readiness: `broker.ready` once both replays are done
@@ -35,9 +36,11 @@ import trio
 from broker import routes
 from broker.broker import Broker, listener_setup
 from broker.config import Config, ConfigError
-from broker.connection import expire_idle_connections, handle_frame, serve_connection
+from broker.connection import expire_idle_connections, serve_connection
 from broker.context import NODE_ID
+from broker.dispatch import handle_frame
 from broker.durability import Durability
+from broker.reactor import Reactor
 from broker.routes import route_for
 from broker.security.tls import TlsError, tls_contexts
 from protocol.errors import KafkaError
@@ -199,11 +202,18 @@ async def serve_node(
     NODE_ID.set(node)  # the connections' tasks, started from here, inherit it
     with trio.CancelScope() as scope:
         broker.node_scopes[node] = scope
-        async with trio.open_nursery() as nursery:
-            for name, sockets in by_name.items():
-                nursery.start_soon(
-                    trio.serve_listeners, functools.partial(_accept, broker, name), sockets
-                )
+        reactor = Reactor()
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(reactor.run)
+                broker.reactors[node] = reactor
+                for name, sockets in by_name.items():
+                    nursery.start_soon(
+                        trio.serve_listeners, functools.partial(_accept, broker, name), sockets
+                    )
+        finally:
+            if broker.reactors.get(node) is reactor:
+                del broker.reactors[node]
 
 
 async def _listen_again(broker: Broker, node: int) -> Callable[[], None]:

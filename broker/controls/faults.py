@@ -21,7 +21,7 @@ then goes on every partition of the request (error_response), not only the match
 Storage faults (`{"storage": "fsync"}` or `"append"`) make the disk fail instead: see
 broker.controls.disk.
 
-The dispatch site (broker.connection) consults the table only for an API key in `armed`
+The dispatch site (broker.dispatch) consults the table only for an API key in `armed`
 (the request faults by key, kept with `rules`), so a request no fault names costs one
 lookup in a dict, whether the table is empty or holds faults for other APIs.
 

@@ -1,6 +1,6 @@
 """The request journal: the last `kmock.journal.size` requests and their answers.
 
-Recorded at the dispatch site (broker.connection), where metrics count a request: one
+Recorded at the dispatch site (broker.dispatch), where metrics count a request: one
 tuple of plain values appended to a bounded deque, holding the request frame as it came
 and the response's body as it went out, as bytes. Decoding them again and summarising them
 (broker.controls.summary: the key fields by Kafka's names, the error codes) happens only
@@ -84,7 +84,7 @@ class Journal:
     ) -> None:
         """Keep one request (called by the dispatch site; see the module docstring).
 
-        `call` is the dispatch site's record of the request (broker.connection._Call),
+        `call` is the dispatch site's record of the request (broker.dispatch.Call),
         `response` the decoded response and `out` its encoded chunks (None: no answer).
 
         This runs for every request the broker answers, so it does no more than copy
@@ -267,7 +267,7 @@ class Journal:
 
 
 def _body(out: list[Any]) -> Any:
-    """A response's body from its chunks (broker.connection._respond: the header, then the
+    """A response's body from its chunks (broker.dispatch.respond: the header, then the
     body's chunks): the one chunk itself when it is `bytes` (not a view of a buffer that
     may change), else one copy of them all."""
     if len(out) == 2 and type(out[1]) is bytes:

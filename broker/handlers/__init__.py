@@ -27,7 +27,7 @@ class Deferred:
     responses in request order (see broker.connection). `finish()` returns the response
     and puts failures in it, per partition: the request is not kept, so there is nothing to
     build the API's `error_response` from. Anything `finish()` raises is a bug: it is logged
-    and, with no request left to answer from, the connection is closed (broker.connection).
+    and, with no request left to answer from, the connection is closed (broker.dispatch).
     """
 
     __slots__ = ("finish",)

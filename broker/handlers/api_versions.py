@@ -4,7 +4,7 @@ The list is the route table's (broker.routes.supported_versions), read through t
 context, cut to the ranges of the Kafka release in `kafka.version` (protocol.releases): a
 client sees the versions a broker of that release would list, where kmock implements them.
 A request for a version outside that list is answered by the connection itself,
-UNSUPPORTED_VERSION with the same list in v0 form (broker.connection).
+UNSUPPORTED_VERSION with the same list in v0 form (broker.dispatch).
 """
 
 from __future__ import annotations

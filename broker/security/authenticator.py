@@ -77,10 +77,10 @@ _STORES: WeakKeyDictionary[Any, ScramStore] = WeakKeyDictionary()
 
 class Dispatch(NamedTuple):
     """What the gate uses of the broker's dispatch site, handed in by broker.server (so that
-    broker.security imports neither broker.connection nor broker.routes)."""
+    broker.security imports neither broker.connection, broker.dispatch nor broker.routes)."""
 
     serve: Callable[..., Awaitable[None]]  # broker.connection.serve_connection
-    handle_frame: Callable[..., Awaitable[Any]]  # broker.connection.handle_frame
+    handle_frame: Callable[..., Awaitable[Any]]  # broker.dispatch.handle_frame
     route_for: Callable[[int], Any]  # broker.routes.route_for
 
 
@@ -254,7 +254,7 @@ async def authenticate(
             except DecodeError:
                 raise AuthenticationClosed("unreadable request header during SASL") from None
             if api_key == API_VERSIONS_KEY and state == "HANDSHAKE_OR_VERSIONS":
-                # ApiVersions is answered by the one dispatch site (broker.connection)
+                # ApiVersions is answered by the one dispatch site (broker.dispatch)
                 out = await dispatch.handle_frame(
                     broker, frame, client_host, connection_id, listener
                 )

@@ -709,10 +709,10 @@ def test_fault_table_is_looked_up_by_api_key_and_forgets_spent_faults() -> None:
 
 
 def test_the_journal_reads_the_dispatch_sites_call_in_its_field_order() -> None:
-    # Journal.record unpacks broker.connection._Call by position (a named tuple's fields read
+    # Journal.record unpacks broker.dispatch.Call by position (a named tuple's fields read
     # by name cost a generic attribute lookup each): a field added, removed or moved must
     # show here, not as a journal that records the wrong facts.
-    from broker.connection import _Call
+    from broker.dispatch import Call as _Call
 
     assert _Call._fields == (
         "broker",

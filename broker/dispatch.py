@@ -1,0 +1,359 @@
+"""The dispatch site: a request frame in, its response's chunks out (or None: no response).
+
+Every request the broker answers goes through `dispatch` (broker.connection reads the frames
+and writes what it returns; broker.security.authenticator hands it the frames of a SASL
+exchange through `handle_frame`):
+  * a frame we cannot parse closes the connection (logged at INFO), as Kafka does; bytes
+    after a complete request body are ignored, as Kafka ignores them;
+  * an unknown API key or an unsupported version closes the connection, except ApiVersions,
+    which is answered with UNSUPPORTED_VERSION and our version list in its v0 form so the
+    client can pick a version it shares with us (KIP-511);
+  * `KafkaError` raised by a handler becomes the API's `error_response(request, code,
+    version)`;
+  * any other exception is a bug: it is logged with its traceback and answered as Kafka
+    answers it (KafkaApis' handleError): the API's error response with UNKNOWN_SERVER_ERROR,
+    the connection staying open. A Produce with acks=0 has no response to carry the error,
+    and Kafka closes the connection instead: so does kmock, and so it does when even the
+    error response cannot be built or encoded, or when the failure comes after the handler
+    returned (a deferred acks=all Produce, whose request is no longer kept).
+  * the test controls (broker.controls) hook in here and nowhere else: the fault table is
+    consulted before the handler runs, only for an API a fault names (one dict lookup per
+    request otherwise), and answers with the API's `error_response`, late, or by closing;
+    the request journal records each request where metrics count it, when it is on (the
+    admin endpoint): the frame as it came and the response as it went out.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import trio
+
+from broker import routes
+from broker.context import RequestContext
+from broker.handlers import Deferred, Encoded
+from broker.routes import Route, route_for
+from broker.security import enforce
+from broker.security.authz import session_expired
+from protocol.errors import ErrorCode, KafkaError
+from protocol.frames import (
+    API_VERSIONS_KEY,
+    frame_response,
+    peek_request_key,
+    request_client_id,
+    response_header_is_flexible,
+)
+from protocol.releases import accepts, intersect
+from protocol.schema import DecodeError, decode, encode_chunks
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+# The requests' log lines keep the connection's logger name: they are about a connection's
+# requests, and `kmock serve --log-level` users filter on it.
+log = logging.getLogger("broker.connection")
+
+
+class Caller(Protocol):
+    """What the dispatch site reads and records of the connection a frame came on."""
+
+    broker: Broker
+    client_host: str
+    connection_id: int
+    listener_name: str
+    client_id: str | None
+    api_versions: dict[int, int]
+    requests: int
+
+    async def swallow(self) -> None: ...
+
+
+class CloseConnection(Exception):
+    """Stop serving this connection (after logging why)."""
+
+
+class Call(NamedTuple):
+    """A request being answered, as the dispatch site reports and encodes its response."""
+
+    broker: Broker
+    route: Route
+    version: int
+    correlation_id: int
+    client_id: str | None
+    started: float
+    conn: Caller
+    # The decoded request, for the UNKNOWN_SERVER_ERROR answer; None once the response is
+    # deferred, so that a Produce waiting for its fsync does not keep its frame (the records
+    # are views of it) in memory: 256 waiting 1 MB Produce requests would hold 256 MB.
+    request: Any
+    fault: int | None = None  # the id of the fault that answered it (broker.controls.faults)
+    frame: bytes | None = None  # the request as it came, for the journal (None: not kept)
+
+
+class Pending:
+    """A queued response whose handler returned a `Deferred`."""
+
+    __slots__ = ("call", "deferred")
+
+    def __init__(self, call: Call, deferred: Deferred) -> None:
+        self.call = call
+        self.deferred = deferred
+
+    async def chunks(self) -> list[Any] | None:
+        try:
+            response = await self.deferred.finish()
+        except Exception:
+            return _failed(self.call)
+        return _answer(self.call, ErrorCode.NONE, response)
+
+
+async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pending | None:
+    broker = conn.broker
+    try:
+        api_key, version, correlation_id = peek_request_key(frame)
+    except DecodeError as e:
+        raise CloseConnection(f"unreadable request header: {e}") from None
+    route = route_for(api_key)
+    if route is None:
+        raise CloseConnection(f"unknown API key {api_key}")
+    release = broker.config["kafka.version"]
+    # A version kmock implements but the configured Kafka release does not accept is refused
+    # the same way (protocol.releases): Kafka 4.x lists Produce v0-2 and closes on them.
+    if version not in route.request.VERSIONS or not accepts(release, api_key, version):
+        if api_key == API_VERSIONS_KEY:
+            return _unsupported_api_versions(correlation_id, release)
+        raise CloseConnection(f"unsupported version {version} of {route.name}")
+    flexible = route.request.is_flexible(version)
+    try:
+        client_id, body_pos = request_client_id(frame, flexible)
+        # Bytes after a well-formed body are ignored, as Kafka's request parser ignores them:
+        # librdkafka 2.16 sends three extra bytes after a Metadata v12 for all topics.
+        request = decode(route.request, version, frame, body_pos, allow_trailing=True)
+    except DecodeError as e:
+        if api_key == API_VERSIONS_KEY:
+            # KIP-511: an ApiVersions we cannot parse (a newer client's tagged fields) is
+            # answered with INVALID_REQUEST rather than a close.
+            return respond(
+                route,
+                version,
+                correlation_id,
+                route.error_response(route.request(), ErrorCode.INVALID_REQUEST, version),
+            )
+        raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
+    conn.client_id = client_id
+    conn.api_versions[api_key] = version
+    conn.requests += 1
+    ctx = RequestContext(
+        broker,
+        version,
+        client_id or "",
+        conn.client_host,
+        conn.connection_id,
+        routes,
+        conn.listener_name,
+    )
+    call = Call(
+        broker,
+        route,
+        version,
+        correlation_id,
+        client_id,
+        trio.current_time(),
+        conn,
+        request,
+        None,
+        # The journal keeps request frames (broker.controls.journal); a large frame is a
+        # bytearray of its own, copied so that nothing can change it afterwards.
+        None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
+    )
+    # The one place faults are consulted (broker.controls.faults), for an API one names.
+    if api_key in broker.faults.armed:
+        fault = broker.faults.take(api_key, version, request, client_id, broker.topic_name)
+        if fault is not None:
+            answered = await _fault(call, fault)
+            if answered is not None:
+                return answered
+    code = ErrorCode.NONE
+    body = None  # the response's body, when the handler gave it encoded
+    if (expired := session_expired(broker, conn.connection_id, request)) is not None:
+        raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
+    try:
+        try:
+            # ACLs: the handler serves what the principal may do (broker.security.enforce)
+            response = await enforce.handle(ctx, request, route.handler, route.error_response)
+            if type(response) is Encoded:  # kept encoded (Metadata): sent as it is
+                body, response = response.body, response.response
+        except KafkaError as e:
+            code = e.code
+            log.debug("%s v%d from %s: %s", route.name, version, client_id, e)
+            response = route.error_response(request, e.code, version)
+    except enforce.Refused as e:
+        raise CloseConnection(str(e)) from None
+    except Exception:
+        return _failed(call)
+    if isinstance(response, Deferred):
+        return Pending(call._replace(request=None, frame=None), response)
+    return _answer(call, code, response, body)
+
+
+async def _fault(call: Call, fault: Any) -> list[Any] | None:
+    """Apply a fault to a request: its answer, or None to handle the request as usual
+    (a delay alone). Raises CloseConnection for "disconnect"; "drop" never returns."""
+    call = call._replace(fault=fault.id)
+    if fault.delay_ms:
+        await trio.sleep(fault.delay_ms / 1000)  # real time: "answer late"
+    if fault.action != "error":
+        _journal(call, ErrorCode.NONE, None, fault.action)
+        log.info(
+            "%s v%d from %s: fault %d: %s",
+            call.route.name,
+            call.version,
+            call.client_id,
+            fault.id,
+            fault.action,
+        )
+        if fault.action == "drop":
+            await call.conn.swallow()
+        raise CloseConnection(f"fault {fault.id}: disconnect")
+    if fault.error is None:
+        return None
+    if getattr(call.request, "acks", None) == 0:
+        # A Produce with acks=0 has no response to carry the error: Kafka closes the
+        # connection when one fails, and so does kmock (as in _failed).
+        _journal(call, fault.error, None, "disconnect")
+        raise CloseConnection(f"fault {fault.id}: {fault.error.name} on a Produce with acks=0")
+    log.info(
+        "%s v%d from %s: fault %d: %s",
+        call.route.name,
+        call.version,
+        call.client_id,
+        fault.id,
+        fault.error.name,
+    )
+    return _answer(
+        call, fault.error, call.route.error_response(call.request, fault.error, call.version)
+    )
+
+
+def _journal(call: Call, code: int, out: list[Any] | None, outcome: str) -> None:
+    journal = call.broker.journal
+    if journal is not None:
+        journal.record(call, code, None, out, outcome, trio.current_time())
+
+
+class _Authenticating:
+    """A connection still in its SASL exchange (broker.security.authenticator), which
+    answers ApiVersions through this dispatch site before the connection is served: what
+    the dispatch site records of a request, without a socket of its own."""
+
+    __slots__ = (
+        "api_versions",
+        "broker",
+        "client_host",
+        "client_id",
+        "connection_id",
+        "listener_name",
+        "requests",
+    )
+
+    def __init__(
+        self, broker: Broker, client_host: str, connection_id: int, listener_name: str
+    ) -> None:
+        self.broker = broker
+        self.client_host = client_host
+        self.connection_id = connection_id
+        self.listener_name = listener_name
+        self.client_id: str | None = None
+        self.api_versions: dict[int, int] = {}
+        self.requests = 0
+
+    async def swallow(self) -> None:
+        """A dropped request is never answered: the SASL exchange waits until it is closed."""
+        await trio.sleep_forever()
+
+
+async def handle_frame(
+    broker: Broker,
+    frame: bytes | bytearray,
+    client_host: str,
+    connection_id: int,
+    listener_name: str,
+) -> list[Any] | Pending | None:
+    """The dispatch site for a frame read during the SASL exchange (see _Authenticating)."""
+    return await dispatch(_Authenticating(broker, client_host, connection_id, listener_name), frame)
+
+
+def _failed(call: Call) -> list[Any]:
+    """A handler (or encoding its response) raised what it must not: a bug. Called in the
+    `except` clause: logs the exception, returns the UNKNOWN_SERVER_ERROR answer, or raises
+    CloseConnection where there can be none (see the module docstring)."""
+    route = call.route
+    log.exception("%s v%d from %s failed", route.name, call.version, call.client_id)
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+    out = None
+    if call.request is not None and getattr(call.request, "acks", None) != 0:
+        try:
+            response = route.error_response(call.request, code, call.version)
+            out = respond(route, call.version, call.correlation_id, response)
+        except Exception:
+            log.exception("%s v%d: the error response failed too", route.name, call.version)
+    call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
+    _journal(call, code, out, "failed" if out is not None else "failed, connection closed")
+    if out is None:
+        raise CloseConnection(f"internal error handling {route.name}") from None
+    return out
+
+
+def _answer(
+    call: Call, code: ErrorCode, response: Any, body: bytes | None = None
+) -> list[Any] | None:
+    """Encode a handler's response (None: Produce with acks=0, no response at all);
+    `body`: the response already encoded (broker.handlers.Encoded)."""
+    route = call.route
+    try:
+        # Encoding is inside the dispatch site too: a response that cannot be encoded is a
+        # bug reported with its API, version and client, like any other.
+        out = (
+            None
+            if response is None
+            else respond(route, call.version, call.correlation_id, response, body)
+        )
+    except Exception:
+        return _failed(call)
+    ended = trio.current_time()
+    broker = call.broker
+    broker.metrics.request_done(route.name, code, ended - call.started)
+    if broker.journal is not None:
+        outcome = "answered" if out is not None else "no response"
+        broker.journal.record(call, code, response, out, outcome, ended)
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "%s v%d corr=%d from %s -> %s",
+            route.name,
+            call.version,
+            call.correlation_id,
+            call.client_id,
+            code.name,
+        )
+    return out
+
+
+def respond(
+    route: Route, version: int, correlation_id: int, response: Any, body: bytes | None = None
+) -> list[Any]:
+    chunks = encode_chunks(response, version) if body is None else [body]
+    flexible_header = response_header_is_flexible(
+        route.api_key, route.response.is_flexible(version)
+    )
+    return frame_response(correlation_id, chunks, flexible_header)
+
+
+def _unsupported_api_versions(correlation_id: int, release: str) -> list[Any]:
+    from protocol.messages.api_versions import ApiVersionsResponse
+
+    response = ApiVersionsResponse(
+        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        api_keys=intersect(routes.supported_versions(), release),
+    )
+    return frame_response(correlation_id, encode_chunks(response, 0), False)

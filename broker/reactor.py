@@ -1,0 +1,181 @@
+"""The reactor: one task serving every connection of a broker that waits for its client.
+
+trio's way is a task per connection, each waiting for its socket in `wait_readable`. Every
+request then costs a trip through trio's scheduler (the wait registered with the kernel,
+the task woken, switched to, and back): about 40 us here, more than librdkafka's mock
+spends on a whole request (bench/README.md, "Round 6"). So a broker's connections are
+watched by one epoll of their own (level-triggered), which trio waits for as one file
+descriptor; when it is readable, one task, the leader, steps through every connection with
+bytes to read (broker.connection's `step`), reading and answering their requests in place.
+Kafka's network threads serve their connections the same way, many to a selector.
+
+A handler that waits (for a group, for records, for an fsync in strict mode, a fault's
+delay) yields to trio from inside the leader's step. The leader then hands its role on: it
+starts a new leader, which carries on with the connections still to step, and goes on
+running the suspended request as its own (`resume`: trio's wait was registered for this
+task, so this task must be the one to wait), then serves that connection as a task of its
+own until the connection goes back to the reactor (the leader/followers pattern). What
+else needs a task (a large frame, a response the socket does not take at once, queued
+deferred responses) gets one from the connection's own nursery.
+
+Fairness: a step answers at most broker.connection.STEP_REQUESTS requests before the next
+connection's turn, and the leader lets other tasks run every LEAD_STEPS steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import types
+from collections.abc import Coroutine, Generator
+from typing import Any, Protocol
+
+import trio
+
+log = logging.getLogger("broker.connection")
+
+LEAD_STEPS = 64  # connection steps between two checkpoints of the leader
+POLL_EVENTS = 1024  # events taken from the epoll at a time
+
+# What a connection's step tells the reactor (broker.connection's `step`).
+PARKED = "parked"  # waiting for its client: the reactor goes on watching it
+AGAIN = "again"  # more requests already received: another step in the reactor's next round
+TASK = "task"  # to be served by a task of its own now (its `serve`)
+ENDED = "ended"  # the connection is over (its `reason` says why)
+
+
+class Served(Protocol):
+    """What the reactor reads and calls of a connection (broker.connection's)."""
+
+    sock: trio.socket.SocketType
+    clock: Any  # broker.controls.clock.Clock
+    connection_id: int
+    reactor: Reactor | None
+    read_since: float | None
+    nursery: trio.Nursery | None
+    ended: trio.Event
+    aborted: bool
+
+    def end(self, reason: str) -> None: ...
+
+    def step(self) -> Any: ...
+
+    async def serve(self, blocked: tuple[Any, Any] | None = None) -> None: ...
+
+
+@types.coroutine
+def resume(coroutine: Coroutine[Any, Any, Any], trap: Any) -> Generator[Any, Any, Any]:
+    """Go on running `coroutine`, which yielded `trap` to trio when it was last stepped by
+    hand, as part of the current task: await this in the task that stepped it."""
+    while True:
+        try:
+            value = yield trap
+        except BaseException as e:  # thrown in by trio (or closing): on to the coroutine
+            try:
+                trap = coroutine.throw(e)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                trap = coroutine.send(value)
+            except StopIteration as done:
+                return done.value
+
+
+class Reactor:
+    """The connections of one broker that wait for their client, and the leader serving
+    them. `run` in the broker's nursery; connections come with `watch`, go with `forget`."""
+
+    def __init__(self) -> None:
+        self.epoll = select.epoll()
+        self.watched: dict[int, Served] = {}  # by file descriptor
+        self.ready: list[Served] = []  # to step in this round
+        self.again: list[Served] = []  # to step in the next round (AGAIN)
+        self.nursery: trio.Nursery | None = None
+        self.closed = False
+
+    def watch(self, conn: Served) -> None:
+        fd = conn.sock.fileno()
+        conn.reactor = self
+        conn.read_since = conn.clock.now()
+        self.watched[fd] = conn
+        self.epoll.register(fd, select.EPOLLIN)
+
+    def forget(self, conn: Served) -> None:
+        """Stop watching `conn` (before its socket is closed or a task takes it)."""
+        if conn.reactor is not self:
+            return
+        conn.reactor = None
+        conn.read_since = None
+        fd = conn.sock.fileno()
+        if self.watched.get(fd) is conn:
+            del self.watched[fd]
+            with contextlib.suppress(OSError):  # closed already: the kernel dropped it
+                self.epoll.unregister(fd)
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the watched connections until cancelled."""
+        try:
+            async with trio.open_nursery() as self.nursery:
+                self.nursery.start_soon(self.lead)
+                task_status.started()
+        finally:
+            self.closed = True
+            for conn in list(self.watched.values()):
+                self.forget(conn)
+                conn.end("broker stopped")
+                conn.ended.set()
+            trio.lowlevel.notify_closing(self.epoll.fileno())
+            self.epoll.close()
+
+    async def lead(self) -> None:
+        """Step the ready connections while this task is the leader."""
+        epoll, watched = self.epoll, self.watched
+        steps = 0
+        now = None  # the clock at this round's poll, once a connection parks
+        while True:
+            if not self.ready:
+                events = epoll.poll(0, POLL_EVENTS)
+                if not events and not self.again:
+                    await trio.lowlevel.wait_readable(epoll.fileno())
+                    continue
+                ready = [watched[fd] for fd, _ in events if fd in watched]
+                ready.extend(self.again)
+                self.again.clear()
+                ready.reverse()  # popped from the end: served in the order reported
+                self.ready = ready
+                now = None
+            conn = self.ready.pop()
+            if conn.reactor is not self:  # forgotten meanwhile (closed, or taken by a task)
+                continue
+            try:
+                result = conn.step()
+            except Exception:
+                # Never let one connection take the server down; this is a bug.
+                log.exception("connection %d crashed", conn.connection_id)
+                conn.end("internal error")
+                conn.aborted = True
+                result = ENDED
+            if result is PARKED:
+                if now is None:
+                    now = conn.clock.now()
+                conn.read_since = now
+            elif result is AGAIN:
+                self.again.append(conn)
+            else:
+                self.forget(conn)
+                if result is ENDED:
+                    conn.ended.set()
+                elif result is TASK:
+                    assert conn.nursery is not None
+                    conn.nursery.start_soon(conn.serve)
+                else:  # a handler waits: this task goes on with it, a new one leads
+                    assert self.nursery is not None
+                    self.nursery.start_soon(self.lead)
+                    await conn.serve(result)
+                    return
+            steps += 1
+            if steps == LEAD_STEPS:
+                steps = 0
+                await trio.lowlevel.checkpoint()

@@ -1,0 +1,142 @@
+"""Connections served by their broker's reactor (broker.reactor): one task answering every
+connection that waits for its client. A request whose handler waits hands the reactor on
+and holds no other connection; its connection is answered in order and goes back to the
+reactor afterwards; a client that pipelines more requests than one step answers, or one
+that stops reading, is served as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from broker.connection import STEP_REQUESTS
+from protocol.errors import ErrorCode
+from protocol.frames import parse_response_header
+from protocol.messages.api_versions import ApiVersionsRequest
+from tests.broker.handlers.test_offset_commit import commit_request
+from tests.reliability.inproc import create
+from tests.wire import WireClient, read_frame, request_bytes
+
+
+@pytest.fixture
+async def fsync_gate(broker: Any, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
+    """Strict durability, each fsync held until the event: an OffsetCommit's handler waits."""
+    broker.durability.strict = True
+    gate = trio.Event()
+    wait_durable = broker.durability.wait_durable
+
+    async def held(plog: Any, end: int) -> None:
+        await gate.wait()
+        await wait_durable(plog, end)
+
+    monkeypatch.setattr(broker.durability, "wait_durable", held)
+    return gate
+
+
+def _served(broker: Any, client: WireClient) -> Any:
+    """The broker's side of the client's connection."""
+    host, port = client.stream.socket.getsockname()[:2]
+    (conn,) = [c for c in broker.connections if c.address == f"{host}:{port}"]
+    return conn
+
+
+async def _answered(client: WireClient) -> None:
+    assert (await client.call(ApiVersionsRequest(), 3)).error_code == ErrorCode.NONE
+
+
+async def test_a_request_that_waits_holds_no_other_connection(
+    broker: Any, fsync_gate: trio.Event, nursery: trio.Nursery
+) -> None:
+    reactor = broker.reactors[broker.node_id]
+    with trio.fail_after(30):
+        waiter = await WireClient.connect(broker)
+        await create(waiter, "t")
+        others = [await WireClient.connect(broker) for _ in range(8)]
+        answers: list[Any] = []
+        answered = trio.Event()
+
+        async def commit() -> None:
+            answers.append(await waiter.call(commit_request("g", {("t", 0): 5}), 9))
+            answered.set()
+
+        nursery.start_soon(commit)
+        await trio.testing.wait_all_tasks_blocked()
+        conn = _served(broker, waiter)
+        assert conn.reactor is None  # its own task waits for the fsync
+        for _ in range(3):  # every other connection is answered meanwhile
+            for other in others:
+                await _answered(other)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not answered.is_set()
+        fsync_gate.set()
+        await answered.wait()
+        partition = answers[0].topics[0].partitions[0]
+        assert partition.error_code == ErrorCode.NONE
+        # Back with the reactor once it waits for its client again, and answered there.
+        await trio.testing.wait_all_tasks_blocked()
+        assert conn.reactor is reactor
+        await _answered(waiter)
+        for other in others:
+            await _answered(other)
+
+
+async def test_requests_beyond_one_step_are_answered_in_order_without_more_bytes(
+    broker: Any,
+) -> None:
+    count = 5 * STEP_REQUESTS + 3  # more than one step answers: the rest wait their turn
+    with trio.fail_after(10):
+        client = await WireClient.connect(broker)
+        other = await WireClient.connect(broker)
+        await client.send_raw(
+            b"".join(request_bytes(ApiVersionsRequest(), 2, correlation_id=i) for i in range(count))
+        )
+        await _answered(other)
+        for i in range(count):
+            frame = await read_frame(client.stream)
+            assert frame is not None
+            assert parse_response_header(frame, False)[0] == i
+        await _answered(client)
+
+
+async def test_a_client_that_stops_reading_is_served_again_once_it_reads(
+    broker: Any,
+) -> None:
+    count = 2000  # ~1 MB of ApiVersions answers: more than the socket buffers hold
+    with trio.fail_after(30):
+        client = await WireClient.connect(broker)
+        other = await WireClient.connect(broker)
+        await client.send_raw(
+            b"".join(request_bytes(ApiVersionsRequest(), 3, correlation_id=i) for i in range(count))
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        conn = _served(broker, client)
+        assert conn.reactor is None  # a task of its own waits to send the rest
+        assert conn.write_since is not None
+        await _answered(other)  # the reactor is not stuck on the full socket
+        for i in range(count):
+            frame = await read_frame(client.stream)
+            assert frame is not None
+            assert parse_response_header(frame, False)[0] == i
+        await _answered(client)
+        await trio.testing.wait_all_tasks_blocked()
+        assert conn.reactor is broker.reactors[broker.node_id]
+
+
+async def test_stopping_the_broker_ends_the_connections_its_reactor_serves(
+    nursery: trio.Nursery, tmp_path: Any
+) -> None:
+    from broker.server import serve
+    from tests.conftest import broker_config
+
+    with trio.fail_after(30):
+        broker = await nursery.start(serve, broker_config(tmp_path / "data"))
+        clients = [await WireClient.connect(broker) for _ in range(5)]
+        for client in clients:
+            await _answered(client)
+        broker.cancel_scope.cancel()
+        for client in clients:  # each sees its connection closed, none hangs
+            assert await read_frame(client.stream) is None
