@@ -22,11 +22,13 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from broker.pytest_plugin import KmockBroker
 from tests.integration.harness import (
     JS_DIR,
+    KAFKA_PYTHON_POLL_MS,
     GroupMember,
     Proc,
     Rec,
     deadline,
     kafka_python_consumer_options,
+    kafka_python_group_consumer,
     kafka_python_rec,
     wait_until,
 )
@@ -47,18 +49,25 @@ SETTINGS = {
 
 
 class Member(GroupMember):
-    """The group's consumer: commits what it polled after every poll."""
+    """The group's consumer: commits what it polled after every poll.
+
+    It learns the topic's partitions before it joins, and polls for longer than a join
+    round trip (harness.KAFKA_PYTHON_POLL_MS): a kafka-python member that joins before its
+    metadata has the topic assigns nothing, rejoins at once, and can lose the end of that
+    rebalance when a short poll returns while it is in flight; the group's coordinator then
+    evicts it at its session timeout and it never reads a record.
+    """
 
     def _open(self) -> None:
-        self.c = KafkaConsumer(
+        self.c = kafka_python_group_consumer(
+            self.topic,
             **kafka_python_consumer_options(
                 self.bootstrap, f"cluster-{self.name}", group_id=self.group
-            )
+            ),
         )
-        self.c.subscribe([self.topic])
 
     def _poll(self) -> list[Rec]:
-        batch = self.c.poll(timeout_ms=200)
+        batch = self.c.poll(timeout_ms=KAFKA_PYTHON_POLL_MS)
         records = [kafka_python_rec(r) for rs in batch.values() for r in rs]
         if records:
             self.c.commit()
