@@ -371,6 +371,9 @@ class Message(Struct):
     API_KEY: ClassVar[int] = -1
     VERSIONS: ClassVar[range] = range(0)
     FLEXIBLE_FROM: ClassVar[int | None] = None
+    # A request clients send again and again byte for byte (Metadata, ApiVersions): `decode`
+    # keeps the message it decoded and hands the same one out for the same bytes (_Kept).
+    KEEP_DECODED: ClassVar[bool] = False
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
@@ -579,8 +582,49 @@ def _compiled(cls: type[Message], version: int) -> Any:
     if c is None:
         if version not in cls.VERSIONS:
             raise ValueError(f"{cls.__name__} has no version {version}")
-        c = _COMPILED[(cls, version)] = build_struct(cls, version).compile()
+        c = build_struct(cls, version).compile()
+        if cls.KEEP_DECODED:
+            c = _Kept(c)
+        _COMPILED[(cls, version)] = c
     return c
+
+
+KEPT_DECODED = 64  # messages kept per (class, version) by _Kept (all dropped when full)
+KEPT_MAX_BYTES = 1024  # the longest body kept: a Metadata naming a few dozen topics
+
+
+class _Kept:
+    """The codec of a Message that is `KEEP_DECODED`: decoding the same bytes again gives
+    the message decoded the first time, for the price of copying the bytes and a dict
+    lookup instead of a parse. A client's Metadata or ApiVersions request is the same bytes
+    each time it is sent (the correlation id is in the header, not in the body), and the
+    handler may then recognise the message itself (broker.handlers.metadata keeps its
+    answer to it). The message is shared, so nobody may change it: a Struct is frozen, and
+    its lists are left as they are (what the broker needs changed it copies, as
+    dataclasses.replace does). Encoding is the compiled construct's."""
+
+    __slots__ = ("buildfunc", "codec", "kept", "source")
+
+    def __init__(self, codec: Any) -> None:
+        self.codec = codec
+        self.buildfunc = codec.buildfunc
+        self.source = codec.source  # the generated code, as tests read it
+        self.kept: dict[bytes, tuple[Any, int]] = {}  # body -> (message, bytes it used)
+
+    def parsefunc(self, r: Reader, context: Any) -> Any:
+        start = r.pos
+        if len(r.buf) - start > KEPT_MAX_BYTES:
+            return self.codec.parsefunc(r, context)
+        body = bytes(r.buf[start:])
+        kept = self.kept.get(body)
+        if kept is not None:
+            r.pos = start + kept[1]
+            return kept[0]
+        msg = self.codec.parsefunc(r, context)
+        if len(self.kept) >= KEPT_DECODED:
+            self.kept.clear()
+        self.kept[body] = (msg, r.pos - start)
+        return msg
 
 
 def decode(
