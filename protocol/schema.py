@@ -601,30 +601,36 @@ class _Kept:
     handler may then recognise the message itself (broker.handlers.metadata keeps its
     answer to it). The message is shared, so nobody may change it: a Struct is frozen, and
     its lists are left as they are (what the broker needs changed it copies, as
-    dataclasses.replace does). Encoding is the compiled construct's."""
+    dataclasses.replace does). Encoding, and decoding a body longer than KEPT_MAX_BYTES,
+    are the compiled construct's."""
 
-    __slots__ = ("buildfunc", "codec", "kept", "source")
+    __slots__ = ("buildfunc", "codec", "kept", "parsefunc", "source")
 
     def __init__(self, codec: Any) -> None:
         self.codec = codec
+        self.parsefunc = codec.parsefunc
         self.buildfunc = codec.buildfunc
         self.source = codec.source  # the generated code, as tests read it
-        self.kept: dict[bytes, tuple[Any, int]] = {}  # body -> (message, bytes it used)
+        self.kept: dict[bytes, tuple[Any, int]] = {}  # body -> (message, bytes left over)
 
-    def parsefunc(self, r: Reader, context: Any) -> Any:
-        start = r.pos
-        if len(r.buf) - start > KEPT_MAX_BYTES:
-            return self.codec.parsefunc(r, context)
-        body = bytes(r.buf[start:])
+    def decode(
+        self, cls: type[Message], version: int, buf: bytes | bytearray | memoryview, pos: int
+    ) -> tuple[Any, int]:
+        """`decode`'s message and the count of bytes left over after it."""
+        body = bytes(buf[pos:])
         kept = self.kept.get(body)
-        if kept is not None:
-            r.pos = start + kept[1]
-            return kept[0]
-        msg = self.codec.parsefunc(r, context)
-        if len(self.kept) >= KEPT_DECODED:
-            self.kept.clear()
-        self.kept[body] = (msg, r.pos - start)
-        return msg
+        if kept is None:
+            r = Reader(body)
+            try:
+                msg = self.parsefunc(r, None)
+            except _MALFORMED as e:
+                if isinstance(e, DecodeError):
+                    raise
+                raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+            if len(self.kept) >= KEPT_DECODED:
+                self.kept.clear()
+            kept = self.kept[body] = (msg, len(body) - r.pos)
+        return kept
 
 
 def decode(
@@ -641,18 +647,22 @@ def decode(
     Raises:
       DecodeError: the bytes are short, have bytes left over, or hold an invalid value.
     """
-    r = Reader(buf, pos)
     codec = _COMPILED.get((cls, version))
     if codec is None:
         codec = _compiled(cls, version)
-    try:
-        msg = codec.parsefunc(r, None)
-    except _MALFORMED as e:
-        if isinstance(e, DecodeError):
-            raise
-        raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
-    if r.pos != len(r.buf) and not allow_trailing:
-        raise DecodeError(f"{cls.__name__} v{version}: {len(r.buf) - r.pos} bytes left over")
+    if type(codec) is _Kept and len(buf) - pos <= KEPT_MAX_BYTES:
+        msg, left = codec.decode(cls, version, buf, pos)
+    else:
+        r = Reader(buf, pos)
+        try:
+            msg = codec.parsefunc(r, None)
+        except _MALFORMED as e:
+            if isinstance(e, DecodeError):
+                raise
+            raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+        left = len(r.buf) - r.pos
+    if left and not allow_trailing:
+        raise DecodeError(f"{cls.__name__} v{version}: {left} bytes left over")
     return msg
 
 

@@ -139,9 +139,9 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     broker = ctx.broker
     key = (id(broker), id(request), ctx.api_version, ctx.listener_name, ctx.node_id)
     kept = _answers.get(key)
+    # The request's id is its own while an entry holds it; the broker's is checked.
     if (
         kept is not None
-        and kept.request is request
         and kept.view == topics_view.view_changes
         and kept.broker() is broker
         and kept.live == broker.cluster.live
