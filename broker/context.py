@@ -27,7 +27,9 @@ NODE_ID: contextvars.ContextVar[int] = contextvars.ContextVar("kmock_node_id")
 class RouteTable(Protocol):
     """The route table as a handler may read it (the module broker.routes is one)."""
 
-    def supported_versions(self) -> list[ApiVersion]: ...
+    def supported_versions(self) -> list[ApiVersion]:
+        """The same list until the route table changes (not to be changed)."""
+        ...
 
 
 class RequestContext:

@@ -104,6 +104,8 @@ class Metrics:
         # Keyed by (api, error name).
         self.requests: dict[tuple[str, str], _CounterChild] = {}
         self.latency: dict[str, _Histogram] = {}
+        # (api, error as given) -> its counter, its API's histogram, the error (request_done)
+        self._done: dict[tuple[str, object], tuple[_CounterChild, _Histogram, object]] = {}
         self.bytes_received = 0
         self.bytes_sent = 0
         self.connections = 0
@@ -144,18 +146,29 @@ class Metrics:
         self.bytes_sent += n
 
     def request_done(self, api: str, error: object, seconds: float) -> None:
+        # Once per request: the counter and histogram of (api, error) found by one lookup.
+        # An int equal to an ErrorCode finds the ErrorCode's entry: `error is` tells them
+        # apart, and the other one takes the long way (its label is not the same).
+        done = self._done.get((api, error))
+        if done is None or done[2] is not error:
+            done = self._request_entry(api, error)
+        done[0].value += 1
+        histogram = done[1]
+        histogram.counts[bisect_left(_BOUNDS, seconds)] += 1
+        histogram.sum += seconds
+
+    def _request_entry(self, api: str, error: object) -> tuple[_CounterChild, _Histogram, object]:
         # An ErrorCode's name is its member's `_name_` (enum's `name` is a property).
         name = getattr(error, "_name_", None)
         key = (api, name if name is not None else getattr(error, "name", None) or str(error))
         child = self.requests.get(key)
         if child is None:
             child = self.requests[key] = _CounterChild()
-        child.value += 1
         histogram = self.latency.get(api)
         if histogram is None:
             histogram = self.latency[api] = _Histogram()
-        histogram.counts[bisect_left(_BOUNDS, seconds)] += 1
-        histogram.sum += seconds
+        done = self._done[(api, error)] = (child, histogram, error)
+        return done
 
     def render(self) -> bytes:
         """Every metric in the Prometheus text format 0.0.4 (what /metrics serves)."""

@@ -191,6 +191,7 @@ def load(request: type[Message], module: str) -> Handler:
 
 
 _BY_KEY: dict[int, Route] = {}
+_SUPPORTED: list[ApiVersion] = []
 
 
 def install(routes: dict[type[Message], str]) -> None:
@@ -201,6 +202,15 @@ def install(routes: dict[type[Message], str]) -> None:
         route = _route(request, _Unloaded(request, module))
         assert route.api_key not in _BY_KEY, f"API key {route.api_key} routed twice"
         _BY_KEY[route.api_key] = route
+    global _SUPPORTED
+    _SUPPORTED = [
+        ApiVersion(
+            api_key=r.api_key,
+            min_version=r.request.VERSIONS.start,
+            max_version=r.request.VERSIONS.stop - 1,
+        )
+        for r in _BY_KEY.values()
+    ]
 
 
 def route_for(api_key: int) -> Route | None:
@@ -212,15 +222,10 @@ def all_routes() -> list[Route]:
 
 
 def supported_versions() -> list[ApiVersion]:
-    """ApiVersions' list: every routed API with its range of versions, by key."""
-    return [
-        ApiVersion(
-            api_key=r.api_key,
-            min_version=r.request.VERSIONS.start,
-            max_version=r.request.VERSIONS.stop - 1,
-        )
-        for r in all_routes()
-    ]
+    """ApiVersions' list: every routed API with its range of versions, by key. The same
+    list until the table is installed again (the ApiVersions handler keeps its answers
+    while it is): not to be changed."""
+    return _SUPPORTED
 
 
 install(ROUTES)

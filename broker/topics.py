@@ -65,6 +65,18 @@ MAX_PARTITIONS_PER_REQUEST = 10_000
 # Created by the coordinators on first need, never by clients.
 _INTERNAL_TOPICS = (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 
+# How many times the view of the topics that Metadata answers with has changed in this
+# process: a topic published or deleted, partitions added (TopicRegistry), or a partition's
+# leader, leader epoch, replicas or ISR assigned (Partition.__setattr__). Metadata keeps an
+# encoded answer while it stays the same (broker.handlers.metadata).
+view_changes = 0
+_VIEW_FIELDS = frozenset({"leader", "leader_epoch", "replicas", "isr"})
+
+
+def _view_changed() -> None:
+    global view_changes
+    view_changes += 1
+
 
 def check_partition_count(new_partitions: int) -> None:
     if new_partitions > MAX_PARTITIONS_PER_REQUEST:
@@ -143,6 +155,13 @@ class Partition:
         for ev in self.waiters:
             ev.set()
         self.waiters.clear()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The cluster's view is assigned, never changed in place (broker.cluster_state
+        # assigns new lists): every change of it is counted in `view_changes`.
+        if name in _VIEW_FIELDS:
+            _view_changed()
+        object.__setattr__(self, name, value)
 
 
 @dataclass(eq=False)
@@ -317,6 +336,7 @@ class TopicRegistry:
                 topic.partitions.append(p)
             self.topics[name] = topic
             self.by_id[topic.topic_id] = topic
+            _view_changed()
         rebuilt = sum(
             any(e.action == "index rebuilt" for e in p.log.recovery_report)
             for t in self.topics.values()
@@ -502,11 +522,13 @@ class TopicRegistry:
         """
         self.topics[topic.name] = topic
         self.by_id[topic.topic_id] = topic
+        _view_changed()
         try:
             self._save()
         except OSError as e:
             del self.topics[topic.name]
             del self.by_id[topic.topic_id]
+            _view_changed()
             raise KafkaError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"could not create {topic.name}: {e}"
             ) from e
@@ -664,10 +686,12 @@ class TopicRegistry:
                 for p in added:
                     p.log.config = lc
                 topic.partitions.extend(added)
+                _view_changed()
                 try:
                     self._save()
                 except OSError as e:
                     del topic.partitions[first:]
+                    _view_changed()
                     failure = _add_failed(name, e)
             if failure is not None:
                 with trio.CancelScope(shield=True):
@@ -687,6 +711,7 @@ class TopicRegistry:
     def delete(self, name: str) -> None:
         topic = self.topics.pop(name)
         self.by_id.pop(topic.topic_id, None)
+        _view_changed()
         self._save()
         for p in topic.partitions:
             p.notify()

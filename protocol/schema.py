@@ -371,6 +371,9 @@ class Message(Struct):
     API_KEY: ClassVar[int] = -1
     VERSIONS: ClassVar[range] = range(0)
     FLEXIBLE_FROM: ClassVar[int | None] = None
+    # A request clients send again and again byte for byte (Metadata, ApiVersions): `decode`
+    # keeps the message it decoded and hands the same one out for the same bytes (_Kept).
+    KEEP_DECODED: ClassVar[bool] = False
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
@@ -579,8 +582,55 @@ def _compiled(cls: type[Message], version: int) -> Any:
     if c is None:
         if version not in cls.VERSIONS:
             raise ValueError(f"{cls.__name__} has no version {version}")
-        c = _COMPILED[(cls, version)] = build_struct(cls, version).compile()
+        c = build_struct(cls, version).compile()
+        if cls.KEEP_DECODED:
+            c = _Kept(c)
+        _COMPILED[(cls, version)] = c
     return c
+
+
+KEPT_DECODED = 64  # messages kept per (class, version) by _Kept (all dropped when full)
+KEPT_MAX_BYTES = 1024  # the longest body kept: a Metadata naming a few dozen topics
+
+
+class _Kept:
+    """The codec of a Message that is `KEEP_DECODED`: decoding the same bytes again gives
+    the message decoded the first time, for the price of copying the bytes and a dict
+    lookup instead of a parse. A client's Metadata or ApiVersions request is the same bytes
+    each time it is sent (the correlation id is in the header, not in the body), and the
+    handler may then recognise the message itself (broker.handlers.metadata keeps its
+    answer to it). The message is shared, so nobody may change it: a Struct is frozen, and
+    its lists are left as they are (what the broker needs changed it copies, as
+    dataclasses.replace does). Encoding, and decoding a body longer than KEPT_MAX_BYTES,
+    are the compiled construct's."""
+
+    __slots__ = ("buildfunc", "codec", "kept", "parsefunc", "source")
+
+    def __init__(self, codec: Any) -> None:
+        self.codec = codec
+        self.parsefunc = codec.parsefunc
+        self.buildfunc = codec.buildfunc
+        self.source = codec.source  # the generated code, as tests read it
+        self.kept: dict[bytes, tuple[Any, int]] = {}  # body -> (message, bytes left over)
+
+    def decode(
+        self, cls: type[Message], version: int, buf: bytes | bytearray | memoryview, pos: int
+    ) -> tuple[Any, int]:
+        """`decode`'s message and the count of bytes left over after it."""
+        body = bytes(buf[pos:])
+        kept = self.kept.get(body)
+        if kept is None:
+            r = Reader(body)
+            try:
+                msg = self.parsefunc(r, None)
+            except _MALFORMED as e:
+                if isinstance(e, DecodeError):
+                    raise
+                raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+            if len(self.kept) >= KEPT_DECODED:
+                self.kept.clear()
+            kept = self.kept[body] = (msg, len(body) - r.pos)
+        return kept
 
 
 def decode(
@@ -597,18 +647,22 @@ def decode(
     Raises:
       DecodeError: the bytes are short, have bytes left over, or hold an invalid value.
     """
-    r = Reader(buf, pos)
     codec = _COMPILED.get((cls, version))
     if codec is None:
         codec = _compiled(cls, version)
-    try:
-        msg = codec.parsefunc(r, None)
-    except _MALFORMED as e:
-        if isinstance(e, DecodeError):
-            raise
-        raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
-    if r.pos != len(r.buf) and not allow_trailing:
-        raise DecodeError(f"{cls.__name__} v{version}: {len(r.buf) - r.pos} bytes left over")
+    if type(codec) is _Kept and len(buf) - pos <= KEPT_MAX_BYTES:
+        msg, left = codec.decode(cls, version, buf, pos)
+    else:
+        r = Reader(buf, pos)
+        try:
+            msg = codec.parsefunc(r, None)
+        except _MALFORMED as e:
+            if isinstance(e, DecodeError):
+                raise
+            raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+        left = len(r.buf) - r.pos
+    if left and not allow_trailing:
+        raise DecodeError(f"{cls.__name__} v{version}: {left} bytes left over")
     return msg
 
 

@@ -12,11 +12,15 @@ accept as the end state they would have retried for.
 
 Clients ask the same question again and again (librdkafka every few seconds per topic, and
 1,000 connections asking at once, bench/RESULTS.md §9), so an answer about topics that all
-exist is kept, encoded, per broker: keyed by everything it is made of (version, listener and
-its address, the broker asked, the running brokers, the flags, and per topic the Topic
-itself and each partition's leader, leader epoch, replicas and in-sync replicas), so a
-topic created, deleted or given partitions, or a leader or replica set that changes, makes
-a new key, never a stale answer.
+exist is kept, encoded. The request's bytes are the same each time, and decoding them gives
+the same MetadataRequest object each time (protocol.schema._Kept): the answer is found by
+that object, the version, the listener and the broker asked, and given while what else it
+is made of is unchanged: the topics' view (`broker.topics.view_changes`, counted when a
+topic is created or deleted, is given partitions, or a partition's leader, leader epoch,
+replicas or in-sync replicas change), the running brokers and their advertised addresses.
+A repeated question then costs a dict lookup and four comparisons. With an authorizer
+nothing is kept: the answer is cut to what the principal may see (broker.security.visible),
+so a body kept would not be sent. The cluster id does not change while a broker serves.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from broker import topics as topics_view
 from broker.cluster import (
     ALL_CLUSTER_OPERATIONS,
     ALL_TOPIC_OPERATIONS,
@@ -45,11 +50,27 @@ from protocol.messages.metadata import (
 from protocol.schema import encode_chunks
 from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 
-ANSWERS_KEPT = 64  # encoded answers kept per broker (all dropped when full)
+ANSWERS_KEPT = 64  # encoded answers kept (all dropped when full)
 
-_answers: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Encoded]] = (
-    weakref.WeakKeyDictionary()
-)
+
+class _Kept:
+    """An answer kept encoded, with what it was made of besides its key (see the module
+    docstring). The request is held, so that its id is not reused while kept; the broker
+    is not (a weak reference: brokers of a test run come and go)."""
+
+    __slots__ = ("advertised", "broker", "encoded", "live", "request", "view")
+
+    def __init__(self, broker: Any, request: MetadataRequest, encoded: Encoded) -> None:
+        self.broker = weakref.ref(broker)
+        self.request = request
+        self.encoded = encoded
+        self.view = topics_view.view_changes
+        self.live = frozenset(broker.cluster.live)
+        self.advertised = {node: dict(a) for node, a in broker.node_advertised.items()}
+
+
+# (id of the broker, id of the request, version, listener, node asked) -> the kept answer.
+_answers: dict[tuple[int, int, int, str, int], _Kept] = {}
 
 
 def describe_topic(
@@ -103,48 +124,37 @@ def brokers(ctx: RequestContext) -> list[MetadataResponseBroker]:
     ]
 
 
-def _answer_key(ctx: RequestContext, request: MetadataRequest) -> tuple[Any, ...] | None:
-    """What the answer to `request` is made of, or None when it is not kept (a topic named
-    by id, or one that does not exist: an error, or an auto-creation)."""
-    broker = ctx.broker
-    registry = broker.topics
+def _keepable(ctx: RequestContext, request: MetadataRequest) -> bool:
+    """Whether the answer to `request` may be kept: not when it names a topic by id or one
+    that does not exist (an error, or an auto-creation), nor with an authorizer."""
+    if ctx.describable is not None:  # set by broker.security.enforce with an authorizer
+        return False
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        topics: Any = registry.topics.values()
-    else:
-        topics = []
-        for wanted in request.topics:
-            topic = registry.topics.get(wanted.name) if wanted.name is not None else None
-            if topic is None:
-                return None
-            topics.append(topic)
-    return (
-        ctx.api_version,
-        ctx.listener_name,
-        broker.advertised_address(ctx.listener_name),
-        ctx.node_id,
-        broker.cluster_id,
-        tuple(sorted(broker.cluster.live)),
-        request.include_topic_authorized_operations,
-        request.include_cluster_authorized_operations,
-        *(
-            (t, *((p.leader, p.leader_epoch, *p.replicas, -1, *p.isr) for p in t.partitions))
-            for t in topics
-        ),
-    )
+        return True
+    registry = ctx.broker.topics.topics
+    return all(t.name is not None and t.name in registry for t in request.topics)
 
 
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse | Encoded:
-    key = _answer_key(ctx, request)
-    if key is None:
+    broker = ctx.broker
+    key = (id(broker), id(request), ctx.api_version, ctx.listener_name, ctx.node_id)
+    kept = _answers.get(key)
+    # The request's id is its own while an entry holds it; the broker's is checked.
+    if (
+        kept is not None
+        and kept.view == topics_view.view_changes
+        and kept.broker() is broker
+        and kept.live == broker.cluster.live
+        and kept.advertised == broker.node_advertised
+    ):
+        return kept.encoded
+    if not _keepable(ctx, request):
         return answer(ctx, request)
-    kept = _answers.setdefault(ctx.broker, {})
-    encoded = kept.get(key)
-    if encoded is None:
-        if len(kept) >= ANSWERS_KEPT:
-            kept.clear()
-        response = answer(ctx, request)
-        body = b"".join(encode_chunks(response, ctx.api_version))
-        encoded = kept[key] = Encoded(response, body)
+    response = answer(ctx, request)
+    encoded = Encoded(response, b"".join(encode_chunks(response, ctx.api_version)))
+    if len(_answers) >= ANSWERS_KEPT:
+        _answers.clear()
+    _answers[key] = _Kept(broker, request, encoded)
     return encoded
 
 

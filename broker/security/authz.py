@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from weakref import ref
 
 import trio
 
@@ -42,7 +42,10 @@ ANONYMOUS = "User:ANONYMOUS"
 ACL_FILE = "acls.json"
 CLUSTER = "kafka-cluster"
 _TOPIC = ResourceType.TOPIC
-_STATE: WeakKeyDictionary[Any, Authz] = WeakKeyDictionary()
+# Each broker's Authz, by id(broker): read twice per request (enforce and session_expired),
+# so a plain dict rather than a WeakKeyDictionary (whose get is Python code); the entry
+# holds the broker weakly and goes when the broker is collected.
+_STATE: dict[int, tuple[ref[Any], Authz]] = {}
 
 
 @dataclass(slots=True)
@@ -111,9 +114,12 @@ class Authz:
 
 
 def authz(broker: Broker) -> Authz:
-    state = _STATE.get(broker)
-    if state is None:
-        state = _STATE[broker] = Authz(broker)
+    entry = _STATE.get(id(broker))
+    if entry is not None and entry[0]() is broker:
+        return entry[1]
+    key = id(broker)
+    state = Authz(broker)
+    _STATE[key] = (ref(broker, lambda _: _STATE.pop(key, None)), state)
     return state
 
 

@@ -20,6 +20,7 @@ class ApiVersionsRequest(Message):
     API_KEY = 18
     VERSIONS = range(0, 5)
     FLEXIBLE_FROM = 3
+    KEEP_DECODED = True  # sent again and again, byte for byte (protocol.schema._Kept)
     client_software_name: str = wire(String, since=3)
     client_software_version: str = wire(String, since=3)
 

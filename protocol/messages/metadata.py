@@ -37,6 +37,7 @@ class MetadataRequest(Message):
     API_KEY = 3
     VERSIONS = range(0, 14)
     FLEXIBLE_FROM = 9
+    KEEP_DECODED = True  # sent again and again, byte for byte (protocol.schema._Kept)
     topics: list[MetadataRequestTopic] | None = wire(Array(MetadataRequestTopic), nullable=1)
     allow_auto_topic_creation: bool = wire(Bool, since=4, default=True)
     include_cluster_authorized_operations: bool = wire(Bool, since=8, until=10)

@@ -246,6 +246,9 @@ def test_metrics_text_is_what_prometheus_client_metrics_would_write():
         ("Fetch", ErrorCode.NOT_COORDINATOR, 31.0),  # above every bound
         ("Produce", ErrorCode.NONE, 0.1 + 0.2),
         ("Fetch", 5, 1),
+        # Equal to the int 5, another label: each keeps its own counter.
+        ("Fetch", ErrorCode.LEADER_NOT_AVAILABLE, 0.002),
+        ("Fetch", 5, 0.001),
     ]
     for api, error, seconds in requests:
         ours.request_done(api, error, seconds)

@@ -754,3 +754,80 @@ async def test_transactional_ids_are_answered_by_their_coordinator(tmp_path: Pat
         plain = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
         for node in (1, 2, 3):
             assert (await (await at(broker, node)).call(plain, 4)).error_code == ErrorCode.NONE
+
+
+async def test_a_repeated_metadata_follows_topics_leaders_and_brokers(tmp_path: Path) -> None:
+    """The same Metadata, over one connection, answered from what broker.handlers.metadata
+    keeps encoded, changes when a topic is created or deleted, a leader moves, or a broker
+    that holds no replica stops and starts again (nothing but the brokers listed changes)."""
+    from broker.handlers import metadata as handler
+    from protocol.messages.create_topics import CreatableReplicaAssignment
+    from tests.reliability.inproc import delete
+
+    every = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+    named = MetadataRequest(
+        topics=[MetadataRequestTopic(name="orders")], allow_auto_topic_creation=False
+    )
+
+    def kept() -> int:
+        return sum(1 for k in handler._answers.values() if k.broker() is broker)
+
+    async def create(name: str) -> None:
+        # On brokers 1 and 2 only: broker 3 holds no replica.
+        topic = CreatableTopic(
+            name=name,
+            num_partitions=-1,
+            replication_factor=-1,
+            assignments=[CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])],
+            configs=[],
+        )
+        response = await client.call(CreateTopicsRequest(topics=[topic], timeout_ms=5000), 5)
+        assert [t.error_code for t in response.topics] == [ErrorCode.NONE]
+
+    async with running(tmp_path, **CONTROLLED) as broker:
+        client = await at(broker, 1)
+        await create("orders")
+        first = await client.call(every, 12)
+        assert [t.name for t in first.topics] == ["orders"]
+        assert view(await client.call(every, 12)) == view(first)
+        assert view(await client.call(named, 12)) == view(first)
+        assert kept() == 2  # one answer per question, asked twice and once
+
+        await create("payments")
+        assert [t.name for t in (await client.call(every, 12)).topics] == ["orders", "payments"]
+
+        move = {"topic": "orders", "partition": 0, "broker": 2}
+        assert (await http(broker, "POST", "/v1/cluster/leader", move))[0] == 200
+        [part] = (await client.call(named, 12)).topics[0].partitions
+        assert (part.leader_id, part.leader_epoch) == (2, 1)
+
+        before = await client.call(every, 12)
+        assert sorted(b.node_id for b in before.brokers) == [1, 2, 3]
+        assert (await http(broker, "POST", "/v1/brokers/3/stop"))[0] == 200
+        stopped = await client.call(every, 12)
+        assert sorted(b.node_id for b in stopped.brokers) == [1, 2]
+        assert view(stopped)[2] == view(before)[2]  # the partitions: unchanged
+        assert (await http(broker, "POST", "/v1/brokers/3/start"))[0] == 200
+        assert view(await client.call(every, 12)) == view(before)
+
+        await delete(client, "payments")
+        assert [t.name for t in (await client.call(every, 12)).topics] == ["orders"]
+
+
+def test_a_change_of_a_partitions_view_is_counted() -> None:
+    """What broker.handlers.metadata's kept answers depend on: every assignment of a
+    partition's leader, leader epoch, replicas or ISR counts in broker.topics.view_changes;
+    other fields do not."""
+    from broker import topics
+    from broker.topics import Partition
+
+    p = Partition("t", 0, log=None)  # type: ignore[arg-type]
+    for name, value in (("leader", 1), ("leader_epoch", 2), ("replicas", [1]), ("isr", [1])):
+        before = topics.view_changes
+        setattr(p, name, value)
+        assert topics.view_changes == before + 1
+        assert getattr(p, name) == value
+    before = topics.view_changes
+    p.epochs = [(0, 0), (2, 5)]
+    p.metrics = None
+    assert topics.view_changes == before

@@ -12,7 +12,9 @@ from protocol.frames import (
     encode_request,
     frame_response,
     frame_size,
+    parse_request_header,
     parse_response_frame,
+    request_client_id,
 )
 from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -42,6 +44,42 @@ def test_request_frame_without_client_id_has_a_null_string():
         HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), 0, 7, None
     )
     assert frame[4:14] == struct.pack(">hhih", 12, 0, 7, -1)
+
+
+@pytest.mark.parametrize(
+    ("after_key", "flexible", "expected"),
+    [
+        (b"\xff\xff" + b"body", False, (None, 10)),
+        (b"\x00\x03abc" + b"body", False, ("abc", 13)),
+        (b"\x00\x00" + b"body", False, ("", 10)),
+        (b"\x00\x03abc\x00" + b"body", True, ("abc", 14)),
+        # A tagged field in the header (none is defined): skipped.
+        (b"\x00\x01a\x01\x05\x02xy" + b"body", True, ("a", 16)),
+    ],
+)
+def test_request_client_id_and_where_the_body_starts(after_key, flexible, expected):
+    frame = struct.pack(">hhi", 3, 9, 7) + after_key
+    assert request_client_id(frame, flexible) == expected
+    assert request_client_id(bytearray(frame), flexible) == expected
+    assert request_client_id(memoryview(frame), flexible) == expected
+    assert parse_request_header(frame, flexible)[1] == expected[1]
+
+
+@pytest.mark.parametrize(
+    ("after_key", "flexible", "message"),
+    [
+        (b"", False, "request header"),
+        (b"\x00", False, "request header"),
+        (b"\x00\x05abc", False, "need 5 bytes at 10, frame has 3"),
+        (b"\x00\x02\xff\xfe", False, "request header"),  # not UTF-8
+        (b"\x00\x01a", True, "past the end"),  # no tagged-field section
+        (b"\x00\x01a\x01\x05\x09xy", True, "need 9 bytes"),
+    ],
+)
+def test_a_truncated_or_invalid_client_id_is_a_decode_error(after_key, flexible, message):
+    frame = struct.pack(">hhi", 3, 9, 7) + after_key
+    with pytest.raises(DecodeError, match=message):
+        request_client_id(frame, flexible)
 
 
 @pytest.mark.parametrize("prefix", [b"", b"\x00\x00\x01", b"\xff\xff\xff\xfe"])

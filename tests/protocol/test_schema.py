@@ -148,3 +148,40 @@ def test_every_message_class_has_its_wire_fields_as_dataclass_fields():
                 assert "VERSIONS" not in names
                 seen += 1
     assert seen > 250
+
+
+def test_a_message_kept_decoded_is_the_same_object_for_the_same_bytes():
+    """MetadataRequest is KEEP_DECODED (protocol.schema._Kept): the same body gives the
+    message decoded the first time; other bytes, trailing bytes and malformed bytes are
+    decoded (or refused) as usual."""
+    from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+    from protocol.primitives import DecodeError
+    from protocol.schema import KEPT_DECODED, KEPT_MAX_BYTES, decode, encode
+
+    def request(*names: str) -> MetadataRequest:
+        return MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in names])
+
+    body = encode(request("a", "b"), 8)
+    first = decode(MetadataRequest, 8, body)
+    assert first == request("a", "b")
+    assert decode(MetadataRequest, 8, bytearray(b"xx" + body), 2) is first
+    assert decode(MetadataRequest, 9, encode(request("a", "b"), 9)) is not first
+    other = decode(MetadataRequest, 8, encode(request("a", "c"), 8))
+    assert other == request("a", "c")
+    # Trailing bytes: part of what is kept, and still refused unless allowed.
+    trailing = decode(MetadataRequest, 8, body + b"\x00", allow_trailing=True)
+    assert trailing == first
+    with pytest.raises(DecodeError, match="1 bytes left over"):
+        decode(MetadataRequest, 8, body + b"\x00")
+    with pytest.raises(DecodeError):
+        decode(MetadataRequest, 8, body[:-3])
+    # A long body is decoded afresh each time; the kept ones are bounded.
+    big = encode(request(*(f"topic-{i:04}" for i in range(KEPT_MAX_BYTES // 10))), 8)
+    assert decode(MetadataRequest, 8, big) is not decode(MetadataRequest, 8, big)
+    for i in range(KEPT_DECODED + 1):
+        decode(MetadataRequest, 8, encode(request(f"t{i}"), 8))
+    assert decode(MetadataRequest, 8, body) is not first
+    assert decode(MetadataRequest, 8, body) == first
+    # A message that is not KEEP_DECODED is decoded afresh.
+    heartbeat = encode(HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), 0)
+    assert decode(HeartbeatRequest, 0, heartbeat) is not decode(HeartbeatRequest, 0, heartbeat)

@@ -460,6 +460,43 @@ async def test_metadata_creates_a_topic_only_with_create(tmp_path: Path) -> None
         assert topics["t-made"].topic_authorized_operations == (1 << 5) | (1 << 8)
 
 
+async def test_a_repeated_metadata_follows_the_acls(tmp_path: Path) -> None:
+    # The same request bytes each time (broker.handlers.metadata keeps no answer with an
+    # authorizer): an ACL created or deleted shows in the next answer.
+    from protocol.messages.create_acls import AclCreation, CreateAclsRequest
+    from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
+
+    acls = [acl(TOPIC, "a", D), acl(CLUSTER, "kafka-cluster", AclOperation.ALTER)]
+    every = MetadataRequest(topics=None)
+    async with acl_broker(tmp_path, acls, "a", "b") as (_broker, client):
+        assert [t.name for t in (await client.call(every, 12)).topics] == ["a"]
+        assert [t.name for t in (await client.call(every, 12)).topics] == ["a"]
+        grant = AclCreation(
+            resource_type=TOPIC,
+            resource_name="b",
+            resource_pattern_type=3,
+            principal=ME,
+            host="*",
+            operation=D,
+            permission_type=3,
+        )
+        created = await client.call(CreateAclsRequest(creations=[grant]), 3)
+        assert [r.error_code for r in created.results] == [E.NONE]
+        assert [t.name for t in (await client.call(every, 12)).topics] == ["a", "b"]
+        revoke = DeleteAclsFilter(
+            resource_type_filter=TOPIC,
+            resource_name_filter="a",
+            pattern_type_filter=3,
+            principal_filter=ME,
+            host_filter="*",
+            operation=D,
+            permission_type=3,
+        )
+        deleted = await client.call(DeleteAclsRequest(filters=[revoke]), 3)
+        assert [r.error_code for r in deleted.filter_results] == [E.NONE]
+        assert [t.name for t in (await client.call(every, 12)).topics] == ["b"]
+
+
 async def test_authorized_operations_follow_the_acls(tmp_path: Path) -> None:
     acls = [acl(TOPIC, "ok", R), acl(TOPIC, "ok", AclOperation.ALTER_CONFIGS)]
     async with acl_broker(tmp_path, acls, "ok", "ro") as (broker, client):
