@@ -153,6 +153,9 @@ class Broker:
         # Each served node's reactor (broker.reactor.Reactor, which imports the connections
         # this module must not), set by broker.server while it serves.
         self.reactors: dict[int, Any] = {}
+        # (api key, version) -> (route, flexible request header) of the versions accepted so
+        # far, as broker.dispatch checks them against the route table and kafka.version.
+        self.accepted_versions: dict[tuple[int, int], Any] = {}
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.connection_quotas = ConnectionQuotas(config)
         # Test controls (broker.controls): the clock every timer waits on, the fault table

@@ -255,8 +255,9 @@ class _Connection:
         received = False
         left = STEP_REQUESTS
         try:
+            fd = self._fd()
+            frame: Any = frames.next_frame()
             while True:
-                frame: Any = frames.next_frame()
                 if frame is None:
                     if (
                         len(frames) >= RECEIVE_BYTES
@@ -267,14 +268,14 @@ class _Connection:
                         return PARKED
                     received = True
                     try:
-                        data = os.read(self._fd(), RECEIVE_BYTES)
+                        data = os.read(fd, RECEIVE_BYTES)
                     except BlockingIOError:
                         return PARKED
                     if not data:
                         self.end("closed by client mid-frame" if frames else "closed by client")
                         return ENDED
                     self.metrics.bytes_in(len(data))
-                    frames.feed(data)
+                    frame = frames.feed_next(data)
                     continue
                 # A small frame holds no request memory (see _receive_large): nothing to
                 # release after it.
@@ -292,7 +293,7 @@ class _Connection:
                         return TASK
                     size = sum(map(len, out))
                     try:
-                        sent = os.writev(self._fd(), out if len(out) <= IOV_MAX else out[:IOV_MAX])
+                        sent = os.writev(fd, out if len(out) <= IOV_MAX else out[:IOV_MAX])
                     except BlockingIOError:
                         sent = 0
                     if sent < size:  # the socket took part of it: a task sends the rest
@@ -303,6 +304,7 @@ class _Connection:
                 left -= 1
                 if not left:
                     return AGAIN
+                frame = frames.next_frame()
         except (FrameTooLarge, CloseConnection) as e:
             self.end(_reason(e))
         except (trio.ClosedResourceError, OSError) as e:

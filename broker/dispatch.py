@@ -35,7 +35,7 @@ from broker.context import RequestContext
 from broker.handlers import Deferred, Encoded
 from broker.routes import Route, route_for
 from broker.security import enforce
-from broker.security.authz import session_expired
+from broker.security.authz import authz, session_expired
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
     API_VERSIONS_KEY,
@@ -108,12 +108,11 @@ class Pending:
         return _answer(self.call, ErrorCode.NONE, response)
 
 
-async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pending | None:
-    broker = conn.broker
-    try:
-        api_key, version, correlation_id = peek_request_key(frame)
-    except DecodeError as e:
-        raise CloseConnection(f"unreadable request header: {e}") from None
+def _accepted(broker: Broker, api_key: int, version: int, correlation_id: int) -> Any:
+    """The route of an API version the broker accepts and whether its request header is
+    flexible, kept in `broker.accepted_versions` for the next request's header (a bounded
+    set: the versions the route table implements); the UNSUPPORTED_VERSION answer of an
+    ApiVersions it does not accept; or CloseConnection."""
     route = route_for(api_key)
     if route is None:
         raise CloseConnection(f"unknown API key {api_key}")
@@ -124,7 +123,25 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
         if api_key == API_VERSIONS_KEY:
             return _unsupported_api_versions(correlation_id, release)
         raise CloseConnection(f"unsupported version {version} of {route.name}")
-    flexible = route.request.is_flexible(version)
+    accepted = broker.accepted_versions[(api_key, version)] = (
+        route,
+        route.request.is_flexible(version),
+    )
+    return accepted
+
+
+async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pending | None:
+    broker = conn.broker
+    try:
+        api_key, version, correlation_id = peek_request_key(frame)
+    except DecodeError as e:
+        raise CloseConnection(f"unreadable request header: {e}") from None
+    accepted = broker.accepted_versions.get((api_key, version))
+    if accepted is None:
+        accepted = _accepted(broker, api_key, version, correlation_id)
+        if type(accepted) is list:  # UNSUPPORTED_VERSION for an ApiVersions
+            return accepted
+    route, flexible = accepted
     try:
         client_id, body_pos = request_client_id(frame, flexible)
         # Bytes after a well-formed body are ignored, as Kafka's request parser ignores them:
@@ -176,12 +193,16 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
                 return answered
     code = ErrorCode.NONE
     body = None  # the response's body, when the handler gave it encoded
-    if (expired := session_expired(broker, conn.connection_id, request)) is not None:
+    security = authz(broker)
+    if security.sessions and (expired := session_expired(broker, conn.connection_id, request)):
         raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
     try:
         try:
-            # ACLs: the handler serves what the principal may do (broker.security.enforce)
-            response = await enforce.handle(ctx, request, route.handler, route.error_response)
+            if security.enabled:
+                # ACLs: the handler serves what the principal may do (broker.security.enforce)
+                response = await enforce.handle(ctx, request, route.handler, route.error_response)
+            else:
+                response = await route.handler(ctx, request)
             if type(response) is Encoded:  # kept encoded (Metadata): sent as it is
                 body, response = response.body, response.response
         except KafkaError as e:

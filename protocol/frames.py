@@ -236,6 +236,21 @@ class FrameBuffer:
     def __len__(self) -> int:
         return len(self._data) - self._start
 
+    def feed_next(self, data: bytes) -> bytes | None:
+        """`feed(data)`, then `next_frame()`; when nothing is buffered and `data` is one
+        whole frame (a client that waits for each answer sends just that), the frame is cut
+        from `data` without going through the buffer.
+
+        Raises:
+          FrameTooLarge: as `next_frame`.
+        """
+        if self._start == len(self._data) and len(data) >= 4:
+            (size,) = _SIZE.unpack_from(data, 0)
+            if len(data) == 4 + size and size <= self.max_frame_bytes:
+                return data[4:]
+        self.feed(data)
+        return self.next_frame()
+
     def _announced_size(self) -> int | None:
         """The size in the next frame's prefix, or None until the prefix has arrived.
 

@@ -8,6 +8,7 @@ import pytest
 from protocol.errors import ErrorCode
 from protocol.frames import (
     FrameBuffer,
+    FrameTooLarge,
     decode_response,
     encode_request,
     frame_response,
@@ -135,3 +136,21 @@ def test_a_large_frame_is_handed_over_with_what_arrived_and_filled_in_place():
     assert buffer[:got] == body[:got]
     memoryview(buffer)[got:] = body[got:]  # what the connection's readv does
     assert buffer == body
+
+
+def test_feed_next_gives_the_frames_feed_and_next_frame_give() -> None:
+    def framed(body: bytes) -> bytes:
+        return struct.pack(">i", len(body)) + body
+
+    frames = FrameBuffer(16)
+    assert frames.feed_next(framed(b"one")) == b"one"  # a lone whole frame
+    assert len(frames) == 0
+    assert frames.feed_next(framed(b"two")[:5]) is None  # part of one: buffered
+    assert frames.feed_next(framed(b"two")[5:] + framed(b"three")) == b"two"
+    assert frames.next_frame() == b"three"
+    assert frames.feed_next(framed(b"")) == b""
+    assert frames.next_frame() is None
+    with pytest.raises(FrameTooLarge):
+        frames.feed_next(framed(b"x" * 17))  # over the limit, whole or not
+    with pytest.raises(FrameTooLarge):
+        FrameBuffer(16).feed_next(struct.pack(">i", -1))
