@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 import trio
 
 from broker.config import consumer_group_config
+from broker.coordinator_batch import build_coordinator_batch
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import TopicImage
 from coordinator.coordinator import CONSUMER_GROUP_TYPE, GroupCoordinator
@@ -749,13 +750,13 @@ class CoordinatorRuntime:
         written = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
-            records_in = [(r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records]
             if producer is None:
-                batch = build_batch(records_in)
+                pairs = [(r.key_bytes(), r.value_bytes()) for r in records]
+                batch = build_coordinator_batch(pairs, wall_ms)
             else:
                 # Sequence -1, as Kafka's coordinator writes them: the epoch alone fences.
                 batch = build_batch(
-                    records_in,
+                    [(r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records],
                     producer_id=producer[0],
                     producer_epoch=producer[1],
                     is_transactional=True,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from coordinator.classic.group import Group, OffsetAndMetadata, Parked, TopicPartition
 from coordinator.outcome import AnyRecord, OutcomeBuilder, append_error
-from coordinator.records import CoordinatorRecord
+from coordinator.records import CoordinatorRecord, OffsetCommitRecord
 from protocol.errors import ErrorCode
 from protocol.messages.sync_group import SyncGroupRequest
 
@@ -121,7 +121,10 @@ class Writes:
         self._effects: dict[int, tuple[AnyRecord, Effect]] = {}
 
     def emit(
-        self, out: OutcomeBuilder, record: CoordinatorRecord, effect: Effect | None = None
+        self,
+        out: OutcomeBuilder,
+        record: CoordinatorRecord | OffsetCommitRecord,
+        effect: Effect | None = None,
     ) -> None:
         out.records.append(record)
         if effect is not None:
