@@ -1,4 +1,5 @@
-"""The record batch of a coordinator's records in __consumer_offsets, built from a template.
+"""The record batches of a group coordinator's records in __consumer_offsets, and their
+append: plain batches built from a template.
 
 A group coordinator's records go in a plain batch (no producer, no compression, every
 record at the append's wall-clock time), one per partition per outcome: for a commit, one
@@ -15,10 +16,54 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from protocol.records import BATCH_HEADER_SIZE, MAGIC, crc32c
+from protocol.records import BATCH_HEADER_SIZE, MAGIC, build_batch, crc32c
 
-__all__ = ["build_coordinator_batch"]
+if TYPE_CHECKING:
+    from broker.topics import TopicRegistry
+    from coordinator.outcome import AnyRecord
+    from storage.log import Log
+
+__all__ = ["append_one", "append_records", "build_coordinator_batch"]
+
+
+def append_records(
+    topics: TopicRegistry,
+    wall_ms: int,
+    by_partition: dict[int, list[AnyRecord]],
+    producer: tuple[int, int] | None = None,
+) -> list[tuple[Log, int]]:
+    """Append each __consumer_offsets partition's records as one batch at `wall_ms` (with
+    `producer`, a transactional batch of that producer id and epoch); returns (log, end
+    offset) of each."""
+    topic = topics.offsets_topic(now_wall_ms=wall_ms)
+    written = []
+    for pid, records in by_partition.items():
+        partition = topic.partitions[pid]
+        if producer is None:
+            pairs = [(r.key_bytes(), r.value_bytes()) for r in records]
+            batch = build_coordinator_batch(pairs, wall_ms)
+        else:
+            # Sequence -1, as Kafka's coordinator writes them: the epoch alone fences.
+            batch = build_batch(
+                [(r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records],
+                producer_id=producer[0],
+                producer_epoch=producer[1],
+                is_transactional=True,
+            )
+        partition.append(batch, wall_ms=wall_ms)
+        written.append((partition.log, partition.log.log_end_offset))
+    return written
+
+
+def append_one(topics: TopicRegistry, wall_ms: int, pid: int, record: AnyRecord) -> Log:
+    """`append_records` of one record to partition `pid`, no producer: the log written."""
+    partition = topics.offsets_topic(now_wall_ms=wall_ms).partitions[pid]
+    batch = _one_record_batch(record.key_bytes(), record.value_bytes(), wall_ms)
+    partition.append(batch, wall_ms=wall_ms)
+    return partition.log
+
 
 # baseOffset 0 (the log assigns it), batchLength, partitionLeaderEpoch -1, magic 2, crc.
 _PREFIX = struct.Struct(">qiibI")

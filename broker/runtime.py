@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 import trio
 
 from broker.config import consumer_group_config
-from broker.coordinator_batch import build_coordinator_batch
+from broker.coordinator_batch import append_one, append_records
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import TopicImage
 from coordinator.coordinator import CONSUMER_GROUP_TYPE, GroupCoordinator
@@ -89,13 +89,7 @@ from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteRes
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-from protocol.records import (
-    ControlRecordType,
-    build_batch,
-    decode_records,
-    iter_batches,
-    validate_batch,
-)
+from protocol.records import ControlRecordType, decode_records, iter_batches, validate_batch
 from protocol.schema import DecodeError
 from storage.layout import OFFSETS_TOPIC
 
@@ -204,7 +198,6 @@ class CoordinatorRuntime:
         self._parked: dict[int, _Parked] = {}
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
-        # Appended outcomes not yet applied, in log order: [seq, outcome, done]
         # Outcomes appended (durably) but not yet applied, per __consumer_offsets partition
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
@@ -609,7 +602,23 @@ class CoordinatorRuntime:
         if len(records) == 1:  # the usual case: one commit, or one group's record
             record = records[0]
             durable = record.is_offset_commit
-            by_partition = {self.coordinator.partition_for(record.group_id): [record]}
+            pid = self.coordinator.partition_for(record.group_id)
+            if (
+                durable
+                and producer is None
+                and not self.broker.durability.strict
+                and not (self._pending and self._pending.get(pid))
+            ):
+                # A commit of one partition: `append_records` below, without its loops.
+                try:
+                    plog = append_one(self.broker.topics, self.broker.wall_ms(), pid, record)
+                except (KafkaError, OSError) as e:
+                    self._append_failed(_Appended(outcome, {pid}), False, e)
+                    return None
+                self.broker.durability.note_written(plog, plog.log_end_offset)
+                self._apply(outcome)
+                return None
+            by_partition = {pid: [record]}
         else:
             durable = any(r.is_offset_commit for r in records)
             by_partition = {}
@@ -625,7 +634,9 @@ class CoordinatorRuntime:
             # earlier outcome of these partitions is waiting to be applied, so this one is
             # applied at once, in log order, without the queue below.
             try:
-                written = self._append(by_partition, producer)
+                written = append_records(
+                    self.broker.topics, self.broker.wall_ms(), by_partition, producer
+                )
             except (KafkaError, OSError) as e:
                 self._append_failed(_Appended(outcome, set(by_partition)), False, e)
                 return None
@@ -638,7 +649,9 @@ class CoordinatorRuntime:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
         try:
-            written = self._append(by_partition, producer)
+            written = append_records(
+                self.broker.topics, self.broker.wall_ms(), by_partition, producer
+            )
         except (KafkaError, OSError) as e:
             self._append_failed(entry, durable, e)
             return None
@@ -737,33 +750,6 @@ class CoordinatorRuntime:
                 slot.answered = True
                 if slot.event is not None:
                     slot.event.set()
-
-    def _append(
-        self,
-        by_partition: dict[int, list[AnyRecord]],
-        producer: tuple[int, int] | None = None,
-    ) -> list[tuple[Log, int]]:
-        """Append each partition's records as one batch (with `producer`, a transactional
-        batch of that producer id and epoch); returns (log, end offset) of each."""
-        wall_ms = self.broker.wall_ms()
-        topic = self.broker.topics.offsets_topic(now_wall_ms=wall_ms)
-        written = []
-        for pid, records in by_partition.items():
-            partition = topic.partitions[pid]
-            if producer is None:
-                pairs = [(r.key_bytes(), r.value_bytes()) for r in records]
-                batch = build_coordinator_batch(pairs, wall_ms)
-            else:
-                # Sequence -1, as Kafka's coordinator writes them: the epoch alone fences.
-                batch = build_batch(
-                    [(r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records],
-                    producer_id=producer[0],
-                    producer_epoch=producer[1],
-                    is_transactional=True,
-                )
-            partition.append(batch, wall_ms=wall_ms)
-            written.append((partition.log, partition.log.log_end_offset))
-        return written
 
     # --- timers ----------------------------------------------------------------------------
 

@@ -130,6 +130,10 @@ class Writes:
         if effect is not None:
             self._effects[id(record)] = (record, effect)
 
+    def track(self, record: AnyRecord, effect: Effect) -> None:
+        """`emit` for a caller that collects its records itself."""
+        self._effects[id(record)] = (record, effect)
+
     def emit_all(
         self, out: OutcomeBuilder, records: list[CoordinatorRecord], effect: Effect
     ) -> None:
