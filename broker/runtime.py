@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import itertools
 import logging
 import math
@@ -147,8 +148,8 @@ REPLAY_READ_BYTES = 4 * 1024 * 1024
 
 
 class _Parked:
-    """A request waiting for the reply to its token. Most replies come in the call that
-    issued the token (a commit, a heartbeat): the event is made only for one that waits."""
+    """A request waiting for the reply to its token (most replies come in the call that
+    issued the token, which then needs none: `_call`)."""
 
     __slots__ = ("answered", "event", "response", "unloaded")
 
@@ -196,6 +197,10 @@ class CoordinatorRuntime:
         self.replay_errors = 0
         self._tokens = itertools.count(1)
         self._parked: dict[int, _Parked] = {}
+        # The token of the call whose verb and append run now, and its reply once
+        # delivered (the token back to 0): `_call`.
+        self._now_token = 0
+        self._now_response: object = None
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         # Outcomes appended (durably) but not yet applied, per __consumer_offsets partition
@@ -205,6 +210,7 @@ class CoordinatorRuntime:
         # Set (and dropped) whenever commits took effect or failed: OffsetFetch with
         # require_stable waits on it (made by the first such fetch to wait).
         self._commits_settled: trio.Event | None = None
+        self._contexts: dict[tuple[int, str, str], CoordinatorContext] = {}  # `context`
         # Transactional offset commits replay found without a marker (log, producer id, key,
         # value, batch): pending again once the groups are built.
         self._open_txn_offsets: list[tuple[Log, int, bytes, bytes | None, BatchHeader]] = []
@@ -384,11 +390,10 @@ class CoordinatorRuntime:
     async def offset_commit(
         self, ctx: Caller, request: OffsetCommitRequest
     ) -> OffsetCommitResponse:
-        wall_ms = self.broker.clock.wall_ms()  # a date the coordinator expires by
-
-        def commit(c: CoordinatorContext, r: OffsetCommitRequest, token: int, now: int) -> Outcome:
-            return self.coordinator.commit_offsets(c, r, token, now, wall_ms)
-
+        # wall_ms: a date the coordinator expires by. A partial, not a closure: no frame.
+        commit = functools.partial(
+            self.coordinator.commit_offsets, wall_ms=self.broker.clock.wall_ms()
+        )
         return await self._call(
             ctx, request, offset_commit.error_response, commit, postpones_only=True
         )
@@ -503,12 +508,16 @@ class CoordinatorRuntime:
     # --- calls -----------------------------------------------------------------------------
 
     def context(self, ctx: Caller) -> CoordinatorContext:
-        return CoordinatorContext(
-            api_version=ctx.api_version,
-            client_id=ctx.client_id,
-            client_host=ctx.client_host,
-            describable=getattr(ctx, "describable", None),  # set by broker.security
-        )
+        describable = getattr(ctx, "describable", None)  # set by broker.security
+        key = (ctx.api_version, ctx.client_id, ctx.client_host)
+        if describable is None:  # one per version and client: made once, not per request
+            context = self._contexts.get(key)
+            if context is None:
+                if len(self._contexts) >= 1024:
+                    self._contexts.clear()
+                context = self._contexts[key] = CoordinatorContext(*key)
+            return context
+        return CoordinatorContext(*key, describable)
 
     def _while_loading(
         self, ctx: Caller, request: _Req, error_response: Callable[[_Req, ErrorCode, int], _Resp]
@@ -544,10 +553,26 @@ class CoordinatorRuntime:
         `unloads`: the request waits for others and is answered NOT_COORDINATOR if its
         group's coordinator moves meanwhile (`unload`).
         """
-        answer = self._while_loading(ctx, request, error_response)
-        if answer is not None:
-            return answer
+        if not self.loaded:
+            return self._while_loading(ctx, request, error_response)  # type: ignore[return-value]
         token = next(self._tokens)
+        # Most calls are answered in this step (a commit, a heartbeat): `_deliver` hands the
+        # reply over through `_now_token`, and a slot is made only for a call that waits (a
+        # JoinGroup parked for others; a commit waiting for its fsync).
+        self._now_token = token
+        try:
+            outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
+            if not postpones_only:
+                self._wake.set()
+            # `complete`, without its coroutine: most outcomes have nothing left to await.
+            appending = self._append_now(outcome, producer)
+        finally:
+            answered, self._now_token = self._now_token == 0, 0
+        if answered:
+            response, self._now_response = self._now_response, None
+            if appending is not None:
+                await self._finish(appending)
+            return cast(_Resp, response)
         slot = self._parked[token] = _Parked()
         if unloads and (node := getattr(ctx, "node_id", None)) is not None:
             group_id: str = request.group_id  # type: ignore[attr-defined]
@@ -563,14 +588,9 @@ class CoordinatorRuntime:
 
             slot.unloaded = (self.coordinator.partition_for(group_id), node, refused)
         try:
-            outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
-            if not postpones_only:
-                self._wake.set()
-            # `complete`, without its coroutine: most outcomes have nothing left to await.
-            appending = self._append_now(outcome, producer)
             if appending is not None:
                 await self._finish(appending)
-            if not slot.answered:  # usually it is (not a JoinGroup parked for others)
+            if not slot.answered:
                 slot.event = trio.Event()
                 await slot.event.wait()
             # The coordinator answers each token with its API's response.
@@ -744,6 +764,9 @@ class CoordinatorRuntime:
 
     def _deliver(self, outcome: Outcome) -> None:
         for reply in outcome.replies:
+            if reply.token == self._now_token:  # the call running now (`_call`)
+                self._now_token, self._now_response = 0, reply.response
+                continue
             slot = self._parked.get(reply.token)
             if slot is not None and not slot.answered:
                 slot.response = reply.response
