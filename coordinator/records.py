@@ -91,6 +91,10 @@ _VALUE_HEAD = struct.Struct(">hqih")  # version 3, offset, leader epoch, metadat
 _VALUE_HEAD_V1 = struct.Struct(">hqh")  # version 1, offset, metadata length
 _I64 = struct.Struct(">q")
 _I64_PAIR = struct.Struct(">qq")
+# Encoded keys by (group, topic, partition), emptied when full: a process-wide cache (the
+# bytes depend on nothing else), at most ~10,000 keys of a few dozen bytes.
+_KEYS: dict[tuple[str, str, int], bytes] = {}
+_KEYS_KEPT = 10_000
 
 
 class OffsetCommitRecord:
@@ -146,18 +150,25 @@ class OffsetCommitRecord:
         )
 
     def key_bytes(self) -> bytes:
-        group = self.group_id.encode()
-        topic = self.topic.encode()
-        return b"".join(
-            (
-                _KEY_VERSION,
-                _I16.pack(len(group)),
-                group,
-                _I16.pack(len(topic)),
-                topic,
-                _I32.pack(self.partition),
+        # A group commits the same partitions again and again: their keys are kept.
+        name = (self.group_id, self.topic, self.partition)
+        key = _KEYS.get(name)
+        if key is None:
+            if len(_KEYS) >= _KEYS_KEPT:
+                _KEYS.clear()
+            group = self.group_id.encode()
+            topic = self.topic.encode()
+            key = _KEYS[name] = b"".join(
+                (
+                    _KEY_VERSION,
+                    _I16.pack(len(group)),
+                    group,
+                    _I16.pack(len(topic)),
+                    topic,
+                    _I32.pack(self.partition),
+                )
             )
-        )
+        return key
 
     def value_bytes(self) -> bytes:
         offset = self.offset

@@ -43,6 +43,8 @@ def test_packed_record_is_the_schema_encoding(
         expire_timestamp=-1 if expire is None else expire,
     )
     assert record.key_bytes() == encode_key(key)
+    again = offset_commit_record(group, topic, partition, OffsetAndMetadata(1, -1, "", 0))
+    assert again.key_bytes() == encode_key(key)  # from the cache of keys
     assert record.value_bytes() == encode_value(value, version)
     assert (record.key, record.value, record.value_version) == (key, value, version)
     decoded_key, decoded_value = decode_record(record.key_bytes(), record.value_bytes())
