@@ -1,7 +1,9 @@
 """The coordinator's records in __consumer_offsets: what handlers produce and replay consumes.
 
 The byte formats are Kafka's own (coordinator-records/*.json), declared and encoded in
-`protocol.consumer_offsets`; this module decides what goes into them.
+`protocol.consumer_offsets`; this module decides what goes into them. An offset commit's
+key and value, written for every commit, are packed here directly (OffsetCommitRecord),
+to the same bytes.
 
     key                                       value
     OffsetCommitKey v1 (group, topic, part.)  OffsetCommitValue v3, or v1 when the commit
