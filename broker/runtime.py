@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import itertools
 import logging
 import math
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 import trio
 
 from broker.config import consumer_group_config
+from broker.coordinator_batch import append_one, append_records
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import TopicImage
 from coordinator.coordinator import CONSUMER_GROUP_TYPE, GroupCoordinator
@@ -88,13 +90,7 @@ from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteRes
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-from protocol.records import (
-    ControlRecordType,
-    build_batch,
-    decode_records,
-    iter_batches,
-    validate_batch,
-)
+from protocol.records import ControlRecordType, decode_records, iter_batches, validate_batch
 from protocol.schema import DecodeError
 from storage.layout import OFFSETS_TOPIC
 
@@ -152,8 +148,8 @@ REPLAY_READ_BYTES = 4 * 1024 * 1024
 
 
 class _Parked:
-    """A request waiting for the reply to its token. Most replies come in the call that
-    issued the token (a commit, a heartbeat): the event is made only for one that waits."""
+    """A request waiting for the reply to its token (most replies come in the call that
+    issued the token, which then needs none: `_call`)."""
 
     __slots__ = ("answered", "event", "response", "unloaded")
 
@@ -201,9 +197,12 @@ class CoordinatorRuntime:
         self.replay_errors = 0
         self._tokens = itertools.count(1)
         self._parked: dict[int, _Parked] = {}
+        # The token of the call whose verb and append run now, and its reply once
+        # delivered (the token back to 0): `_call`.
+        self._now_token = 0
+        self._now_response: object = None
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
-        # Appended outcomes not yet applied, in log order: [seq, outcome, done]
         # Outcomes appended (durably) but not yet applied, per __consumer_offsets partition
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
@@ -211,6 +210,7 @@ class CoordinatorRuntime:
         # Set (and dropped) whenever commits took effect or failed: OffsetFetch with
         # require_stable waits on it (made by the first such fetch to wait).
         self._commits_settled: trio.Event | None = None
+        self._contexts: dict[tuple[int, str, str], CoordinatorContext] = {}  # `context`
         # Transactional offset commits replay found without a marker (log, producer id, key,
         # value, batch): pending again once the groups are built.
         self._open_txn_offsets: list[tuple[Log, int, bytes, bytes | None, BatchHeader]] = []
@@ -390,11 +390,10 @@ class CoordinatorRuntime:
     async def offset_commit(
         self, ctx: Caller, request: OffsetCommitRequest
     ) -> OffsetCommitResponse:
-        wall_ms = self.broker.clock.wall_ms()  # a date the coordinator expires by
-
-        def commit(c: CoordinatorContext, r: OffsetCommitRequest, token: int, now: int) -> Outcome:
-            return self.coordinator.commit_offsets(c, r, token, now, wall_ms)
-
+        # wall_ms: a date the coordinator expires by. A partial, not a closure: no frame.
+        commit = functools.partial(
+            self.coordinator.commit_offsets, wall_ms=self.broker.clock.wall_ms()
+        )
         return await self._call(
             ctx, request, offset_commit.error_response, commit, postpones_only=True
         )
@@ -509,12 +508,16 @@ class CoordinatorRuntime:
     # --- calls -----------------------------------------------------------------------------
 
     def context(self, ctx: Caller) -> CoordinatorContext:
-        return CoordinatorContext(
-            api_version=ctx.api_version,
-            client_id=ctx.client_id,
-            client_host=ctx.client_host,
-            describable=getattr(ctx, "describable", None),  # set by broker.security
-        )
+        describable = getattr(ctx, "describable", None)  # set by broker.security
+        key = (ctx.api_version, ctx.client_id, ctx.client_host)
+        if describable is None:  # one per version and client: made once, not per request
+            context = self._contexts.get(key)
+            if context is None:
+                if len(self._contexts) >= 1024:
+                    self._contexts.clear()
+                context = self._contexts[key] = CoordinatorContext(*key)
+            return context
+        return CoordinatorContext(*key, describable)
 
     def _while_loading(
         self, ctx: Caller, request: _Req, error_response: Callable[[_Req, ErrorCode, int], _Resp]
@@ -550,10 +553,26 @@ class CoordinatorRuntime:
         `unloads`: the request waits for others and is answered NOT_COORDINATOR if its
         group's coordinator moves meanwhile (`unload`).
         """
-        answer = self._while_loading(ctx, request, error_response)
-        if answer is not None:
-            return answer
+        if not self.loaded:
+            return self._while_loading(ctx, request, error_response)  # type: ignore[return-value]
         token = next(self._tokens)
+        # Most calls are answered in this step (a commit, a heartbeat): `_deliver` hands the
+        # reply over through `_now_token`, and a slot is made only for a call that waits (a
+        # JoinGroup parked for others; a commit waiting for its fsync).
+        self._now_token = token
+        try:
+            outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
+            if not postpones_only:
+                self._wake.set()
+            # `complete`, without its coroutine: most outcomes have nothing left to await.
+            appending = self._append_now(outcome, producer)
+        finally:
+            answered, self._now_token = self._now_token == 0, 0
+        if answered:
+            response, self._now_response = self._now_response, None
+            if appending is not None:
+                await self._finish(appending)
+            return cast(_Resp, response)
         slot = self._parked[token] = _Parked()
         if unloads and (node := getattr(ctx, "node_id", None)) is not None:
             group_id: str = request.group_id  # type: ignore[attr-defined]
@@ -569,14 +588,9 @@ class CoordinatorRuntime:
 
             slot.unloaded = (self.coordinator.partition_for(group_id), node, refused)
         try:
-            outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
-            if not postpones_only:
-                self._wake.set()
-            # `complete`, without its coroutine: most outcomes have nothing left to await.
-            appending = self._append_now(outcome, producer)
             if appending is not None:
                 await self._finish(appending)
-            if not slot.answered:  # usually it is (not a JoinGroup parked for others)
+            if not slot.answered:
                 slot.event = trio.Event()
                 await slot.event.wait()
             # The coordinator answers each token with its API's response.
@@ -608,7 +622,23 @@ class CoordinatorRuntime:
         if len(records) == 1:  # the usual case: one commit, or one group's record
             record = records[0]
             durable = record.is_offset_commit
-            by_partition = {self.coordinator.partition_for(record.group_id): [record]}
+            pid = self.coordinator.partition_for(record.group_id)
+            if (
+                durable
+                and producer is None
+                and not self.broker.durability.strict
+                and not (self._pending and self._pending.get(pid))
+            ):
+                # A commit of one partition: `append_records` below, without its loops.
+                try:
+                    plog = append_one(self.broker.topics, self.broker.wall_ms(), pid, record)
+                except (KafkaError, OSError) as e:
+                    self._append_failed(_Appended(outcome, {pid}), False, e)
+                    return None
+                self.broker.durability.note_written(plog, plog.log_end_offset)
+                self._apply(outcome)
+                return None
+            by_partition = {pid: [record]}
         else:
             durable = any(r.is_offset_commit for r in records)
             by_partition = {}
@@ -624,7 +654,9 @@ class CoordinatorRuntime:
             # earlier outcome of these partitions is waiting to be applied, so this one is
             # applied at once, in log order, without the queue below.
             try:
-                written = self._append(by_partition, producer)
+                written = append_records(
+                    self.broker.topics, self.broker.wall_ms(), by_partition, producer
+                )
             except (KafkaError, OSError) as e:
                 self._append_failed(_Appended(outcome, set(by_partition)), False, e)
                 return None
@@ -637,7 +669,9 @@ class CoordinatorRuntime:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
         try:
-            written = self._append(by_partition, producer)
+            written = append_records(
+                self.broker.topics, self.broker.wall_ms(), by_partition, producer
+            )
         except (KafkaError, OSError) as e:
             self._append_failed(entry, durable, e)
             return None
@@ -730,39 +764,15 @@ class CoordinatorRuntime:
 
     def _deliver(self, outcome: Outcome) -> None:
         for reply in outcome.replies:
+            if reply.token == self._now_token:  # the call running now (`_call`)
+                self._now_token, self._now_response = 0, reply.response
+                continue
             slot = self._parked.get(reply.token)
             if slot is not None and not slot.answered:
                 slot.response = reply.response
                 slot.answered = True
                 if slot.event is not None:
                     slot.event.set()
-
-    def _append(
-        self,
-        by_partition: dict[int, list[AnyRecord]],
-        producer: tuple[int, int] | None = None,
-    ) -> list[tuple[Log, int]]:
-        """Append each partition's records as one batch (with `producer`, a transactional
-        batch of that producer id and epoch); returns (log, end offset) of each."""
-        wall_ms = self.broker.wall_ms()
-        topic = self.broker.topics.offsets_topic(now_wall_ms=wall_ms)
-        written = []
-        for pid, records in by_partition.items():
-            partition = topic.partitions[pid]
-            records_in = [(r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records]
-            if producer is None:
-                batch = build_batch(records_in)
-            else:
-                # Sequence -1, as Kafka's coordinator writes them: the epoch alone fences.
-                batch = build_batch(
-                    records_in,
-                    producer_id=producer[0],
-                    producer_epoch=producer[1],
-                    is_transactional=True,
-                )
-            partition.append(batch, wall_ms=wall_ms)
-            written.append((partition.log, partition.log.log_end_offset))
-        return written
 
     # --- timers ----------------------------------------------------------------------------
 

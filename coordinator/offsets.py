@@ -26,9 +26,10 @@ from coordinator.classic.group import (
 from coordinator.classic.state import GroupState
 from coordinator.clock import WallClock
 from coordinator.config import CoordinatorConfig
-from coordinator.outcome import Outcome, OutcomeBuilder, RequestContext
+from coordinator.outcome import AnyRecord, Outcome, OutcomeBuilder, Reply, RequestContext
 from coordinator.records import (
     CoordinatorRecord,
+    OffsetCommitRecord,
     group_tombstone,
     offset_commit_record,
     offset_tombstone,
@@ -146,35 +147,42 @@ class OffsetManager:
 
         retention_ms = request.retention_time_ms if 2 <= version <= 4 else -1
         expire_ms = None if retention_ms == -1 else wall_ms + retention_ms
-        out = OutcomeBuilder()
+        # The Outcome is built here rather than by an OutcomeBuilder, and the offset inline
+        # (`_offset`'s check): the path of every commit, kept to the objects it answers with.
+        records: list[AnyRecord] = []
+        track = self.writes.track
+        pending = group.pending_offset_commits
+        max_metadata = self.config.offset_metadata_max_bytes
         topics = []
         for topic in request.topics:
+            name = topic.name
             partitions = []
             for p in topic.partitions:
-                # v1 may name the commit time; -1 (and every later version): now.
-                at_ms = wall_ms if version != 1 or p.commit_timestamp == -1 else p.commit_timestamp
-                offset = self._offset(p, at_ms, expire_ms)
-                if offset is None:
+                index = p.partition_index
+                metadata = p.committed_metadata
+                if metadata is not None and _java_length(metadata) > max_metadata:
                     code = _E.OFFSET_METADATA_TOO_LARGE
                 else:
                     code = _E.NONE
-                    partition = (topic.name, p.partition_index)
+                    # v1 may name the commit time; -1 (and every later version): now.
+                    offset = OffsetAndMetadata(
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        metadata or "",
+                        wall_ms if version != 1 or p.commit_timestamp == -1 else p.commit_timestamp,
+                        expire_ms,
+                    )
+                    partition = (name, index)
                     # dict.get, not Counter's `+= 1`: its __missing__ is a Python call.
-                    pending = group.pending_offset_commits
                     pending[partition] = pending.get(partition, 0) + 1
-                    self.writes.emit(
-                        out,
-                        offset_commit_record(group_id, topic.name, p.partition_index, offset),
-                        CommitWrite(group, partition, offset, token),
-                    )
+                    record = OffsetCommitRecord(group_id, name, index, offset)
+                    records.append(record)
+                    track(record, CommitWrite(group, partition, offset, token))
                 partitions.append(
-                    OffsetCommitResponsePartition(
-                        partition_index=p.partition_index, error_code=code
-                    )
+                    OffsetCommitResponsePartition(partition_index=index, error_code=code)
                 )
-            topics.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
-        out.reply(token, OffsetCommitResponse(topics=topics))
-        return out.outcome()
+            topics.append(OffsetCommitResponseTopic(name=name, partitions=partitions))
+        return Outcome((Reply(token, OffsetCommitResponse(topics=topics)),), tuple(records))
 
     def _offset(
         self,

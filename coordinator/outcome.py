@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.consumer.records import ConsumerGroupRecord
-from coordinator.records import CoordinatorRecord
+from coordinator.records import CoordinatorRecord, OffsetCommitRecord
 from protocol.errors import ErrorCode
 
 __all__ = [
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 # A record of either group type; both have the interface the broker appends through.
-AnyRecord = CoordinatorRecord | ConsumerGroupRecord
+AnyRecord = CoordinatorRecord | OffsetCommitRecord | ConsumerGroupRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,9 @@
 """The coordinator's records in __consumer_offsets: what handlers produce and replay consumes.
 
 The byte formats are Kafka's own (coordinator-records/*.json), declared and encoded in
-`protocol.consumer_offsets`; this module decides what goes into them.
+`protocol.consumer_offsets`; this module decides what goes into them. An offset commit's
+key and value, written for every commit, are packed here directly (OffsetCommitRecord),
+to the same bytes.
 
     key                                       value
     OffsetCommitKey v1 (group, topic, part.)  OffsetCommitValue v3, or v1 when the commit
@@ -21,6 +23,7 @@ group read back is Stable when it has members and Empty when not.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -37,6 +40,7 @@ from protocol.consumer_offsets import (
 
 __all__ = [
     "CoordinatorRecord",
+    "OffsetCommitRecord",
     "group_metadata_record",
     "group_tombstone",
     "offset_commit_record",
@@ -77,24 +81,116 @@ class CoordinatorRecord:
         return encode_value(self.value, self.value_version)
 
 
-def offset_commit_record(
-    group_id: str, topic: str, partition: int, offset: OffsetAndMetadata
-) -> CoordinatorRecord:
-    if offset.expire_timestamp_ms is None:
-        version, expire = OFFSET_COMMIT_VALUE_VERSION, -1
-    else:
-        version, expire = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY, offset.expire_timestamp_ms
-    return CoordinatorRecord(
-        OffsetCommitKey(group=group_id, topic=topic, partition=partition),
-        OffsetCommitValue(
+# OffsetCommitKey v1 and OffsetCommitValue v3 / v1 as `protocol.consumer_offsets` encodes
+# them (tests/coordinator/test_records.py checks the two agree), packed directly: the
+# record of every commit, which the schema layer's generic encoder made one of the larger
+# costs of an OffsetCommit. int16 string lengths: a string over 32,767 bytes fails as the
+# generic encoder fails (struct.error).
+_KEY_VERSION = struct.pack(">h", 1)
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_VALUE_HEAD = struct.Struct(">hqih")  # version 3, offset, leader epoch, metadata length
+_VALUE_HEAD_V1 = struct.Struct(">hqh")  # version 1, offset, metadata length
+_I64 = struct.Struct(">q")
+_I64_PAIR = struct.Struct(">qq")
+# Encoded keys by (group, topic, partition), emptied when full: a process-wide cache (the
+# bytes depend on nothing else), at most ~10,000 keys of a few dozen bytes.
+_KEYS: dict[tuple[str, str, int], bytes] = {}
+_KEYS_KEPT = 10_000
+
+
+class OffsetCommitRecord:
+    """An offset commit's record, encoded straight from the committed offset; the same
+    interface as CoordinatorRecord, whose `key`, `value` and `value_version` it builds
+    only when read (replay tests, tools), not on the commit path."""
+
+    __slots__ = ("group_id", "offset", "partition", "topic")
+    is_offset_commit = True
+
+    def __init__(
+        self, group_id: str, topic: str, partition: int, offset: OffsetAndMetadata
+    ) -> None:
+        self.group_id = group_id
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"OffsetCommitRecord({self.key!r}, {self.value!r}, {self.value_version})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OffsetCommitRecord | CoordinatorRecord):
+            return (self.key, self.value, self.value_version) == (
+                other.key,
+                other.value,
+                other.value_version,
+            )
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def key(self) -> OffsetCommitKey:
+        return OffsetCommitKey(group=self.group_id, topic=self.topic, partition=self.partition)
+
+    @property
+    def value_version(self) -> int:
+        if self.offset.expire_timestamp_ms is None:
+            return OFFSET_COMMIT_VALUE_VERSION
+        return OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
+
+    @property
+    def value(self) -> OffsetCommitValue:
+        offset = self.offset
+        expire = offset.expire_timestamp_ms
+        return OffsetCommitValue(
             offset=offset.offset,
             leader_epoch=offset.leader_epoch,
             metadata=offset.metadata,
             commit_timestamp=offset.commit_timestamp_ms,
-            expire_timestamp=expire,
-        ),
-        version,
-    )
+            expire_timestamp=-1 if expire is None else expire,
+        )
+
+    def key_bytes(self) -> bytes:
+        # A group commits the same partitions again and again: their keys are kept.
+        name = (self.group_id, self.topic, self.partition)
+        key = _KEYS.get(name)
+        if key is None:
+            if len(_KEYS) >= _KEYS_KEPT:
+                _KEYS.clear()
+            group = self.group_id.encode()
+            topic = self.topic.encode()
+            key = _KEYS[name] = b"".join(
+                (
+                    _KEY_VERSION,
+                    _I16.pack(len(group)),
+                    group,
+                    _I16.pack(len(topic)),
+                    topic,
+                    _I32.pack(self.partition),
+                )
+            )
+        return key
+
+    def value_bytes(self) -> bytes:
+        offset = self.offset
+        metadata = offset.metadata.encode()
+        expire = offset.expire_timestamp_ms
+        if expire is None:
+            head = _VALUE_HEAD.pack(
+                OFFSET_COMMIT_VALUE_VERSION, offset.offset, offset.leader_epoch, len(metadata)
+            )
+            return b"".join((head, metadata, _I64.pack(offset.commit_timestamp_ms)))
+        head = _VALUE_HEAD_V1.pack(
+            OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY, offset.offset, len(metadata)
+        )
+        return b"".join((head, metadata, _I64_PAIR.pack(offset.commit_timestamp_ms, expire)))
+
+
+def offset_commit_record(
+    group_id: str, topic: str, partition: int, offset: OffsetAndMetadata
+) -> OffsetCommitRecord:
+    return OffsetCommitRecord(group_id, topic, partition, offset)
 
 
 def offset_tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRecord:

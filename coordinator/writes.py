@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from coordinator.classic.group import Group, OffsetAndMetadata, Parked, TopicPartition
 from coordinator.outcome import AnyRecord, OutcomeBuilder, append_error
-from coordinator.records import CoordinatorRecord
+from coordinator.records import CoordinatorRecord, OffsetCommitRecord
 from protocol.errors import ErrorCode
 from protocol.messages.sync_group import SyncGroupRequest
 
@@ -121,11 +121,18 @@ class Writes:
         self._effects: dict[int, tuple[AnyRecord, Effect]] = {}
 
     def emit(
-        self, out: OutcomeBuilder, record: CoordinatorRecord, effect: Effect | None = None
+        self,
+        out: OutcomeBuilder,
+        record: CoordinatorRecord | OffsetCommitRecord,
+        effect: Effect | None = None,
     ) -> None:
         out.records.append(record)
         if effect is not None:
             self._effects[id(record)] = (record, effect)
+
+    def track(self, record: AnyRecord, effect: Effect) -> None:
+        """`emit` for a caller that collects its records itself."""
+        self._effects[id(record)] = (record, effect)
 
     def emit_all(
         self, out: OutcomeBuilder, records: list[CoordinatorRecord], effect: Effect

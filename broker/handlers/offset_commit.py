@@ -26,12 +26,17 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
     known: list[OffsetCommitRequestTopic] = []
     unknown: list[OffsetCommitResponseTopic] = []
     for topic in request.topics:
+        found = registry.get(topic.name)
+        count = 0 if found is None else len(found.partitions)
+        for p in topic.partitions:  # missing_partitions' check, without its lists
+            if not 0 <= p.partition_index < count:
+                break
+        else:
+            known.append(topic)  # the usual case: the request's topic as it came
+            continue
         missing = registry.missing_partitions(
             topic.name, (p.partition_index for p in topic.partitions)
         )
-        if not missing:
-            known.append(topic)  # the usual case: the request's topic as it came
-            continue
         valid = [p for p in topic.partitions if p.partition_index not in missing]
         if valid:
             known.append(replace(topic, partitions=valid))  # type: ignore[type-var]

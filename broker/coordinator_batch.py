@@ -1,0 +1,163 @@
+"""The record batches of a group coordinator's records in __consumer_offsets, and their
+append: plain batches built from a template.
+
+A group coordinator's records go in a plain batch (no producer, no compression, every
+record at the append's wall-clock time), one per partition per outcome: for a commit, one
+batch of one record. Only the records, the lengths, the timestamps and the CRC vary, so
+the batch is packed here from constant parts rather than by `protocol.records.build_batch`,
+whose general form (any timestamps, producer fields, compression, headers) cost a commit
+more than its record did. The bytes are the same as `build_batch(records_in)`'s
+(tests/broker/test_coordinator_batch.py compares them), which is what Kafka's
+MemoryRecordsBuilder writes for the coordinator's records. Transactional batches
+(TxnOffsetCommit) still go through `build_batch`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from protocol.records import BATCH_HEADER_SIZE, MAGIC, build_batch, crc32c
+
+if TYPE_CHECKING:
+    from broker.topics import TopicRegistry
+    from coordinator.outcome import AnyRecord
+    from storage.log import Log
+
+__all__ = ["append_one", "append_records", "build_coordinator_batch"]
+
+
+def append_records(
+    topics: TopicRegistry,
+    wall_ms: int,
+    by_partition: dict[int, list[AnyRecord]],
+    producer: tuple[int, int] | None = None,
+) -> list[tuple[Log, int]]:
+    """Append each __consumer_offsets partition's records as one batch at `wall_ms` (with
+    `producer`, a transactional batch of that producer id and epoch); returns (log, end
+    offset) of each."""
+    topic = topics.offsets_topic(now_wall_ms=wall_ms)
+    written = []
+    for pid, records in by_partition.items():
+        partition = topic.partitions[pid]
+        if producer is None:
+            pairs = [(r.key_bytes(), r.value_bytes()) for r in records]
+            batch = build_coordinator_batch(pairs, wall_ms)
+        else:
+            # Sequence -1, as Kafka's coordinator writes them: the epoch alone fences.
+            batch = build_batch(
+                [(r.key_bytes(), r.value_bytes(), (), wall_ms) for r in records],
+                producer_id=producer[0],
+                producer_epoch=producer[1],
+                is_transactional=True,
+            )
+        partition.append(batch, wall_ms=wall_ms)
+        written.append((partition.log, partition.log.log_end_offset))
+    return written
+
+
+def append_one(topics: TopicRegistry, wall_ms: int, pid: int, record: AnyRecord) -> Log:
+    """`append_records` of one record to partition `pid`, no producer: the log written."""
+    partition = topics.offsets_topic(now_wall_ms=wall_ms).partitions[pid]
+    batch = _one_record_batch(record.key_bytes(), record.value_bytes(), wall_ms)
+    partition.append(batch, wall_ms=wall_ms)
+    return partition.log
+
+
+# baseOffset 0 (the log assigns it), batchLength, partitionLeaderEpoch -1, magic 2, crc.
+_PREFIX = struct.Struct(">qiibI")
+# attributes 0, lastOffsetDelta, baseTimestamp, maxTimestamp, then the constant rest.
+_TAIL = struct.Struct(">hiqq")
+# producerId -1, producerEpoch -1, baseSequence -1 (recordsCount follows).
+_NO_PRODUCER = struct.pack(">qhi", -1, -1, -1)
+_COUNT = struct.Struct(">i")
+_ONE_BYTE = [bytes((v << 1,)) for v in range(64)]  # the zigzag varints of 0-63
+# A record's attributes 0 and timestampDelta 0 (every record has the batch's timestamp).
+_RECORD_START = b"\x00\x00"
+_NULL = b"\x01"  # zigzag(-1): a null value (a tombstone)
+_NO_HEADERS = b"\x00"
+
+
+def _varint(value: int) -> bytes:
+    """Zigzag varint of a non-negative int (a length, an offset delta)."""
+    if value < 64:
+        return _ONE_BYTE[value]
+    v = value << 1
+    if v < 0x4000:  # two bytes: a commit's record length
+        return bytes(((v & 0x7F) | 0x80, v >> 7))
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def build_coordinator_batch(records: Sequence[tuple[bytes, bytes | None]], timestamp: int) -> bytes:
+    """A v2 batch of (key, value) records (value None: a tombstone), all at `timestamp`,
+    without producer id or compression; base offset 0. At least one record."""
+    if len(records) == 1:
+        return _one_record_batch(records[0][0], records[0][1], timestamp)
+    section: list[bytes] = []
+    for delta, (key, value) in enumerate(records):
+        n = len(key)
+        parts = [
+            _RECORD_START,
+            _ONE_BYTE[delta] if delta < 64 else _varint(delta),
+            _ONE_BYTE[n] if n < 64 else _varint(n),
+            key,
+        ]
+        if value is None:
+            parts.append(_NULL)
+        else:
+            n = len(value)
+            parts += (_ONE_BYTE[n] if n < 64 else _varint(n), value)
+        parts.append(_NO_HEADERS)
+        record = b"".join(parts)
+        n = len(record)
+        section += (_ONE_BYTE[n] if n < 64 else _varint(n), record)
+    count = len(records)
+    tail = b"".join(
+        (_TAIL.pack(0, count - 1, timestamp, timestamp), _NO_PRODUCER, _COUNT.pack(count))
+    )
+    body = b"".join(section)
+    crc = crc32c(body, crc32c(tail))
+    length = BATCH_HEADER_SIZE - 12 + len(body)
+    return b"".join((_PREFIX.pack(0, length, -1, MAGIC, crc), tail, body))
+
+
+# The whole header after the CRC for one record: attributes 0, lastOffsetDelta 0, the two
+# timestamps, no producer, recordsCount 1.
+_ONE_TAIL = struct.Struct(">hiqqqhii")
+# A record's attributes 0, timestampDelta 0, offsetDelta 0.
+_ONE_RECORD_START = b"\x00\x00\x00"
+
+
+def _one_record_batch(key: bytes, value: bytes | None, timestamp: int) -> bytes:
+    """`build_coordinator_batch` of one record (every commit of one partition): the
+    record's length summed rather than measured, one join for the records section."""
+    n = len(key)
+    key_length = _ONE_BYTE[n] if n < 64 else _varint(n)
+    if value is None:
+        value_length, value = _NULL, b""
+    else:
+        n = len(value)
+        value_length = _ONE_BYTE[n] if n < 64 else _varint(n)
+    n = 4 + len(key_length) + len(key) + len(value_length) + len(value)  # 3 + ... + headers
+    body = b"".join(
+        (
+            _ONE_BYTE[n] if n < 64 else _varint(n),
+            _ONE_RECORD_START,
+            key_length,
+            key,
+            value_length,
+            value,
+            _NO_HEADERS,
+        )
+    )
+    tail = _ONE_TAIL.pack(0, 0, timestamp, timestamp, -1, -1, -1, 1)
+    crc = crc32c(body, crc32c(tail))
+    return b"".join(
+        (_PREFIX.pack(0, BATCH_HEADER_SIZE - 12 + len(body), -1, MAGIC, crc), tail, body)
+    )

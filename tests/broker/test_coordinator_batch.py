@@ -1,0 +1,32 @@
+"""The coordinator's batch template (broker.coordinator_batch) writes the bytes
+`protocol.records.build_batch` writes for the same records, and they read back."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.coordinator_batch import build_coordinator_batch
+from protocol.records import build_batch, decode_records, parse_batch_header, validate_batch
+
+CASES = [
+    [(b"k", b"v")],
+    [(b"key", None)],  # a tombstone
+    [(b"k" * 63, b"v" * 64)],  # one-byte and two-byte varint lengths
+    [(b"k" * 200, b"v" * 20_000)],  # a record length of three varint bytes
+    [(bytes([i]) * (i + 1), None if i % 3 == 0 else b"x" * i) for i in range(70)],
+]
+
+
+@pytest.mark.parametrize("records", CASES)
+@pytest.mark.parametrize("timestamp", [0, 1_700_000_000_000, -1])
+def test_template_batch_is_build_batchs(
+    records: list[tuple[bytes, bytes | None]], timestamp: int
+) -> None:
+    batch = build_coordinator_batch(records, timestamp)
+    assert batch == build_batch([(k, v, (), timestamp) for k, v in records])
+    validate_batch(batch)  # the CRC and the lengths hold
+    header = parse_batch_header(batch)
+    assert (header.records_count, header.max_timestamp) == (len(records), timestamp)
+    decoded = decode_records(batch)
+    assert [(r.key, r.value) for r in decoded] == records
+    assert [r.offset for r in decoded] == list(range(len(records)))
