@@ -18,6 +18,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from protocol.primitives import uvarint_bytes
 from protocol.records import BATCH_HEADER_SIZE, MAGIC, build_batch, crc32c
 
 if TYPE_CHECKING:
@@ -83,15 +84,7 @@ def _varint(value: int) -> bytes:
     """Zigzag varint of a non-negative int (a length, an offset delta)."""
     if value < 64:
         return _ONE_BYTE[value]
-    v = value << 1
-    if v < 0x4000:  # two bytes: a commit's record length
-        return bytes(((v & 0x7F) | 0x80, v >> 7))
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
+    return uvarint_bytes(value << 1)
 
 
 def build_coordinator_batch(records: Sequence[tuple[bytes, bytes | None]], timestamp: int) -> bytes:

@@ -226,14 +226,7 @@ async def _fault(call: Call, fault: Any) -> list[Any] | None:
         await trio.sleep(fault.delay_ms / 1000)  # real time: "answer late"
     if fault.action != "error":
         _journal(call, ErrorCode.NONE, None, fault.action)
-        log.info(
-            "%s v%d from %s: fault %d: %s",
-            call.route.name,
-            call.version,
-            call.client_id,
-            fault.id,
-            fault.action,
-        )
+        _log_fault(call, fault.id, fault.action)
         if fault.action == "drop":
             await call.conn.swallow()
         raise CloseConnection(f"fault {fault.id}: disconnect")
@@ -244,17 +237,15 @@ async def _fault(call: Call, fault: Any) -> list[Any] | None:
         # connection when one fails, and so does kmock (as in _failed).
         _journal(call, fault.error, None, "disconnect")
         raise CloseConnection(f"fault {fault.id}: {fault.error.name} on a Produce with acks=0")
-    log.info(
-        "%s v%d from %s: fault %d: %s",
-        call.route.name,
-        call.version,
-        call.client_id,
-        fault.id,
-        fault.error.name,
-    )
+    _log_fault(call, fault.id, fault.error.name)
     return _answer(
         call, fault.error, call.route.error_response(call.request, fault.error, call.version)
     )
+
+
+def _log_fault(call: Call, fault_id: int, what: str) -> None:
+    name, version, client_id = call.route.name, call.version, call.client_id
+    log.info("%s v%d from %s: fault %d: %s", name, version, client_id, fault_id, what)
 
 
 def _journal(call: Call, code: int, out: list[Any] | None, outcome: str) -> None:

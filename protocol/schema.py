@@ -589,6 +589,16 @@ def _compiled(cls: type[Message], version: int) -> Any:
     return c
 
 
+def _parse(parsefunc: Any, r: Reader, cls: type[Message], version: int) -> Any:
+    """A message parsed by its compiled construct; what fails is a DecodeError."""
+    try:
+        return parsefunc(r, None)
+    except _MALFORMED as e:
+        if isinstance(e, DecodeError):
+            raise
+        raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+
+
 KEPT_DECODED = 64  # messages kept per (class, version) by _Kept (all dropped when full)
 KEPT_MAX_BYTES = 1024  # the longest body kept: a Metadata naming a few dozen topics
 
@@ -621,12 +631,7 @@ class _Kept:
         kept = self.kept.get(body)
         if kept is None:
             r = Reader(body)
-            try:
-                msg = self.parsefunc(r, None)
-            except _MALFORMED as e:
-                if isinstance(e, DecodeError):
-                    raise
-                raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+            msg = _parse(self.parsefunc, r, cls, version)
             if len(self.kept) >= KEPT_DECODED:
                 self.kept.clear()
             kept = self.kept[body] = (msg, len(body) - r.pos)
@@ -654,12 +659,7 @@ def decode(
         msg, left = codec.decode(cls, version, buf, pos)
     else:
         r = Reader(buf, pos)
-        try:
-            msg = codec.parsefunc(r, None)
-        except _MALFORMED as e:
-            if isinstance(e, DecodeError):
-                raise
-            raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+        msg = _parse(codec.parsefunc, r, cls, version)
         left = len(r.buf) - r.pos
     if left and not allow_trailing:
         raise DecodeError(f"{cls.__name__} v{version}: {left} bytes left over")

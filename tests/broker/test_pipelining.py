@@ -35,22 +35,13 @@ def _produce(value: bytes, acks: int = -1) -> ProduceRequest:
 
 
 @pytest.fixture
-async def gate(broker: Any, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
+async def gate(broker: Any, fsync_gate: trio.Event) -> trio.Event:
     """Make a topic, then hold every acks=all Produce before its fsync until the event (in
     the strict durability mode, where an acks=all Produce waits for one)."""
-    broker.durability.strict = True
     client = await WireClient.connect(broker)
     await create(client, TOPIC)
     await client.aclose()
-    gate = trio.Event()
-    wait_durable = broker.durability.wait_durable
-
-    async def held(plog: Any, end: int) -> None:
-        await gate.wait()
-        await wait_durable(plog, end)
-
-    monkeypatch.setattr(broker.durability, "wait_durable", held)
-    return gate
+    return fsync_gate
 
 
 async def _appended(broker: Any, offset: int) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import trio
 import trio.testing
 
@@ -20,21 +19,6 @@ from protocol.messages.api_versions import ApiVersionsRequest
 from tests.broker.handlers.test_offset_commit import commit_request
 from tests.reliability.inproc import create
 from tests.wire import WireClient, read_frame, request_bytes
-
-
-@pytest.fixture
-async def fsync_gate(broker: Any, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
-    """Strict durability, each fsync held until the event: an OffsetCommit's handler waits."""
-    broker.durability.strict = True
-    gate = trio.Event()
-    wait_durable = broker.durability.wait_durable
-
-    async def held(plog: Any, end: int) -> None:
-        await gate.wait()
-        await wait_durable(plog, end)
-
-    monkeypatch.setattr(broker.durability, "wait_durable", held)
-    return gate
 
 
 def _served(broker: Any, client: WireClient) -> Any:
