@@ -6,6 +6,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 VENV_STAMP := $(VENV)/.installed-stamp
+BENCH_STAMP := $(VENV)/.bench-installed-stamp
 EXTRAS ?= test,pipeline,dev
 
 LISTENERS ?= PLAINTEXT://127.0.0.1:9092
@@ -110,8 +111,13 @@ fmt: venv ## Format and autofix with ruff
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: venv ## Run the benchmarks (writes bench/RESULTS.md)
+bench: venv $(BENCH_STAMP) ## Run the benchmarks (writes bench/RESULTS.md; installs the peer Tansu first)
 	$(VENV)/bin/python bench/run.py
+
+# The bench's extra packages (pyproject's [bench]: the peer Tansu's wheel, py-spy).
+$(BENCH_STAMP): $(VENV_STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e '.[bench]'
+	touch $@
 
 .PHONY: docker-test
 # Installs and starts a Docker engine if need be (root), stops the one it started.
