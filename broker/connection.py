@@ -259,11 +259,8 @@ class _Connection:
             frame: Any = frames.next_frame()
             while True:
                 if frame is None:
-                    if (
-                        len(frames) >= RECEIVE_BYTES
-                        and len(frames) - 4 + frames.bytes_needed() > RECEIVE_BYTES
-                    ):
-                        return TASK  # a large frame: received into a buffer of its own
+                    if self._large_frame() is not None:
+                        return TASK  # received into a buffer of its own, by `read`
                     if received:
                         return PARKED
                     received = True
@@ -357,11 +354,9 @@ class _Connection:
         drained = False
         while True:
             frame: Any = frames.next_frame()
-            if frame is None and len(frames) >= 4:
-                size = len(frames) - 4 + frames.bytes_needed()
-                # A large frame gets a buffer of its own once RECEIVE_BYTES of it have
-                # arrived: until then it costs what arrived, like a small one.
-                if size > RECEIVE_BYTES and len(frames) >= RECEIVE_BYTES:
+            if frame is None:
+                size = self._large_frame()
+                if size is not None:
                     drained = False
                     frame = await self._receive_large(size)
                     if frame is None:
@@ -419,6 +414,16 @@ class _Connection:
             self.writing = True
             assert self.nursery is not None
             self.nursery.start_soon(self.write)
+
+    def _large_frame(self) -> int | None:
+        """The size of the frame in progress if it is to be received into a buffer of its
+        own: it is larger than RECEIVE_BYTES and RECEIVE_BYTES of it have arrived (until
+        then it costs what arrived, like a small one)."""
+        frames = self.frames
+        if len(frames) < RECEIVE_BYTES:
+            return None
+        size = len(frames) - 4 + frames.bytes_needed()
+        return size if size > RECEIVE_BYTES else None
 
     async def _receive_large(self, size: int) -> Any:
         """Receive the frame in progress, of `size` > RECEIVE_BYTES bytes, straight into a

@@ -13,7 +13,7 @@ accept as the end state they would have retried for.
 Clients ask the same question again and again (librdkafka every few seconds per topic, and
 1,000 connections asking at once, bench/RESULTS.md §9), so an answer about topics that all
 exist is kept, encoded. The request's bytes are the same each time, and decoding them gives
-the same MetadataRequest object each time (protocol.schema._Kept): the answer is found by
+the same MetadataRequest object each time (protocol.schema._KeptAnswer): the answer is found by
 that object, the version, the listener and the broker asked, and given while what else it
 is made of is unchanged: the topics' view (`broker.topics.view_changes`, counted when a
 topic is created or deleted, is given partitions, or a partition's leader, leader epoch,
@@ -53,7 +53,7 @@ from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 ANSWERS_KEPT = 64  # encoded answers kept (all dropped when full)
 
 
-class _Kept:
+class _KeptAnswer:
     """An answer kept encoded, with what it was made of besides its key (see the module
     docstring). The request is held, so that its id is not reused while kept; the broker
     is not (a weak reference: brokers of a test run come and go)."""
@@ -70,7 +70,7 @@ class _Kept:
 
 
 # (id of the broker, id of the request, version, listener, node asked) -> the kept answer.
-_answers: dict[tuple[int, int, int, str, int], _Kept] = {}
+_answers: dict[tuple[int, int, int, str, int], _KeptAnswer] = {}
 
 
 def describe_topic(
@@ -154,7 +154,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     encoded = Encoded(response, b"".join(encode_chunks(response, ctx.api_version)))
     if len(_answers) >= ANSWERS_KEPT:
         _answers.clear()
-    _answers[key] = _Kept(broker, request, encoded)
+    _answers[key] = _KeptAnswer(broker, request, encoded)
     return encoded
 
 
