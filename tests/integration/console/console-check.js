@@ -196,11 +196,14 @@ async function main() {
         left: tr.children[5].textContent,
       })));
     const [a, b] = spec.members;
-    const both = gens.findIndex((g) => g.members.includes(a) && g.members.includes(b));
+    // A member is shown as "<member id> (<client id>) <topic>: <partitions>": match the
+    // client id in its parentheses, since the topic's name may begin with a client id too.
+    const lists = (text, clientId) => text.includes(`(${clientId})`);
+    const both = gens.findIndex((g) => lists(g.members, a) && lists(g.members, b));
     check("timeline: a generation with both members (the first rebalance)", both >= 0, JSON.stringify(gens));
-    const after2 = gens.slice(both + 1).find((g) => g.left.includes(b));
+    const after2 = gens.slice(both + 1).find((g) => lists(g.left, b));
     check("timeline: a later one where the second member left (the second rebalance)",
-      after2 && after2.members.includes(a) && !after2.members.includes(b) && after2.left.includes("left"),
+      after2 && lists(after2.members, a) && !lists(after2.members, b) && after2.left.includes("left"),
       JSON.stringify(gens));
     const labels = await page.$$eval("[data-testid=timeline-chart] text[data-generation]", (ts) => ts.map((t) => t.textContent));
     check("timeline chart: a mark per generation", labels.length === gens.length, JSON.stringify(labels));
