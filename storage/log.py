@@ -34,24 +34,15 @@ import contextlib
 import os
 import shutil
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from protocol.compression import BytesLike
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import (
-    BATCH_HEADER_SIZE,
-    MAGIC,
-    BatchHeader,
-    decode_records,
-    parse_batch_header,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
-)
-from storage.producer_state import ProducerStateManager
+from protocol.records import BATCH_HEADER_SIZE, BatchHeader, decode_records, parse_batch_header
+from storage.append import AppendInfo, check_batch, duplicate_info, stamp
+from storage.producer_state import ProducerAppend, ProducerStateManager
 from storage.recovery import (
     LOG_START_OFFSET_CHECKPOINT,
     RecoveryEvent,
@@ -123,16 +114,6 @@ class LogConfig:
     @property
     def deletes(self) -> bool:
         return "delete" in self.cleanup_policy
-
-
-class AppendInfo(NamedTuple):
-    """Where one batch went: what a Produce partition response reports."""
-
-    base_offset: int
-    last_offset: int
-    log_append_time: int  # -1 unless the log uses LogAppendTime (and for duplicates)
-    log_start_offset: int
-    duplicate: bool = False  # a producer retry acknowledged with its original offsets
 
 
 # AppendInfo(...) without the Python-level __new__ that NamedTuple generates (one per append).
@@ -243,13 +224,33 @@ class Log:
         header: BatchHeader | None = None,
     ) -> AppendInfo:
         """Append one validated v2 batch (see `append_batches`); `header` is its header when
-        the caller has parsed it (Produce, from `split_batches`), not to parse it again."""
+        the caller has parsed it (Produce, from `split_batches`), not to parse it again.
+
+        Every Produce and OffsetCommit comes here: `append_batches`' steps for one batch,
+        without its lists and loops."""
         if self._closed or self._failure is not None:
             self._check_writable()
         view = memoryview(batch)
         if header is None:
             header = parse_batch_header(view)
-        return self._append_parsed(((view, header),), wall_ms, partition_leader_epoch)[0]
+        config = self.config
+        size = check_batch(view, header, config.max_message_bytes)
+        producers = None
+        if header.producer_id >= 0:
+            producers = self.producer_state.begin_append()
+            original = producers.check(header)
+            if original is not None:
+                return duplicate_info(original, self._log_start_offset)
+        base_offset = self._segments[-1].next_offset  # log_end_offset
+        append_time = wall_ms if config.message_timestamp_type == "LogAppendTime" else -1
+        head, rest, stored = stamp(view, header, base_offset, partition_leader_epoch, append_time)
+        if producers is not None:
+            producers.add(stored)
+        written = ((stored, view),) if stored.is_transactional else None
+        self._write([head, rest], [stored], size, wall_ms, producers, written)
+        last_offset = base_offset + header.last_offset_delta
+        info = (base_offset, last_offset, append_time, self._log_start_offset, False)
+        return _new_info(AppendInfo, info)
 
     def append_batches(
         self,
@@ -262,9 +263,10 @@ class Log:
 
         The batches must have passed `protocol.records.split_batches` (CRC and header
         checks); storage only re-checks what the file format depends on (magic, length).
-        Each is written as received, except for the 61-byte header, which is copied and
-        patched (baseOffset; partitionLeaderEpoch when given; maxTimestamp, timestamp type
-        and CRC for LogAppendTime): the records section is written from the caller's buffer.
+        Each is written as received except for the fields the log assigns (baseOffset;
+        partitionLeaderEpoch when given; maxTimestamp, timestamp type and CRC for
+        LogAppendTime), see storage/append.py: the records are written from the caller's
+        buffer, uncopied.
 
         Returns:
             One AppendInfo per batch, in order. A producer retry of a batch already in the
@@ -278,35 +280,14 @@ class Log:
                 unless it could not be restored, when every later append fails too).
         """
         self._check_writable()
+        config = self.config
         views = []
         for batch in batches:
             view = memoryview(batch)
-            views.append((view, parse_batch_header(view)))
-        return self._append_parsed(views, wall_ms, partition_leader_epoch)
-
-    def _append_parsed(
-        self,
-        views: Iterable[tuple[memoryview, BatchHeader]],
-        wall_ms: int,
-        partition_leader_epoch: int | None,
-    ) -> list[AppendInfo]:
-        """`append_batches` of batches whose headers are parsed, the log known writable."""
-        config = self.config
-        max_message_bytes = config.max_message_bytes
-        for view, header in views:
-            size = 12 + header.batch_length  # header.size, without the property's call
-            if header.magic != MAGIC or size != len(view):
-                raise KafkaError(
-                    ErrorCode.CORRUPT_MESSAGE,
-                    f"batch of {len(view)} bytes declares {size} bytes, magic {header.magic}",
-                )
-            if size > max_message_bytes:
-                raise KafkaError(
-                    ErrorCode.MESSAGE_TOO_LARGE,
-                    f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes}",
-                )
-        log_append_time = config.message_timestamp_type == "LogAppendTime"
-        append_time = wall_ms if log_append_time else -1  # AppendInfo.log_append_time
+            header = parse_batch_header(view)
+            check_batch(view, header, config.max_message_bytes)
+            views.append((view, header))
+        append_time = wall_ms if config.message_timestamp_type == "LogAppendTime" else -1
         # A batch without a producer id (-1: not idempotent) has no producer state to check
         # or change: an append of only such batches never starts a ProducerAppend.
         producers = None
@@ -317,54 +298,59 @@ class Log:
         next_offset = self._segments[-1].next_offset  # log_end_offset
         total = 0
         for view, header in views:
-            original = None
             if header.producer_id >= 0:
                 if producers is None:
                     producers = self.producer_state.begin_append()
                 original = producers.check(header)
-            if original is not None:
-                infos.append(
-                    AppendInfo(
-                        original.base_offset, original.last_offset, -1, self._log_start_offset, True
-                    )
-                )
-                continue
-            patched = bytearray(view[:BATCH_HEADER_SIZE])
-            set_base_offset(patched, 0, next_offset)
-            if partition_leader_epoch is not None:
-                set_partition_leader_epoch(patched, 0, partition_leader_epoch)
-            if log_append_time:
-                set_log_append_time(patched, 0, wall_ms, body=view[BATCH_HEADER_SIZE:])
-            assigned = parse_batch_header(patched)
-            if producers is not None and assigned.producer_id >= 0:
-                producers.add(assigned)
-            parts += (patched, view[BATCH_HEADER_SIZE:])
-            headers.append(assigned)
-            total += 12 + assigned.batch_length
-            if assigned.is_transactional:
-                written.append((assigned, view))
-            last_offset = next_offset + assigned.last_offset_delta
+                if original is not None:
+                    infos.append(duplicate_info(original, self._log_start_offset))
+                    continue
+            head, rest, stored = stamp(
+                view, header, next_offset, partition_leader_epoch, append_time
+            )
+            if producers is not None:
+                producers.add(stored)
+            parts += (head, rest)
+            headers.append(stored)
+            total += 12 + stored.batch_length
+            if stored.is_transactional:
+                written.append((stored, view))
+            last_offset = next_offset + stored.last_offset_delta
             info = (next_offset, last_offset, append_time, self._log_start_offset, False)
             infos.append(_new_info(AppendInfo, info))
             next_offset = last_offset + 1
         if not headers:
             return infos
-        if total > config.segment_bytes:
+        self._write(parts, headers, total, wall_ms, producers, written)
+        return infos
+
+    def _write(
+        self,
+        parts: list[bytes | bytearray | memoryview],
+        headers: list[BatchHeader],
+        size: int,
+        wall_ms: int,
+        producers: ProducerAppend | None,
+        written: Sequence[tuple[BatchHeader, memoryview]] | None,
+    ) -> None:
+        """Write stamped batches (`size` bytes, `headers` as stored) to the active segment,
+        rolling first when it must (`Segment.must_roll`); then commit the producer state,
+        show transactional batches (`written`) to the transactions, and flush if due."""
+        config = self.config
+        if size > config.segment_bytes:
             raise KafkaError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
-                f"{total} bytes of batches exceed segment.bytes {config.segment_bytes}",
+                f"{size} bytes of batches exceed segment.bytes {config.segment_bytes}",
             )
+        next_offset = headers[-1].base_offset + headers[-1].last_offset_delta + 1
         try:
             active = self._segments[-1]
-            # Roll first when the segment is too old or the batches do not fit (an empty
-            # segment never rolls).
-            if active.size and (
-                wall_ms - active.roll_base_ms >= config.segment_ms
-                or not active.fits(total, next_offset - 1, config.segment_bytes)
+            if active.must_roll(
+                size, next_offset - 1, wall_ms, config.segment_bytes, config.segment_ms
             ):
                 self._roll(wall_ms)
                 active = self._segments[-1]
-            active.append(parts, headers, wall_ms=wall_ms, size=total)
+            active.append(parts, headers, wall_ms=wall_ms, size=size)
         except OSError as e:
             if self._segments[-1].broken:
                 self._failure = f"could not undo a failed write: {e}"
@@ -384,7 +370,6 @@ class Log:
             or next_offset - self._flushed_offset >= config.flush_messages
         ):
             self.flush()
-        return infos
 
     def _check_writable(self) -> None:
         if self._closed:

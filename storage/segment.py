@@ -249,16 +249,18 @@ def replace_file(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def write_all(fd: int, parts: list[bytes | bytearray | memoryview], total: int = -1) -> None:
+def write_all(
+    fd: int, parts: list[bytes | bytearray | memoryview], total: int = -1, written: int = 0
+) -> None:
     """Write every part, in order, with as few writev calls as the kernel allows.
 
-    `total` is the parts' length together, when the caller knows it.
+    `total` is the parts' length together, when the caller knows it; `written`, how many
+    of their bytes a writev of the caller's already wrote (the rest is written here).
 
     Raises OSError; some prefix of the data may have been written (the caller truncates
     the file back).
     """
-    written = 0
-    if len(parts) <= IOV_MAX:
+    if not written and len(parts) <= IOV_MAX:
         # The usual case: one writev takes it all (empty parts are harmless to writev).
         if total < 0:
             total = sum(map(len, parts))
@@ -452,50 +454,63 @@ class Segment:
         where it was and the error re-raised; if even that fails, `broken` is set: the file
         may end in a partial batch, and nothing more may be appended to it.
         """
+        fd = self.handle.fd  # type: ignore[union-attr]  # the log checks it is open
         start = self.size
         end = start + size
         if end > self._reserved_end and end >= PREALLOCATE_MIN_BYTES:
             ahead = min(end, PREALLOCATE_MAX_BYTES)
-            reserve_blocks(self.fd, start, end - start + ahead)
+            reserve_blocks(fd, start, end - start + ahead)
             self._reserved_end = end + ahead  # on failure too: retried one step later
         try:
-            write_all(self.fd, parts, size)
+            # One writev, the usual case; write_all finishes a short one or many parts.
+            written = os.writev(fd, parts) if len(parts) <= IOV_MAX else 0
+            if written != size:
+                write_all(fd, parts, size, written)
         except OSError:
             self._reserved_end = 0  # the ftruncate frees them
             try:
-                os.ftruncate(self.fd, start)
+                os.ftruncate(fd, start)
             except OSError:
                 self.broken = True
             raise
-        if self.size == 0:
+        if start == 0:
             self.roll_base_ms = wall_ms
         for header in headers:
             self._add_batch(self.size, header)  # which moves self.size past the batch
 
     def _add_batch(self, pos: int, header: BatchHeader) -> None:
         # Kafka's LogSegment.append, one batch at a time (see the module docstring).
+        # header.last_offset and header.size inline, without the properties' calls.
+        last_offset = header.base_offset + header.last_offset_delta
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
-            self.offset_of_max_timestamp = header.last_offset
+            self.offset_of_max_timestamp = last_offset
             self.position_of_max_timestamp = pos
         if self._bytes_since_index_entry > self.index_interval_bytes:
-            self._index_offsets.append(header.last_offset - self.base_offset)
+            self._index_offsets.append(last_offset - self.base_offset)
             self._index_positions.append(pos)
             last_indexed_ts = self._time_timestamps[-1] if self._time_timestamps else -1
             if self.max_timestamp > last_indexed_ts:
                 self._time_timestamps.append(self.max_timestamp)
                 self._time_offsets.append(self.offset_of_max_timestamp - self.base_offset)
             self._bytes_since_index_entry = 0
-        size = 12 + header.batch_length  # header.size and header.next_offset, inline
+        size = 12 + header.batch_length
         self._bytes_since_index_entry += size
         self.size = pos + size
-        self.next_offset = header.base_offset + header.last_offset_delta + 1
+        self.next_offset = last_offset + 1
 
-    def fits(self, size: int, last_offset: int, segment_bytes: int) -> bool:
-        """Whether batches of `size` bytes ending at `last_offset` may go in this segment."""
-        if self.size == 0:
-            return last_offset - self.base_offset <= _INT32_MAX
-        return self.size + size <= segment_bytes and last_offset - self.base_offset <= _INT32_MAX
+    def must_roll(
+        self, size: int, last_offset: int, wall_ms: int, segment_bytes: int, segment_ms: int
+    ) -> bool:
+        """Whether batches of `size` bytes ending at `last_offset` must go in a new segment:
+        this one is older than segment.ms, or they would pass segment.bytes or relative
+        offsets' int32 range (Kafka's LogSegment.shouldRoll; but an empty segment never
+        rolls: what an empty segment cannot take, none can)."""
+        return self.size > 0 and (
+            wall_ms - self.roll_base_ms >= segment_ms
+            or self.size + size > segment_bytes
+            or last_offset - self.base_offset > _INT32_MAX
+        )
 
     def truncate(self, position: int) -> None:
         """Cut the file at a batch boundary and recompute the indexes."""
