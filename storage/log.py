@@ -246,9 +246,9 @@ class Log:
         head, rest, stored = stamp(view, header, base_offset, partition_leader_epoch, append_time)
         if producers is not None:
             producers.add(stored)
-        written = ((stored, view),) if stored.is_transactional else None
-        self._write([head, rest], [stored], size, wall_ms, producers, written)
         last_offset = base_offset + header.last_offset_delta
+        written = ((stored, view),) if stored.is_transactional else None
+        self._write([head, rest], [stored], size, last_offset + 1, wall_ms, producers, written)
         info = (base_offset, last_offset, append_time, self._log_start_offset, False)
         return _new_info(AppendInfo, info)
 
@@ -321,7 +321,7 @@ class Log:
             next_offset = last_offset + 1
         if not headers:
             return infos
-        self._write(parts, headers, total, wall_ms, producers, written)
+        self._write(parts, headers, total, next_offset, wall_ms, producers, written)
         return infos
 
     def _write(
@@ -329,20 +329,21 @@ class Log:
         parts: list[bytes | bytearray | memoryview],
         headers: list[BatchHeader],
         size: int,
+        next_offset: int,
         wall_ms: int,
         producers: ProducerAppend | None,
         written: Sequence[tuple[BatchHeader, memoryview]] | None,
     ) -> None:
-        """Write stamped batches (`size` bytes, `headers` as stored) to the active segment,
-        rolling first when it must (`Segment.must_roll`); then commit the producer state,
-        show transactional batches (`written`) to the transactions, and flush if due."""
+        """Write stamped batches (`size` bytes, `headers` as stored, up to `next_offset`)
+        to the active segment, rolling first when it must (`Segment.must_roll`); then
+        commit the producer state, show transactional batches (`written`) to the
+        transactions, and flush if due."""
         config = self.config
         if size > config.segment_bytes:
             raise KafkaError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
                 f"{size} bytes of batches exceed segment.bytes {config.segment_bytes}",
             )
-        next_offset = headers[-1].base_offset + headers[-1].last_offset_delta + 1
         try:
             active = self._segments[-1]
             if active.must_roll(
