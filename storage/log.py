@@ -9,6 +9,10 @@ later segments dropped, indexes rebuilt; everything dropped is listed in `recove
 for the broker to log. Then the partition's transactions are rebuilt from the segments
 (`PartitionTransactions.recover`), which rewrites `.txnindex` files that disagree.
 
+Appends: `append` (one batch: every Produce and OffsetCommit) and `append_batches` (any
+number, all or none) share the checks and the header stamping of storage/append.py and one
+`_write` (roll, write, producer state, transactions, flush).
+
 Transactions (storage/transactions.py): every append is shown to `self.transactions`, which
 tracks open transactions (the last stable offset) and writes the aborted-transaction index;
 retention, DeleteRecords and truncation keep it in step.
