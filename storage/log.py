@@ -69,6 +69,7 @@ _DAY_MS = 24 * 60 * 60 * 1000
 _FLUSH_MODES = ("none", "interval", "always")
 _CLEANUP_POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -339,7 +340,7 @@ class Log:
         written: Sequence[tuple[BatchHeader, memoryview]] | None,
     ) -> None:
         """Write stamped batches (`size` bytes, `headers` as stored, up to `next_offset`)
-        to the active segment, rolling first when it must (`Segment.must_roll`); then
+        to the active segment, rolling first when it must; then
         commit the producer state, show transactional batches (`written`) to the
         transactions, and flush if due."""
         config = self.config
@@ -350,8 +351,13 @@ class Log:
             )
         try:
             active = self._segments[-1]
-            if active.must_roll(
-                size, next_offset - 1, wall_ms, config.segment_bytes, config.segment_ms
+            # Roll when the segment is older than segment.ms, or the batches would pass
+            # segment.bytes or relative offsets' int32 range (Kafka's LogSegment.shouldRoll;
+            # but an empty segment never rolls: what it cannot take, none can).
+            if active.size and (
+                wall_ms - active.roll_base_ms >= config.segment_ms
+                or active.size + size > config.segment_bytes
+                or next_offset - 1 - active.base_offset > _INT32_MAX
             ):
                 self._roll(wall_ms)
                 active = self._segments[-1]

@@ -499,19 +499,6 @@ class Segment:
         self.size = pos + size
         self.next_offset = last_offset + 1
 
-    def must_roll(
-        self, size: int, last_offset: int, wall_ms: int, segment_bytes: int, segment_ms: int
-    ) -> bool:
-        """Whether batches of `size` bytes ending at `last_offset` must go in a new segment:
-        this one is older than segment.ms, or they would pass segment.bytes or relative
-        offsets' int32 range (Kafka's LogSegment.shouldRoll; but an empty segment never
-        rolls: what an empty segment cannot take, none can)."""
-        return self.size > 0 and (
-            wall_ms - self.roll_base_ms >= segment_ms
-            or self.size + size > segment_bytes
-            or last_offset - self.base_offset > _INT32_MAX
-        )
-
     def truncate(self, position: int) -> None:
         """Cut the file at a batch boundary and recompute the indexes."""
         os.ftruncate(self.fd, position)
