@@ -54,9 +54,10 @@ BATCHES = [
         timestamp=T0,
     ),
 ]
+BATCH_IDS = ["one", "seven", "idempotent", "transactional", "epoch-11", "marker"]
 
 
-@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("batch", BATCHES, ids=BATCH_IDS)
 @pytest.mark.parametrize("epoch", [None, 0, 7])
 @pytest.mark.parametrize("log_append_ms", [-1, T0 + 99])
 @pytest.mark.parametrize("base_offset", [0, 5, 2**40 + 3])
