@@ -42,13 +42,14 @@ from broker.cluster_state import ClusterState
 from broker.config import LONG_MAX, TOPIC_CONFIGS, Config, below_minimum, invalid_value
 from protocol.compression import BytesLike
 from protocol.errors import ErrorCode, KafkaError
-from storage import AppendInfo, Log, LogConfig, RecoveryEvent
+from storage import AppendInfo, Log, LogConfig
 from storage.layout import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
     parse_partition_dir,
     partition_dir,
 )
+from storage.recovery import recovery_log_lines
 from storage.segment import fsync_directory
 
 if TYPE_CHECKING:
@@ -126,6 +127,9 @@ class Partition:
     waiters: set[trio.Event] = field(default_factory=set)
     # Where appended records are counted (None for a registry outside a running broker).
     metrics: Metrics | None = None
+    # This topic's kmock_records_in counter, looked up at the first append (a topic that
+    # never had one shows no series).
+    records_in: Any = field(default=None, init=False, repr=False)
 
     def append(
         self,
@@ -147,8 +151,12 @@ class Partition:
         )
         if self.waiters:  # notify(), called only when a fetch waits
             self.notify()
-        if self.metrics is not None:
-            self.metrics.messages_in.labels(self.topic).inc(info.last_offset - info.base_offset + 1)
+        counter = self.records_in
+        if counter is None:
+            if self.metrics is None:
+                return info
+            counter = self.records_in = self.metrics.messages_in.labels(self.topic)
+        counter.inc(info.last_offset - info.base_offset + 1)
         return info
 
     def notify(self) -> None:
@@ -746,55 +754,3 @@ def _create_failed(name: str, num_partitions: int, e: Exception) -> KafkaError:
 
 def _add_failed(name: str, e: Exception) -> KafkaError:
     return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"could not add partitions to {name}: {e}")
-
-
-def recovery_log_lines(partition: str, events: list[RecoveryEvent]) -> list[tuple[int, str]]:
-    """The log lines (level, text) for what `Log.open` changed in one partition.
-
-    A cut tail or a deleted segment is data that is gone: one WARNING line each. Index
-    files are derived data, written when a segment rolls or the log closes, so after a
-    crash every partition's are missing or behind: that is expected, one DEBUG line per
-    partition (`load` sums them up at INFO). Finishing an interrupted compaction and
-    removing unfinished temporary files lose nothing: INFO.
-    """
-    lines: list[tuple[int, str]] = []
-    rebuilt: list[str] = []
-    for e in events:
-        if e.action == "truncated":
-            lines.append(
-                (
-                    logging.WARNING,
-                    f"recovered {partition}: truncated {e.path.name} at position {e.position}, "
-                    f"a torn or corrupt tail (bytes={e.bytes}, next offset {e.offset}): "
-                    f"{e.reason}",
-                )
-            )
-        elif e.action == "deleted":
-            lines.append(
-                (
-                    logging.WARNING,
-                    f"recovered {partition}: deleted segment {e.path.name} "
-                    f"({e.bytes} bytes): {e.reason}",
-                )
-            )
-        elif e.action == "index rebuilt":
-            rebuilt.append(f"{e.path.stem}.{e.reason}")  # "00000000000000000000.index: missing"
-        elif e.action == "swap completed":
-            lines.append(
-                (
-                    logging.INFO,
-                    f"recovered {partition}: finished an interrupted compaction: "
-                    f"{e.path.name} ({e.bytes} bytes), {e.reason}",
-                )
-            )
-        else:  # "leftover removed"
-            lines.append(
-                (
-                    logging.INFO,
-                    f"recovered {partition}: removed {e.path.name} ({e.bytes} bytes), "
-                    f"left by an {e.reason}",
-                )
-            )
-    if rebuilt:
-        lines.append((logging.DEBUG, f"recovered {partition}: index rebuilt: {'; '.join(rebuilt)}"))
-    return lines

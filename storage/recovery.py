@@ -20,11 +20,13 @@ Why each step (Kafka's LogLoader does the same work):
 
 `log-start-offset-checkpoint` is written atomically (temp file, fsync, rename, fsync of the
 directory) whenever retention or DeleteRecords moves the log start offset past the first
-segment's base offset. Everything recovery changes is reported as a `RecoveryEvent`.
+segment's base offset. Everything recovery changes is reported as a `RecoveryEvent`;
+`recovery_log_lines` words them for the broker's log.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import NamedTuple
@@ -47,6 +49,7 @@ __all__ = [
     "RecoveryEvent",
     "read_checkpoint",
     "recover_segments",
+    "recovery_log_lines",
     "write_checkpoint",
 ]
 
@@ -238,3 +241,55 @@ def recover_segments(
     log_start_offset = max(checkpoint, segments[0].base_offset)
     producer_state.evict_below(log_start_offset)
     return Recovered(log_start_offset, producer_state)
+
+
+def recovery_log_lines(partition: str, events: list[RecoveryEvent]) -> list[tuple[int, str]]:
+    """The log lines (level, text) for what `Log.open` changed in one partition.
+
+    A cut tail or a deleted segment is data that is gone: one WARNING line each. Index
+    files are derived data, written when a segment rolls or the log closes, so after a
+    crash every partition's are missing or behind: that is expected, one DEBUG line per
+    partition (`load` sums them up at INFO). Finishing an interrupted compaction and
+    removing unfinished temporary files lose nothing: INFO.
+    """
+    lines: list[tuple[int, str]] = []
+    rebuilt: list[str] = []
+    for e in events:
+        if e.action == "truncated":
+            lines.append(
+                (
+                    logging.WARNING,
+                    f"recovered {partition}: truncated {e.path.name} at position {e.position}, "
+                    f"a torn or corrupt tail (bytes={e.bytes}, next offset {e.offset}): "
+                    f"{e.reason}",
+                )
+            )
+        elif e.action == "deleted":
+            lines.append(
+                (
+                    logging.WARNING,
+                    f"recovered {partition}: deleted segment {e.path.name} "
+                    f"({e.bytes} bytes): {e.reason}",
+                )
+            )
+        elif e.action == "index rebuilt":
+            rebuilt.append(f"{e.path.stem}.{e.reason}")  # "00000000000000000000.index: missing"
+        elif e.action == "swap completed":
+            lines.append(
+                (
+                    logging.INFO,
+                    f"recovered {partition}: finished an interrupted compaction: "
+                    f"{e.path.name} ({e.bytes} bytes), {e.reason}",
+                )
+            )
+        else:  # "leftover removed"
+            lines.append(
+                (
+                    logging.INFO,
+                    f"recovered {partition}: removed {e.path.name} ({e.bytes} bytes), "
+                    f"left by an {e.reason}",
+                )
+            )
+    if rebuilt:
+        lines.append((logging.DEBUG, f"recovered {partition}: index rebuilt: {'; '.join(rebuilt)}"))
+    return lines
