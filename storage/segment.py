@@ -75,7 +75,6 @@ __all__ = [
     "write_all",
 ]
 
-_INT32_MAX = 2**31 - 1
 PREALLOCATE_MIN_BYTES = 1 << 20  # a segment smaller than this reserves nothing ahead
 PREALLOCATE_MAX_BYTES = 16 << 20  # the most reserved past the end at a time
 _FALLOC_FL_KEEP_SIZE = 1  # linux/falloc.h
