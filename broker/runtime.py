@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import itertools
 import logging
 import math
@@ -390,31 +389,27 @@ class CoordinatorRuntime:
     async def offset_commit(
         self, ctx: Caller, request: OffsetCommitRequest
     ) -> OffsetCommitResponse:
-        # wall_ms: a date the coordinator expires by. A partial, not a closure: no frame.
-        commit = functools.partial(
-            self.coordinator.commit_offsets, wall_ms=self.broker.clock.wall_ms()
-        )
+        # wall_ms: a date the coordinator expires by.
         return await self._call(
-            ctx, request, offset_commit.error_response, commit, postpones_only=True
+            ctx,
+            request,
+            offset_commit.error_response,
+            self.coordinator.commit_offsets,
+            postpones_only=True,
+            wall_ms=self.broker.clock.wall_ms(),
         )
 
     async def txn_offset_commit(
         self, ctx: Caller, request: TxnOffsetCommitRequest
     ) -> TxnOffsetCommitResponse:
-        wall_ms = self.broker.wall_ms()
-
-        def commit(
-            c: CoordinatorContext, r: TxnOffsetCommitRequest, token: int, now: int
-        ) -> Outcome:
-            return self.coordinator.txn_commit_offsets(c, r, token, now, wall_ms)
-
         return await self._call(
             ctx,
             request,
             txn_offset_commit.error_response,
-            commit,
+            self.coordinator.txn_commit_offsets,
             postpones_only=True,
             producer=(request.producer_id, request.producer_epoch),
+            wall_ms=self.broker.wall_ms(),
         )
 
     async def offset_delete(
@@ -537,11 +532,12 @@ class CoordinatorRuntime:
         ctx: Caller,
         request: _Req,
         error_response: Callable[[_Req, ErrorCode, int], _Resp],
-        verb: Callable[[CoordinatorContext, _Req, int, int], Outcome],
+        verb: Callable[..., Outcome],
         *,
         postpones_only: bool = False,
         producer: tuple[int, int] | None = None,
         unloads: bool = False,
+        wall_ms: int | None = None,
     ) -> _Resp:
         """Run a coordinator verb that takes a token; wait for the reply to that token.
 
@@ -552,6 +548,9 @@ class CoordinatorRuntime:
         `producer`: (id, epoch) of a transactional producer whose batch the records go in.
         `unloads`: the request waits for others and is answered NOT_COORDINATOR if its
         group's coordinator moves meanwhile (`unload`).
+        `wall_ms`: passed on to a verb that takes the wall clock after `now_ms` (the
+        commits: a date they expire by), `verb(context, request, token, now_ms, wall_ms)`;
+        a verb without it is `verb(context, request, token, now_ms)`.
         """
         if not self.loaded:
             return self._while_loading(ctx, request, error_response)  # type: ignore[return-value]
@@ -561,7 +560,10 @@ class CoordinatorRuntime:
         # JoinGroup parked for others; a commit waiting for its fsync).
         self._now_token = token
         try:
-            outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
+            if wall_ms is None:
+                outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
+            else:
+                outcome = verb(self.context(ctx), request, token, self.broker.now_ms(), wall_ms)
             if not postpones_only:
                 self._wake.set()
             # `complete`, without its coroutine: most outcomes have nothing left to await.
@@ -636,7 +638,10 @@ class CoordinatorRuntime:
                     self._append_failed(_Appended(outcome, {pid}), False, e)
                     return None
                 self.broker.durability.note_written(plog, plog.log_end_offset)
-                self._apply(outcome)
+                # `_apply` of a commit, whose offset taking effect moves no deadline.
+                self.coordinator.on_appended(outcome, self.broker.now_ms())
+                self._settled()
+                self._deliver(outcome)
                 return None
             by_partition = {pid: [record]}
         else:

@@ -160,7 +160,11 @@ class OffsetManager:
             for p in topic.partitions:
                 index = p.partition_index
                 metadata = p.committed_metadata
-                if metadata is not None and _java_length(metadata) > max_metadata:
+                # len() bounds Java's length from below: the call only for non-ASCII text.
+                if metadata is not None and (
+                    len(metadata) > max_metadata
+                    or (not metadata.isascii() and _java_length(metadata) > max_metadata)
+                ):
                     code = _E.OFFSET_METADATA_TOO_LARGE
                 else:
                     code = _E.NONE
@@ -316,8 +320,14 @@ class OffsetManager:
     def committed(self, effect: CommitWrite) -> None:
         """The commit's record is durable: the offset takes effect (unless cancelled)."""
         if not effect.cancelled:
-            _commit_done(effect)
-            effect.group.offsets[effect.partition] = effect.offset
+            group, partition = effect.group, effect.partition
+            pending = group.pending_offset_commits  # `_commit_done`, inline: every commit
+            left = pending.get(partition, 0) - 1
+            if left > 0:
+                pending[partition] = left
+            else:
+                pending.pop(partition, None)
+            group.offsets[partition] = effect.offset
 
     def commit_failed(self, effect: CommitWrite) -> None:
         """The commit's record was not written: memory keeps the offset it had."""
