@@ -640,7 +640,8 @@ class CoordinatorRuntime:
                 self.broker.durability.note_written(plog, plog.log_end_offset)
                 # `_apply` of a commit, whose offset taking effect moves no deadline.
                 self.coordinator.on_appended(outcome, self.broker.now_ms())
-                self._settled()
+                if self._commits_settled is not None:
+                    self._settled()
                 self._deliver(outcome)
                 return None
             by_partition = {pid: [record]}

@@ -141,9 +141,11 @@ class OffsetManager:
                 code = _E.GROUP_ID_NOT_FOUND if version >= 9 else _E.ILLEGAL_GENERATION
                 raise KafkaError(code, f"group {group_id!r} does not exist")
             group = self.groups[group_id] = Group(group_id, _S.EMPTY, now_ms)
-        member = self._check_offset_commit(group, generation_id, request)
-        if member is not None:
-            touch(member, now_ms)
+        # A standalone commit (generation -1 to a group without members) needs no check.
+        if generation_id >= 0 or group.state is not _S.EMPTY:
+            member = self._check_offset_commit(group, generation_id, request)
+            if member is not None:
+                touch(member, now_ms)
 
         retention_ms = request.retention_time_ms if 2 <= version <= 4 else -1
         expire_ms = None if retention_ms == -1 else wall_ms + retention_ms
