@@ -389,7 +389,6 @@ class CoordinatorRuntime:
     async def offset_commit(
         self, ctx: Caller, request: OffsetCommitRequest
     ) -> OffsetCommitResponse:
-        # wall_ms: a date the coordinator expires by.
         return await self._call(
             ctx,
             request,
@@ -548,9 +547,7 @@ class CoordinatorRuntime:
         `producer`: (id, epoch) of a transactional producer whose batch the records go in.
         `unloads`: the request waits for others and is answered NOT_COORDINATOR if its
         group's coordinator moves meanwhile (`unload`).
-        `wall_ms`: passed on to a verb that takes the wall clock after `now_ms` (the
-        commits: a date they expire by), `verb(context, request, token, now_ms, wall_ms)`;
-        a verb without it is `verb(context, request, token, now_ms)`.
+        `wall_ms`: for a verb that takes the date after `now_ms` (the commits').
         """
         if not self.loaded:
             return self._while_loading(ctx, request, error_response)  # type: ignore[return-value]
@@ -560,14 +557,15 @@ class CoordinatorRuntime:
         # JoinGroup parked for others; a commit waiting for its fsync).
         self._now_token = token
         try:
+            now_ms = self.broker.now_ms()
             if wall_ms is None:
-                outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
+                outcome = verb(self.context(ctx), request, token, now_ms)
             else:
-                outcome = verb(self.context(ctx), request, token, self.broker.now_ms(), wall_ms)
+                outcome = verb(self.context(ctx), request, token, now_ms, wall_ms)
             if not postpones_only:
                 self._wake.set()
             # `complete`, without its coroutine: most outcomes have nothing left to await.
-            appending = self._append_now(outcome, producer)
+            appending = self._append_now(outcome, producer, now_ms)
         finally:
             answered, self._now_token = self._now_token == 0, 0
         if answered:
@@ -608,12 +606,13 @@ class CoordinatorRuntime:
             await self._finish(appending)
 
     def _append_now(
-        self, outcome: Outcome, producer: tuple[int, int] | None = None
+        self, outcome: Outcome, producer: tuple[int, int] | None = None, now_ms: int | None = None
     ) -> _Appending | None:
         """The synchronous half of `complete`: the records go into the log in the caller's
         step, with no checkpoint between the coordinator's decision and the append (Kafka's
         CoordinatorRuntime appends a result's records in the event that produced it).
-        Returns what `_finish` still has to do, or None when nothing is left."""
+        Returns what `_finish` still has to do, or None when nothing is left. `now_ms`:
+        when the outcome was decided, if the caller knows (it is applied in the same step)."""
         if outcome.generations or outcome.dead_groups:
             self._report(outcome)
         records = outcome.records
@@ -639,7 +638,8 @@ class CoordinatorRuntime:
                     return None
                 self.broker.durability.note_written(plog, plog.log_end_offset)
                 # `_apply` of a commit, whose offset taking effect moves no deadline.
-                self.coordinator.on_appended(outcome, self.broker.now_ms())
+                now_ms = self.broker.now_ms() if now_ms is None else now_ms
+                self.coordinator.on_appended(outcome, now_ms)
                 if self._commits_settled is not None:
                     self._settled()
                 self._deliver(outcome)
