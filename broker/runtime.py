@@ -636,7 +636,7 @@ class CoordinatorRuntime:
                 except (KafkaError, OSError) as e:
                     self._append_failed(_Appended(outcome, {pid}), False, e)
                     return None
-                self.broker.durability.note_written(plog, plog.log_end_offset)
+                self.broker.durability.note_written(plog)
                 # `_apply` of a commit, whose offset taking effect moves no deadline.
                 now_ms = self.broker.now_ms() if now_ms is None else now_ms
                 self.coordinator.on_appended(outcome, now_ms)
