@@ -81,6 +81,9 @@ __all__ = ["CommittedOffset", "OffsetManager"]
 _S = GroupState
 _E = ErrorCode
 
+# What `_check_offset_commit` reads of a standalone commit: no member id, no instance id.
+_NO_MEMBER = OffsetCommitRequest(member_id="", group_instance_id=None)
+
 _Topic = TypeVar("_Topic", OffsetFetchResponseTopic, OffsetFetchResponseTopics)
 _T = TypeVar("_T")
 
@@ -122,6 +125,8 @@ class OffsetManager:
         token: int,
         now_ms: int,
         wall_ms: int,
+        *,
+        standalone: bool = False,
     ) -> Outcome:
         """Write the offsets as records; memory changes only when they are durable.
 
@@ -130,11 +135,14 @@ class OffsetManager:
         need be. v1: a partition's commit_timestamp other than -1 is its commit time. v2-4:
         retention_time_ms other than -1 sets an expire timestamp. v9: an unknown group with
         a generation is GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION before).
+
+        `standalone`: commit as generation -1 without a member id or instance id, whatever
+        the request says (a consumer group's commit, its member checked already).
         """
         self.clock.seen(now_ms, wall_ms)
         version = ctx.api_version
         group_id = request.group_id
-        generation_id = request.generation_id_or_member_epoch
+        generation_id = -1 if standalone else request.generation_id_or_member_epoch
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -143,7 +151,8 @@ class OffsetManager:
             group = self.groups[group_id] = Group(group_id, _S.EMPTY, now_ms)
         # A standalone commit (generation -1 to a group without members) needs no check.
         if generation_id >= 0 or group.state is not _S.EMPTY:
-            member = self._check_offset_commit(group, generation_id, request)
+            checked = _NO_MEMBER if standalone else request
+            member = self._check_offset_commit(group, generation_id, checked)
             if member is not None:
                 touch(member, now_ms)
 
