@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from protocol.primitives import uvarint_bytes
-from protocol.records import BATCH_HEADER_SIZE, MAGIC, build_batch, crc32c
+from protocol.records import BATCH_HEADER_SIZE, MAGIC, BatchHeader, build_batch, crc32c
 
 if TYPE_CHECKING:
     from broker.topics import TopicRegistry
@@ -59,10 +59,11 @@ def append_records(
 
 
 def append_one(topics: TopicRegistry, wall_ms: int, pid: int, record: AnyRecord) -> Log:
-    """`append_records` of one record to partition `pid`, no producer: the log written."""
+    """`append_records` of one record to partition `pid`, no producer: the log written.
+    The batch goes with the header it was packed from, which the log would parse again."""
     partition = topics.offsets_topic(now_wall_ms=wall_ms).partitions[pid]
-    batch = _one_record_batch(record.key_bytes(), record.value_bytes(), wall_ms)
-    partition.append(batch, wall_ms=wall_ms)
+    batch, header = _one_record_batch(record.key_bytes(), record.value_bytes(), wall_ms)
+    partition.append(batch, wall_ms=wall_ms, header=header)
     return partition.log
 
 
@@ -73,7 +74,11 @@ _TAIL = struct.Struct(">hiqq")
 # producerId -1, producerEpoch -1, baseSequence -1 (recordsCount follows).
 _NO_PRODUCER = struct.pack(">qhi", -1, -1, -1)
 _COUNT = struct.Struct(">i")
-_ONE_BYTE = [bytes((v << 1,)) for v in range(64)]  # the zigzag varints of 0-63
+# The zigzag varints of 0-1023 (one byte below 64, two from there): the lengths of almost
+# every record and key, looked up rather than encoded by a call.
+_SMALL = [bytes((v << 1,)) for v in range(64)]
+_SMALL += [bytes(((v << 1) & 0x7F | 0x80, v >> 6)) for v in range(64, 1024)]
+_SMALL_LIMIT = len(_SMALL)
 # A record's attributes 0 and timestampDelta 0 (every record has the batch's timestamp).
 _RECORD_START = b"\x00\x00"
 _NULL = b"\x01"  # zigzag(-1): a null value (a tombstone)
@@ -82,8 +87,8 @@ _NO_HEADERS = b"\x00"
 
 def _varint(value: int) -> bytes:
     """Zigzag varint of a non-negative int (a length, an offset delta)."""
-    if value < 64:
-        return _ONE_BYTE[value]
+    if value < _SMALL_LIMIT:
+        return _SMALL[value]
     return uvarint_bytes(value << 1)
 
 
@@ -91,25 +96,25 @@ def build_coordinator_batch(records: Sequence[tuple[bytes, bytes | None]], times
     """A v2 batch of (key, value) records (value None: a tombstone), all at `timestamp`,
     without producer id or compression; base offset 0. At least one record."""
     if len(records) == 1:
-        return _one_record_batch(records[0][0], records[0][1], timestamp)
+        return _one_record_batch(records[0][0], records[0][1], timestamp)[0]
     section: list[bytes] = []
     for delta, (key, value) in enumerate(records):
         n = len(key)
         parts = [
             _RECORD_START,
-            _ONE_BYTE[delta] if delta < 64 else _varint(delta),
-            _ONE_BYTE[n] if n < 64 else _varint(n),
+            _SMALL[delta] if delta < _SMALL_LIMIT else _varint(delta),
+            _SMALL[n] if n < _SMALL_LIMIT else _varint(n),
             key,
         ]
         if value is None:
             parts.append(_NULL)
         else:
             n = len(value)
-            parts += (_ONE_BYTE[n] if n < 64 else _varint(n), value)
+            parts += (_SMALL[n] if n < _SMALL_LIMIT else _varint(n), value)
         parts.append(_NO_HEADERS)
         record = b"".join(parts)
         n = len(record)
-        section += (_ONE_BYTE[n] if n < 64 else _varint(n), record)
+        section += (_SMALL[n] if n < _SMALL_LIMIT else _varint(n), record)
     count = len(records)
     tail = b"".join(
         (_TAIL.pack(0, count - 1, timestamp, timestamp), _NO_PRODUCER, _COUNT.pack(count))
@@ -125,22 +130,26 @@ def build_coordinator_batch(records: Sequence[tuple[bytes, bytes | None]], times
 _ONE_TAIL = struct.Struct(">hiqqqhii")
 # A record's attributes 0, timestampDelta 0, offsetDelta 0.
 _ONE_RECORD_START = b"\x00\x00\x00"
+# BatchHeader from its fields without NamedTuple's Python-level __new__ (as protocol.records
+# makes the headers it parses).
+_new_header = tuple.__new__
 
 
-def _one_record_batch(key: bytes, value: bytes | None, timestamp: int) -> bytes:
-    """`build_coordinator_batch` of one record (every commit of one partition): the
-    record's length summed rather than measured, one join for the records section."""
+def _one_record_batch(key: bytes, value: bytes | None, timestamp: int) -> tuple[bytes, BatchHeader]:
+    """`build_coordinator_batch` of one record (every commit of one partition), and the
+    batch's header: the record's length summed rather than measured, one join for the
+    records section."""
     n = len(key)
-    key_length = _ONE_BYTE[n] if n < 64 else _varint(n)
+    key_length = _SMALL[n] if n < _SMALL_LIMIT else _varint(n)
     if value is None:
         value_length, value = _NULL, b""
     else:
         n = len(value)
-        value_length = _ONE_BYTE[n] if n < 64 else _varint(n)
+        value_length = _SMALL[n] if n < _SMALL_LIMIT else _varint(n)
     n = 4 + len(key_length) + len(key) + len(value_length) + len(value)  # 3 + ... + headers
     body = b"".join(
         (
-            _ONE_BYTE[n] if n < 64 else _varint(n),
+            _SMALL[n] if n < _SMALL_LIMIT else _varint(n),
             _ONE_RECORD_START,
             key_length,
             key,
@@ -151,6 +160,7 @@ def _one_record_batch(key: bytes, value: bytes | None, timestamp: int) -> bytes:
     )
     tail = _ONE_TAIL.pack(0, 0, timestamp, timestamp, -1, -1, -1, 1)
     crc = crc32c(body, crc32c(tail))
-    return b"".join(
-        (_PREFIX.pack(0, BATCH_HEADER_SIZE - 12 + len(body), -1, MAGIC, crc), tail, body)
-    )
+    length = BATCH_HEADER_SIZE - 12 + len(body)
+    header = (0, length, -1, MAGIC, crc, 0, 0, timestamp, timestamp, -1, -1, -1, 1)
+    batch = b"".join((_PREFIX.pack(0, length, -1, MAGIC, crc), tail, body))
+    return batch, _new_header(BatchHeader, header)

@@ -112,9 +112,12 @@ class Durability:
         if plog.flushed_offset < end_offset:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"fsync of {plog.path} failed")
 
-    def note_written(self, plog: Log, end_offset: int) -> None:
-        """Schedule the fsync that flush.ms asks for after a write (none by default)."""
-        if plog.config.flush_mode != "interval" or plog.flushed_offset >= end_offset:
+    def note_written(self, plog: Log, end_offset: int | None = None) -> None:
+        """Schedule the fsync that flush.ms asks for after a write up to `end_offset`
+        (None: the log's end) (none by default)."""
+        if plog.config.flush_mode != "interval":
+            return
+        if plog.flushed_offset >= (plog.log_end_offset if end_offset is None else end_offset):
             return
         self._wait_for(plog, False)
 

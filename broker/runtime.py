@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import itertools
 import logging
 import math
@@ -390,31 +389,26 @@ class CoordinatorRuntime:
     async def offset_commit(
         self, ctx: Caller, request: OffsetCommitRequest
     ) -> OffsetCommitResponse:
-        # wall_ms: a date the coordinator expires by. A partial, not a closure: no frame.
-        commit = functools.partial(
-            self.coordinator.commit_offsets, wall_ms=self.broker.clock.wall_ms()
-        )
         return await self._call(
-            ctx, request, offset_commit.error_response, commit, postpones_only=True
+            ctx,
+            request,
+            offset_commit.error_response,
+            self.coordinator.commit_offsets,
+            postpones_only=True,
+            wall_ms=self.broker.clock.wall_ms(),
         )
 
     async def txn_offset_commit(
         self, ctx: Caller, request: TxnOffsetCommitRequest
     ) -> TxnOffsetCommitResponse:
-        wall_ms = self.broker.wall_ms()
-
-        def commit(
-            c: CoordinatorContext, r: TxnOffsetCommitRequest, token: int, now: int
-        ) -> Outcome:
-            return self.coordinator.txn_commit_offsets(c, r, token, now, wall_ms)
-
         return await self._call(
             ctx,
             request,
             txn_offset_commit.error_response,
-            commit,
+            self.coordinator.txn_commit_offsets,
             postpones_only=True,
             producer=(request.producer_id, request.producer_epoch),
+            wall_ms=self.broker.wall_ms(),
         )
 
     async def offset_delete(
@@ -537,11 +531,12 @@ class CoordinatorRuntime:
         ctx: Caller,
         request: _Req,
         error_response: Callable[[_Req, ErrorCode, int], _Resp],
-        verb: Callable[[CoordinatorContext, _Req, int, int], Outcome],
+        verb: Callable[..., Outcome],
         *,
         postpones_only: bool = False,
         producer: tuple[int, int] | None = None,
         unloads: bool = False,
+        wall_ms: int | None = None,
     ) -> _Resp:
         """Run a coordinator verb that takes a token; wait for the reply to that token.
 
@@ -552,6 +547,7 @@ class CoordinatorRuntime:
         `producer`: (id, epoch) of a transactional producer whose batch the records go in.
         `unloads`: the request waits for others and is answered NOT_COORDINATOR if its
         group's coordinator moves meanwhile (`unload`).
+        `wall_ms`: for a verb that takes the date after `now_ms` (the commits').
         """
         if not self.loaded:
             return self._while_loading(ctx, request, error_response)  # type: ignore[return-value]
@@ -561,11 +557,15 @@ class CoordinatorRuntime:
         # JoinGroup parked for others; a commit waiting for its fsync).
         self._now_token = token
         try:
-            outcome = verb(self.context(ctx), request, token, self.broker.now_ms())
+            now_ms = self.broker.now_ms()
+            if wall_ms is None:
+                outcome = verb(self.context(ctx), request, token, now_ms)
+            else:
+                outcome = verb(self.context(ctx), request, token, now_ms, wall_ms)
             if not postpones_only:
                 self._wake.set()
             # `complete`, without its coroutine: most outcomes have nothing left to await.
-            appending = self._append_now(outcome, producer)
+            appending = self._append_now(outcome, producer, now_ms)
         finally:
             answered, self._now_token = self._now_token == 0, 0
         if answered:
@@ -606,12 +606,13 @@ class CoordinatorRuntime:
             await self._finish(appending)
 
     def _append_now(
-        self, outcome: Outcome, producer: tuple[int, int] | None = None
+        self, outcome: Outcome, producer: tuple[int, int] | None = None, now_ms: int | None = None
     ) -> _Appending | None:
         """The synchronous half of `complete`: the records go into the log in the caller's
         step, with no checkpoint between the coordinator's decision and the append (Kafka's
         CoordinatorRuntime appends a result's records in the event that produced it).
-        Returns what `_finish` still has to do, or None when nothing is left."""
+        Returns what `_finish` still has to do, or None when nothing is left. `now_ms`:
+        when the outcome was decided, if the caller knows (it is applied in the same step)."""
         if outcome.generations or outcome.dead_groups:
             self._report(outcome)
         records = outcome.records
@@ -635,8 +636,13 @@ class CoordinatorRuntime:
                 except (KafkaError, OSError) as e:
                     self._append_failed(_Appended(outcome, {pid}), False, e)
                     return None
-                self.broker.durability.note_written(plog, plog.log_end_offset)
-                self._apply(outcome)
+                self.broker.durability.note_written(plog)
+                # `_apply` of a commit, whose offset taking effect moves no deadline.
+                now_ms = self.broker.now_ms() if now_ms is None else now_ms
+                self.coordinator.on_appended(outcome, now_ms)
+                if self._commits_settled is not None:
+                    self._settled()
+                self._deliver(outcome)
                 return None
             by_partition = {pid: [record]}
         else:

@@ -336,8 +336,8 @@ class GroupCoordinator:
                 request.generation_id_or_member_epoch,
                 api_version=ctx.api_version,
             )
-            request = dataclasses.replace(  # type: ignore[type-var]
-                request, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None
+            return self.offsets.commit_offsets(
+                ctx, request, token, now_ms, wall_ms, standalone=True
             )
         return self.offsets.commit_offsets(ctx, request, token, now_ms, wall_ms)
 

@@ -81,6 +81,9 @@ __all__ = ["CommittedOffset", "OffsetManager"]
 _S = GroupState
 _E = ErrorCode
 
+# What `_check_offset_commit` reads of a standalone commit: no member id, no instance id.
+_NO_MEMBER = OffsetCommitRequest(member_id="", group_instance_id=None)
+
 _Topic = TypeVar("_Topic", OffsetFetchResponseTopic, OffsetFetchResponseTopics)
 _T = TypeVar("_T")
 
@@ -122,6 +125,8 @@ class OffsetManager:
         token: int,
         now_ms: int,
         wall_ms: int,
+        *,
+        standalone: bool = False,
     ) -> Outcome:
         """Write the offsets as records; memory changes only when they are durable.
 
@@ -130,20 +135,26 @@ class OffsetManager:
         need be. v1: a partition's commit_timestamp other than -1 is its commit time. v2-4:
         retention_time_ms other than -1 sets an expire timestamp. v9: an unknown group with
         a generation is GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION before).
+
+        `standalone`: commit as generation -1 without a member id or instance id, whatever
+        the request says (a consumer group's commit, its member checked already).
         """
         self.clock.seen(now_ms, wall_ms)
         version = ctx.api_version
         group_id = request.group_id
-        generation_id = request.generation_id_or_member_epoch
+        generation_id = -1 if standalone else request.generation_id_or_member_epoch
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
                 code = _E.GROUP_ID_NOT_FOUND if version >= 9 else _E.ILLEGAL_GENERATION
                 raise KafkaError(code, f"group {group_id!r} does not exist")
             group = self.groups[group_id] = Group(group_id, _S.EMPTY, now_ms)
-        member = self._check_offset_commit(group, generation_id, request)
-        if member is not None:
-            touch(member, now_ms)
+        # A standalone commit (generation -1 to a group without members) needs no check.
+        if generation_id >= 0 or group.state is not _S.EMPTY:
+            checked = _NO_MEMBER if standalone else request
+            member = self._check_offset_commit(group, generation_id, checked)
+            if member is not None:
+                touch(member, now_ms)
 
         retention_ms = request.retention_time_ms if 2 <= version <= 4 else -1
         expire_ms = None if retention_ms == -1 else wall_ms + retention_ms
@@ -160,7 +171,11 @@ class OffsetManager:
             for p in topic.partitions:
                 index = p.partition_index
                 metadata = p.committed_metadata
-                if metadata is not None and _java_length(metadata) > max_metadata:
+                # len() bounds Java's length from below: the call only for non-ASCII text.
+                if metadata is not None and (
+                    len(metadata) > max_metadata
+                    or (not metadata.isascii() and _java_length(metadata) > max_metadata)
+                ):
                     code = _E.OFFSET_METADATA_TOO_LARGE
                 else:
                     code = _E.NONE
@@ -316,8 +331,14 @@ class OffsetManager:
     def committed(self, effect: CommitWrite) -> None:
         """The commit's record is durable: the offset takes effect (unless cancelled)."""
         if not effect.cancelled:
-            _commit_done(effect)
-            effect.group.offsets[effect.partition] = effect.offset
+            group, partition = effect.group, effect.partition
+            pending = group.pending_offset_commits  # `_commit_done`, inline: every commit
+            left = pending.get(partition, 0) - 1
+            if left > 0:
+                pending[partition] = left
+            else:
+                pending.pop(partition, None)
+            group.offsets[partition] = effect.offset
 
     def commit_failed(self, effect: CommitWrite) -> None:
         """The commit's record was not written: memory keeps the offset it had."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from coordinator.consumer.records import ConsumerGroupRecord
 from coordinator.records import CoordinatorRecord, OffsetCommitRecord
@@ -43,8 +44,10 @@ class RequestContext:
     describable: Callable[[str], bool] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(NamedTuple):
+    """The response to the request of `token`. Immutable; a NamedTuple rather than a frozen
+    dataclass, whose __init__ sets each field through object.__setattr__ (one per call)."""
+
     token: int  # opaque, issued by the broker per request
     response: object  # a protocol response dataclass
 

@@ -150,11 +150,10 @@ class Writes:
 
     def take(self, record: object) -> Effect | None:
         """The record's effect, now that its append has answered (None if it has none)."""
-        entry = self._effects.get(id(record))
-        if entry is None or entry[0] is not record:
-            return None
-        del self._effects[id(record)]
-        return entry[1]
+        # An entry keeps its record alive, so no other live object has its id: the entry
+        # found under id(record) is the record's own.
+        entry = self._effects.pop(id(record), None)
+        return None if entry is None else entry[1]
 
     def cancel_commits(self, group: Group, partitions: Iterable[TopicPartition]) -> None:
         """Commits of these partitions on their way to the log must not take effect."""

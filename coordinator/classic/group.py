@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from coordinator.classic.state import TRANSITIONS, GroupState
 from protocol.consumer_protocol import decode_subscription
@@ -62,9 +62,11 @@ class Parked(Generic[_Request]):
     request: _Request
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    """A committed offset as Kafka keeps it; times are wall-clock ms."""
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset as Kafka keeps it; times are wall-clock ms.
+
+    Immutable; a NamedTuple rather than a frozen dataclass, whose __init__ sets each field
+    through object.__setattr__: one is made per partition of every commit."""
 
     offset: int
     leader_epoch: int  # -1: none

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.coordinator_batch import build_coordinator_batch
+from broker.coordinator_batch import _SMALL, _one_record_batch, _varint, build_coordinator_batch
+from protocol.primitives import uvarint_bytes
 from protocol.records import build_batch, decode_records, parse_batch_header, validate_batch
 
 CASES = [
@@ -30,3 +31,19 @@ def test_template_batch_is_build_batchs(
     decoded = decode_records(batch)
     assert [(r.key, r.value) for r in decoded] == records
     assert [r.offset for r in decoded] == list(range(len(records)))
+
+
+def test_varint_table_is_uvarint_bytes() -> None:
+    for v in range(3000):
+        assert _varint(v) == uvarint_bytes(v << 1)
+    assert all(_SMALL[v] == uvarint_bytes(v << 1) for v in range(len(_SMALL)))
+
+
+@pytest.mark.parametrize("records", [c for c in CASES if len(c) == 1])
+def test_one_record_header_is_the_parsed_one(records: list[tuple[bytes, bytes | None]]) -> None:
+    # append_one hands the log this header instead of letting it parse the batch.
+    ((key, value),) = records
+    batch, header = _one_record_batch(key, value, 1_700_000_000_000)
+    assert header == parse_batch_header(batch)
+    assert type(header) is type(parse_batch_header(batch))
+    assert header.size == len(batch)

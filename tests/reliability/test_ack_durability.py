@@ -216,3 +216,37 @@ async def test_a_segment_roll_fsyncs_the_segment_it_closes(tmp_path: Path) -> No
             assert plog.flushed_offset == 1  # the first segment, closed by the second write
             assert plog.log_end_offset == 2
             await client.aclose()
+
+
+async def test_a_commit_is_fsynced_within_the_flush_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OffsetCommit answered from the page cache (the default mode) schedules the fsync
+    log.flush.interval.ms asks for, like an acks=1 write: the commit path's note of its
+    write (the log's end, read by the durability itself) must not be lost."""
+    flush_logs = durability.flush_logs
+    target: list[Any] = []  # the group's __consumer_offsets log
+    fsynced = trio.Event()
+
+    def seen(logs: list[Any]) -> None:
+        if target and target[0] in logs:
+            fsynced.set()
+
+    def flush_and_tell(logs: list[Any]) -> Any:  # runs in the fsync worker thread
+        failed = flush_logs(logs)
+        trio.from_thread.run_sync(seen, logs)
+        return failed
+
+    monkeypatch.setattr(durability, "flush_logs", flush_and_tell)
+    with trio.fail_after(20):
+        async with running(tmp_path / "data", **{"log.flush.interval.ms": 200}) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            pid = broker.coordinator.coordinator.partition_for(GROUP)
+            target.append(broker.coordinator.offsets_topic().partitions[pid].log)
+            assert await commit(client, GROUP, "t", 7) == ErrorCode.NONE
+            end = target[0].log_end_offset
+            with trio.fail_after(5):  # the interval, plus slack for the fsync
+                await fsynced.wait()
+            assert target[0].flushed_offset >= end
+            await client.aclose()
