@@ -58,11 +58,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker.context import NODE_ID
+from broker.context import NODE_ID, RequestContext
 from broker.dispatch import CloseConnection, Pending, dispatch
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
 from broker.routes import route_for
+from broker.security.authz import authz
 from protocol.frames import FrameBuffer, FrameTooLarge
 from storage.segment import IOV_MAX
 
@@ -83,12 +84,15 @@ class _Connection:
     __slots__ = (
         "aborted",
         "address",
+        "again",
         "api_versions",
+        "authz",
         "broker",
         "client_host",
         "client_id",
         "clock",
         "connection_id",
+        "contexts",
         "drained_at",
         "ended",
         "frames",
@@ -98,6 +102,7 @@ class _Connection:
         "memory_wait",
         "metrics",
         "mid_frame",
+        "now",
         "nursery",
         "opened_ms",
         "queue",
@@ -133,6 +138,10 @@ class _Connection:
         self.client_id: str | None = None
         self.api_versions: dict[int, int] = {}
         self.requests = 0
+        # What the dispatch site looks up once per connection (broker.dispatch.Caller).
+        self.authz = authz(broker)
+        self.now = trio.lowlevel.current_clock().current_time
+        self.contexts: dict[int, RequestContext] = {}
         self.opened_ms = broker.clock.wall_ms()
         try:
             peer = stream.socket.getpeername()
@@ -169,6 +178,7 @@ class _Connection:
         self.drained_at = self.clock.now()
         self.mid_frame = False
         self.waited = False  # the reader went through the scheduler since its last request
+        self.again = False  # the last step returned AGAIN: frames are waiting in the buffer
 
     def end(self, reason: str) -> None:
         if self.reason is None:
@@ -252,14 +262,22 @@ class _Connection:
         waits: the dispatch of that request, suspended where it yielded to trio (the reactor
         goes on running it in its own task, broker.reactor.resume)."""
         frames = self.frames
+        metrics = self.metrics
+        # Whether the buffer may hold a whole frame or a large one in progress: not after a
+        # step that returned PARKED, nor when a task hands the connection back (both looked
+        # before they parked), so such a step starts with its read; after AGAIN it does.
+        look = self.again
+        self.again = False
         received = False
         left = STEP_REQUESTS
         try:
-            fd = self._fd()
-            frame: Any = frames.next_frame()
+            fd = self.sock.fileno()
+            if fd < 0:  # closed by the idle check or a writer
+                raise trio.ClosedResourceError("connection closed")
             while True:
+                frame: Any = frames.next_frame() if look else None
                 if frame is None:
-                    if self._large_frame() is not None:
+                    if look and self._large_frame() is not None:
                         return TASK  # received into a buffer of its own, by `read`
                     if received:
                         return PARKED
@@ -271,9 +289,11 @@ class _Connection:
                     if not data:
                         self.end("closed by client mid-frame" if frames else "closed by client")
                         return ENDED
-                    self.metrics.bytes_in(len(data))
+                    metrics.bytes_received += len(data)  # metrics.bytes_in, inline
                     frame = frames.feed_next(data)
-                    continue
+                    look = True
+                    if frame is None:
+                        continue
                 # A small frame holds no request memory (see _receive_large): nothing to
                 # release after it.
                 coroutine = dispatch(self, frame)
@@ -294,14 +314,14 @@ class _Connection:
                     except BlockingIOError:
                         sent = 0
                     if sent < size:  # the socket took part of it: a task sends the rest
-                        self.metrics.bytes_out(sent)
+                        metrics.bytes_sent += sent
                         self.enqueue(_unsent(out, sent))
                         return TASK
-                    self.metrics.bytes_out(size)
+                    metrics.bytes_sent += size  # metrics.bytes_out, inline
                 left -= 1
                 if not left:
+                    self.again = True
                     return AGAIN
-                frame = frames.next_frame()
         except (FrameTooLarge, CloseConnection) as e:
             self.end(_reason(e))
         except (trio.ClosedResourceError, OSError) as e:
