@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from broker.context import NODE_ID, RequestContext
+from broker.controls.clock import Clock
 from broker.dispatch import CloseConnection, Pending, dispatch
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
 from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
@@ -97,6 +98,7 @@ class _Connection:
         "ended",
         "frames",
         "home",
+        "idle_clock",
         "listener_name",
         "memory",
         "memory_wait",
@@ -142,6 +144,10 @@ class _Connection:
         self.authz = authz(broker)
         self.now = trio.lowlevel.current_clock().current_time
         self.contexts: dict[int, RequestContext] = {}
+        # The reactor stamps a parked connection with clock.now(): for the wall clock (its
+        # `now` is trio.current_time()), trio's clock read without the two calls in front.
+        wall = type(broker.clock).now is Clock.now
+        self.idle_clock = self.now if wall else broker.clock.now
         self.opened_ms = broker.clock.wall_ms()
         try:
             peer = stream.socket.getpeername()
