@@ -31,7 +31,10 @@ response queued behind them (any other request, whose response may be large: a F
 Past either bound the connection stops reading until the queue drains. So does a connection
 whose next large frame finds no room in `queued.max.request.bytes`: frames over
 RECEIVE_BYTES are received into buffers of their own whose memory follows the bytes that
-arrived and is reserved from the broker's pool (broker.limits).
+arrived and is reserved from the broker's pool (broker.limits). A buffer of a frame up to
+DIRECT_FRAME_BYTES that nothing refers to once its request is handled is kept by the
+reactor for the next large frame (at most SPARE_FRAMES of them, outside the pool): a
+producer's 1 MB batches are received into the same memory, not into fresh pages each time.
 
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
