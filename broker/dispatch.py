@@ -171,12 +171,11 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
     conn.api_versions[api_key] = version
     conn.requests += 1
     security = conn.authz
-    if security.enabled:
-        ctx = _new_context(conn, version, client_id)  # broker.security.enforce writes to it
-    else:
-        ctx = conn.contexts.get(version)
-        if ctx is None or ctx.client_id != (client_id or ""):
-            ctx = conn.contexts[version] = _new_context(conn, version, client_id)
+    ctx = None if security.enabled else conn.contexts.get(version)
+    if ctx is None or ctx.client_id != (client_id or ""):
+        ctx = _new_context(conn, version, client_id)
+        if not security.enabled:  # with an authorizer, broker.security.enforce writes to it
+            conn.contexts[version] = ctx
     call = Call(
         broker,
         route,
