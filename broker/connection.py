@@ -31,7 +31,10 @@ response queued behind them (any other request, whose response may be large: a F
 Past either bound the connection stops reading until the queue drains. So does a connection
 whose next large frame finds no room in `queued.max.request.bytes`: frames over
 RECEIVE_BYTES are received into buffers of their own whose memory follows the bytes that
-arrived and is reserved from the broker's pool (broker.limits).
+arrived and is reserved from the broker's pool (broker.limits). A buffer of a frame up to
+DIRECT_FRAME_BYTES that nothing refers to once its request is handled is kept by the
+reactor for the next large frame (at most SPARE_FRAMES of them, outside the pool): a
+producer's 1 MB batches are received into the same memory, not into fresh pages each time.
 
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
@@ -54,15 +57,18 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker.context import NODE_ID
+from broker.context import NODE_ID, RequestContext
+from broker.controls.clock import Clock
 from broker.dispatch import CloseConnection, Pending, dispatch
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
-from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
+from broker.reactor import AGAIN, ENDED, PARKED, SPARE_FRAMES, TASK, resume
 from broker.routes import route_for
+from broker.security.authz import authz
 from protocol.frames import FrameBuffer, FrameTooLarge
 from storage.segment import IOV_MAX
 
@@ -83,21 +89,27 @@ class _Connection:
     __slots__ = (
         "aborted",
         "address",
+        "again",
         "api_versions",
+        "authz",
         "broker",
         "client_host",
         "client_id",
         "clock",
         "connection_id",
+        "contexts",
         "drained_at",
         "ended",
         "frames",
+        "held",
         "home",
+        "idle_clock",
         "listener_name",
         "memory",
         "memory_wait",
         "metrics",
         "mid_frame",
+        "now",
         "nursery",
         "opened_ms",
         "queue",
@@ -133,6 +145,14 @@ class _Connection:
         self.client_id: str | None = None
         self.api_versions: dict[int, int] = {}
         self.requests = 0
+        # What the dispatch site looks up once per connection (broker.dispatch.Caller).
+        self.authz = authz(broker)
+        self.now = trio.lowlevel.current_clock().current_time
+        self.contexts: dict[int, RequestContext] = {}
+        # The reactor stamps a parked connection with clock.now(): for the wall clock (its
+        # `now` is trio.current_time()), trio's clock read without the two calls in front.
+        wall = type(broker.clock).now is Clock.now
+        self.idle_clock = self.now if wall else broker.clock.now
         self.opened_ms = broker.clock.wall_ms()
         try:
             peer = stream.socket.getpeername()
@@ -148,6 +168,7 @@ class _Connection:
         self.memory = broker.memory_pool
         self.memory_wait: trio.CancelScope | None = None  # while waiting for request memory
         self.reserved = 0  # bytes of request memory held by the frame in progress
+        self.held: bytearray | None = None  # the buffer of the direct frame in progress
         self.reason: str | None = None
         # Responses not sent yet, in request order: chunks, or a Pending at the head.
         self.queue: collections.deque[list[Any] | Pending] = collections.deque()
@@ -169,6 +190,7 @@ class _Connection:
         self.drained_at = self.clock.now()
         self.mid_frame = False
         self.waited = False  # the reader went through the scheduler since its last request
+        self.again = False  # the last step returned AGAIN: frames are waiting in the buffer
 
     def end(self, reason: str) -> None:
         if self.reason is None:
@@ -252,14 +274,22 @@ class _Connection:
         waits: the dispatch of that request, suspended where it yielded to trio (the reactor
         goes on running it in its own task, broker.reactor.resume)."""
         frames = self.frames
+        metrics = self.metrics
+        # Whether the buffer may hold a whole frame or a large one in progress: not after a
+        # step that returned PARKED, nor when a task hands the connection back (both looked
+        # before they parked), so such a step starts with its read; after AGAIN it does.
+        look = self.again
+        self.again = False
         received = False
         left = STEP_REQUESTS
         try:
-            fd = self._fd()
-            frame: Any = frames.next_frame()
+            fd = self.sock.fileno()
+            if fd < 0:  # closed by the idle check or a writer
+                raise trio.ClosedResourceError("connection closed")
             while True:
+                frame: Any = frames.next_frame() if look else None
                 if frame is None:
-                    if self._large_frame() is not None:
+                    if look and self._large_frame() is not None:
                         return TASK  # received into a buffer of its own, by `read`
                     if received:
                         return PARKED
@@ -271,9 +301,11 @@ class _Connection:
                     if not data:
                         self.end("closed by client mid-frame" if frames else "closed by client")
                         return ENDED
-                    self.metrics.bytes_in(len(data))
+                    metrics.bytes_received += len(data)  # metrics.bytes_in, inline
                     frame = frames.feed_next(data)
-                    continue
+                    look = True
+                    if frame is None:
+                        continue
                 # A small frame holds no request memory (see _receive_large): nothing to
                 # release after it.
                 coroutine = dispatch(self, frame)
@@ -294,14 +326,14 @@ class _Connection:
                     except BlockingIOError:
                         sent = 0
                     if sent < size:  # the socket took part of it: a task sends the rest
-                        self.metrics.bytes_out(sent)
+                        metrics.bytes_sent += sent
                         self.enqueue(_unsent(out, sent))
                         return TASK
-                    self.metrics.bytes_out(size)
+                    metrics.bytes_sent += size  # metrics.bytes_out, inline
                 left -= 1
                 if not left:
+                    self.again = True
                     return AGAIN
-                frame = frames.next_frame()
         except (FrameTooLarge, CloseConnection) as e:
             self.end(_reason(e))
         except (trio.ClosedResourceError, OSError) as e:
@@ -391,6 +423,8 @@ class _Connection:
             finally:
                 del frame
                 self.release_memory()
+                if self.held is not None:
+                    self._recycle()
             await self.deliver(out)
 
     async def deliver(self, out: list[Any] | Pending | None) -> None:
@@ -434,7 +468,7 @@ class _Connection:
         if direct:
             await self._reserve(size)
             self.reserved = size
-            large = frames.start_large_frame(RECEIVE_BYTES)
+            large = frames.start_large_frame(RECEIVE_BYTES, self._direct_buffer)
         else:
             large = frames.start_large_frame(RECEIVE_BYTES, frame_buffer)
         assert large is not None  # the frame in progress is larger and incomplete
@@ -470,6 +504,33 @@ class _Connection:
         self.mid_frame = False
         self.metrics.bytes_in(got - already)
         return buffer
+
+    def _direct_buffer(self, size: int) -> memoryview:
+        """The buffer a frame of `size` bytes (up to DIRECT_FRAME_BYTES) is received into: a
+        spare of the home reactor's when one is large enough, else a new one, its size
+        rounded up to RECEIVE_BYTES so that it can take the next frames of about that size
+        (a producer's batches) when it comes back (`_recycle`). Allocating 1 MiB and
+        zero-filling it, page by page, cost more than receiving the frame into it."""
+        spares = self.home.spares if self.home is not None else None
+        held = spares.pop() if spares else None
+        if held is None or len(held) < size:
+            held = bytearray(-(-size // RECEIVE_BYTES) * RECEIVE_BYTES)
+        self.held = held
+        return memoryview(held)[:size]
+
+    def _recycle(self) -> None:
+        """After the direct frame's request: its buffer becomes a spare of the home reactor's
+        if nothing refers to it any more (no record, response or journal entry holds a view
+        of it: a view holds a reference to it), and the reactor keeps fewer than
+        SPARE_FRAMES. Otherwise it is dropped, and freed with its last view."""
+        held, self.held = self.held, None
+        home = self.home
+        if (
+            home is not None
+            and len(home.spares) < SPARE_FRAMES
+            and sys.getrefcount(held) == 2  # `held` and getrefcount's argument
+        ):
+            home.spares.append(held)  # type: ignore[arg-type]
 
     async def _reserve(self, n: int) -> None:
         """Reserve `n` bytes of request memory; while the pool has none, this connection is

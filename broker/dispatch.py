@@ -26,6 +26,7 @@ exchange through `handle_frame`):
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import trio
@@ -35,7 +36,7 @@ from broker.context import RequestContext
 from broker.handlers import Deferred, Encoded
 from broker.routes import Route, route_for
 from broker.security import enforce
-from broker.security.authz import authz, session_expired
+from broker.security.authz import Authz, authz, session_expired
 from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
     API_VERSIONS_KEY,
@@ -65,6 +66,12 @@ class Caller(Protocol):
     client_id: str | None
     api_versions: dict[int, int]
     requests: int
+    # Looked up once per connection rather than per request: the broker's security state,
+    # trio's clock (`trio.current_time` without the two calls in front of it), and the
+    # request contexts made so far, by version (see `_context`).
+    authz: Authz
+    now: Callable[[], float]
+    contexts: dict[int, RequestContext]
 
     async def swallow(self) -> None: ...
 
@@ -89,6 +96,7 @@ class Call(NamedTuple):
     request: Any
     fault: int | None = None  # the id of the fault that answered it (broker.controls.faults)
     frame: bytes | None = None  # the request as it came, for the journal (None: not kept)
+    flexible_header: bool = False  # whether the response header is v1
 
 
 class Pending:
@@ -109,10 +117,10 @@ class Pending:
 
 
 def _accepted(broker: Broker, api_key: int, version: int, correlation_id: int) -> Any:
-    """The route of an API version the broker accepts and whether its request header is
-    flexible, kept in `broker.accepted_versions` for the next request's header (a bounded
-    set: the versions the route table implements); the UNSUPPORTED_VERSION answer of an
-    ApiVersions it does not accept; or CloseConnection."""
+    """The route of an API version the broker accepts, whether its request header is
+    flexible and whether its response header is, kept in `broker.accepted_versions` for the
+    next request of that version (a bounded set: the versions the route table implements);
+    the UNSUPPORTED_VERSION answer of an ApiVersions it does not accept; or CloseConnection."""
     route = route_for(api_key)
     if route is None:
         raise CloseConnection(f"unknown API key {api_key}")
@@ -126,6 +134,7 @@ def _accepted(broker: Broker, api_key: int, version: int, correlation_id: int) -
     accepted = broker.accepted_versions[(api_key, version)] = (
         route,
         route.request.is_flexible(version),
+        response_header_is_flexible(api_key, route.response.is_flexible(version)),
     )
     return accepted
 
@@ -141,7 +150,7 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
         accepted = _accepted(broker, api_key, version, correlation_id)
         if type(accepted) is list:  # UNSUPPORTED_VERSION for an ApiVersions
             return accepted
-    route, flexible = accepted
+    route, flexible, flexible_header = accepted
     try:
         client_id, body_pos = request_client_id(frame, flexible)
         # Bytes after a well-formed body are ignored, as Kafka's request parser ignores them:
@@ -161,28 +170,26 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
     conn.client_id = client_id
     conn.api_versions[api_key] = version
     conn.requests += 1
-    ctx = RequestContext(
-        broker,
-        version,
-        client_id or "",
-        conn.client_host,
-        conn.connection_id,
-        routes,
-        conn.listener_name,
-    )
+    security = conn.authz
+    ctx = None if security.enabled else conn.contexts.get(version)
+    if ctx is None or ctx.client_id != (client_id or ""):
+        ctx = _new_context(conn, version, client_id)
+        if not security.enabled:  # with an authorizer, broker.security.enforce writes to it
+            conn.contexts[version] = ctx
     call = Call(
         broker,
         route,
         version,
         correlation_id,
         client_id,
-        trio.current_time(),
+        conn.now(),
         conn,
         request,
         None,
         # The journal keeps request frames (broker.controls.journal); a large frame is a
         # bytearray of its own, copied so that nothing can change it afterwards.
         None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
+        flexible_header,
     )
     # The one place faults are consulted (broker.controls.faults), for an API one names.
     if api_key in broker.faults.armed:
@@ -193,7 +200,6 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
                 return answered
     code = ErrorCode.NONE
     body = None  # the response's body, when the handler gave it encoded
-    security = authz(broker)
     if security.sessions and (expired := session_expired(broker, conn.connection_id, request)):
         raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
     try:
@@ -216,6 +222,21 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
     if isinstance(response, Deferred):
         return Pending(call._replace(request=None, frame=None), response)
     return _answer(call, code, response, body)
+
+
+def _new_context(conn: Caller, version: int, client_id: str | None) -> RequestContext:
+    """The context of a request of `version` from `client_id` on `conn`. Without an
+    authorizer nothing writes to a context, so a connection keeps one per version it uses
+    (a bounded set) and a request reuses it while the client id stays the same."""
+    return RequestContext(
+        conn.broker,
+        version,
+        client_id or "",
+        conn.client_host,
+        conn.connection_id,
+        routes,
+        conn.listener_name,
+    )
 
 
 async def _fault(call: Call, fault: Any) -> list[Any] | None:
@@ -261,11 +282,14 @@ class _Authenticating:
 
     __slots__ = (
         "api_versions",
+        "authz",
         "broker",
         "client_host",
         "client_id",
         "connection_id",
+        "contexts",
         "listener_name",
+        "now",
         "requests",
     )
 
@@ -279,6 +303,9 @@ class _Authenticating:
         self.client_id: str | None = None
         self.api_versions: dict[int, int] = {}
         self.requests = 0
+        self.authz = authz(broker)
+        self.now = trio.lowlevel.current_clock().current_time
+        self.contexts: dict[int, RequestContext] = {}
 
     async def swallow(self) -> None:
         """A dropped request is never answered: the SASL exchange waits until it is closed."""
@@ -322,20 +349,20 @@ def _answer(
 ) -> list[Any] | None:
     """Encode a handler's response (None: Produce with acks=0, no response at all);
     `body`: the response already encoded (broker.handlers.Encoded)."""
-    route = call.route
+    # One unpacking rather than a generic attribute lookup per field (see Journal.record).
+    broker, route, version, correlation_id, client_id, started, conn, _, _, _, flexible = call
     try:
         # Encoding is inside the dispatch site too: a response that cannot be encoded is a
         # bug reported with its API, version and client, like any other.
-        out = (
-            None
-            if response is None
-            else respond(route, call.version, call.correlation_id, response, body)
-        )
+        if response is None:
+            out = None
+        else:
+            chunks = encode_chunks(response, version) if body is None else [body]
+            out = frame_response(correlation_id, chunks, flexible)
     except Exception:
         return _failed(call)
-    ended = trio.current_time()
-    broker = call.broker
-    broker.metrics.request_done(route.name, code, ended - call.started)
+    ended = conn.now()
+    broker.metrics.request_done(route.name, code, ended - started)
     if broker.journal is not None:
         outcome = "answered" if out is not None else "no response"
         broker.journal.record(call, code, response, out, outcome, ended)
@@ -343,9 +370,9 @@ def _answer(
         log.debug(
             "%s v%d corr=%d from %s -> %s",
             route.name,
-            call.version,
-            call.correlation_id,
-            call.client_id,
+            version,
+            correlation_id,
+            client_id,
             code.name,
         )
     return out

@@ -28,7 +28,7 @@ import contextlib
 import logging
 import select
 import types
-from collections.abc import Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Protocol
 
 import trio
@@ -37,6 +37,8 @@ log = logging.getLogger("broker.connection")
 
 LEAD_STEPS = 64  # connection steps between two checkpoints of the leader
 POLL_EVENTS = 1024  # events taken from the epoll at a time
+# Buffers of large frames (broker.connection's `_direct_buffer`) kept for the next ones
+SPARE_FRAMES = 4
 
 # What a connection's step tells the reactor (broker.connection's `step`).
 PARKED = "parked"  # waiting for its client: the reactor goes on watching it
@@ -50,6 +52,7 @@ class Served(Protocol):
 
     sock: trio.socket.SocketType
     clock: Any  # broker.controls.clock.Clock
+    idle_clock: Callable[[], float]  # clock.now, or what it calls
     connection_id: int
     reactor: Reactor | None
     read_since: float | None
@@ -94,6 +97,9 @@ class Reactor:
         self.again: list[Served] = []  # to step in the next round (AGAIN)
         self.nursery: trio.Nursery | None = None
         self.closed = False
+        # Buffers of direct frames that nothing refers to any more, for the next ones of its
+        # connections (at most SPARE_FRAMES: a few MiB per broker, outside the request pool)
+        self.spares: list[bytearray] = []
 
     def watch(self, conn: Served) -> None:
         fd = conn.sock.fileno()
@@ -131,18 +137,24 @@ class Reactor:
 
     async def lead(self) -> None:
         """Step the ready connections while this task is the leader."""
-        epoll, watched = self.epoll, self.watched
+        epoll, watched, again = self.epoll, self.watched, self.again
+        poll, fileno, wait_readable = epoll.poll, epoll.fileno(), trio.lowlevel.wait_readable
         steps = 0
         now = None  # the clock at this round's poll, once a connection parks
         while True:
             if not self.ready:
-                events = epoll.poll(0, POLL_EVENTS)
-                if not events and not self.again:
-                    await trio.lowlevel.wait_readable(epoll.fileno())
+                events = poll(0, POLL_EVENTS)
+                if not events and not again:
+                    await wait_readable(fileno)
                     continue
-                ready = [watched[fd] for fd, _ in events if fd in watched]
-                ready.extend(self.again)
-                self.again.clear()
+                ready = []
+                for fd, _ in events:
+                    conn = watched.get(fd)
+                    if conn is not None:
+                        ready.append(conn)
+                if again:
+                    ready.extend(again)
+                    again.clear()
                 ready.reverse()  # popped from the end: served in the order reported
                 self.ready = ready
                 now = None
@@ -159,10 +171,10 @@ class Reactor:
                 result = ENDED
             if result is PARKED:
                 if now is None:
-                    now = conn.clock.now()
+                    now = conn.idle_clock()
                 conn.read_since = now
             elif result is AGAIN:
-                self.again.append(conn)
+                again.append(conn)
             else:
                 self.forget(conn)
                 if result is ENDED:

@@ -97,7 +97,9 @@ class Journal:
         attribute lookup (CPython 3.11 does not specialise them), most of what recording
         cost (tests/broker/test_controls.py checks the fields' order).
         """
-        (_, route, version, correlation_id, client_id, started, conn, request, fault, frame) = call
+        (_, route, version, correlation_id, client_id, started, conn, request, fault, frame, _) = (
+            call
+        )
         name = route.name
         if name in _SPECIAL:
             request_data, response_data = self._lighten(name, request, frame, response, out)

@@ -725,4 +725,5 @@ def test_the_journal_reads_the_dispatch_sites_call_in_its_field_order() -> None:
         "request",
         "fault",
         "frame",
+        "flexible_header",
     )
