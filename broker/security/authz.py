@@ -33,6 +33,7 @@ __all__ = [
     "ANONYMOUS",
     "CLUSTER",
     "Authz",
+    "Refused",
     "Session",
     "authz",
     "session_expired",
@@ -46,6 +47,11 @@ _TOPIC = ResourceType.TOPIC
 # so a plain dict rather than a WeakKeyDictionary (whose get is Python code); the entry
 # holds the broker weakly and goes when the broker is collected.
 _STATE: dict[int, tuple[ref[Any], Authz]] = {}
+
+
+class Refused(Exception):
+    """The request has no response to carry its refusal (Produce with acks=0): the
+    connection must be closed, as Kafka's KafkaApis.handleProduceRequest closes it."""
 
 
 @dataclass(slots=True)

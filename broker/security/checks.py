@@ -22,8 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker.security.acls import AclOperation, ResourceType
-from broker.security.authz import ANONYMOUS, CLUSTER, Authz, authz
-from broker.security.enforce import Refused
+from broker.security.authz import ANONYMOUS, CLUSTER, Authz, Refused, authz
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED as NOT_REQUESTED
 from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC

@@ -3,23 +3,20 @@
 `handle` passes the request to broker.security.apis (what each API asks of the authorizer,
 Kafka 4.1's KafkaApis API by API), imported by the first request that needs it: a broker
 without an authorizer, kmock's default, never loads apis, checks, visible and the message
-classes they name (start-up time: ~28 M instructions of `kmock serve`, callgrind). `Refused`
-is what a refusal raises when no response can carry it.
+classes they name (start-up time: ~10 M instructions of `kmock serve`, callgrind). `Refused`
+(broker.security.authz) is what a refusal raises when no response can carry it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from broker.security.authz import Refused
+
 if TYPE_CHECKING:
     from broker.security.checks import ErrorResponse, Handler
 
 __all__ = ["Refused", "handle"]
-
-
-class Refused(Exception):
-    """The request has no response to carry its refusal (Produce with acks=0): the
-    connection must be closed, as Kafka's KafkaApis.handleProduceRequest closes it."""
 
 
 async def handle(ctx: Any, request: Any, handler: Handler, error_response: ErrorResponse) -> Any:
