@@ -28,7 +28,6 @@ from broker.config import Config, ConfigError
 from broker.controls import Controls
 from broker.controls.clock import Clock, make_clock
 from broker.controls.faults import FaultTable
-from broker.controls.journal import Journal
 from broker.limits import ConnectionQuotas, MemoryPool
 from broker.listeners import ListenerSetup
 from broker.metrics import Metrics
@@ -38,6 +37,7 @@ from broker.topics import TopicRegistry
 from protocol.errors import KafkaError
 
 if TYPE_CHECKING:
+    from broker.controls.journal import Journal
     from broker.durability import Durability
     from broker.runtime import CoordinatorRuntime
     from broker.txn_runtime import TransactionRuntime
@@ -164,9 +164,11 @@ class Broker:
         self.clock: Clock = make_clock(config["kmock.clock"], config["kmock.clock.timestamps"])
         self.faults = FaultTable()
         size = config["kmock.journal.size"]
-        self.journal: Journal | None = (
-            Journal(size, self.topic_name) if size > 0 and config["admin.port"] >= 0 else None
-        )
+        self.journal: Journal | None = None
+        if size > 0 and config["admin.port"] >= 0:
+            from broker.controls.journal import Journal  # with the admin endpoint only
+
+            self.journal = Journal(size, self.topic_name)
         self.controls = Controls(self)
         # Set by `serve` (broker.security): each listener's security protocol, and the TLS
         # context of each SSL and SASL_SSL listener.

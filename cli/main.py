@@ -128,6 +128,10 @@ def main(
         # (callgrind). It is off until they are imported, then they are frozen out of its
         # passes and it runs again (cli.commands.serve, before trio.run).
         gc.disable()
+        # construct without construct.debug (pdb and friends), which nothing here uses.
+        from cli.construct_import import import_without_debug
+
+        import_without_debug()
     token = current_output.set(out)
     try:
         try:

@@ -21,6 +21,10 @@ MAX_DECOMPRESSED_BYTES), so that a small "zip bomb" batch cannot make the broker
 gigabytes. Kafka has no such cap (it decompresses record by record as it iterates); we
 decompress a batch in one piece, so we need one. Exceeding it, or any corrupt input, is
 KafkaError(CORRUPT_MESSAGE); an unknown codec id is KafkaError(UNSUPPORTED_COMPRESSION_TYPE).
+
+cramjam (an extension module of ~5 MB) is imported by the first batch that is compressed or
+decompressed, not with this module: `kmock serve` imports this module before it binds, and
+a broker whose clients send no compressed batch never loads it (start-up time).
 """
 
 from __future__ import annotations
@@ -29,8 +33,6 @@ import mmap
 import struct
 from enum import IntEnum
 from types import ModuleType
-
-import cramjam
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -74,6 +76,8 @@ def compress(codec: int, data: BytesLike) -> bytes:
     """Compress `data` with the codec a v2 batch declares in its attributes."""
     if codec == CompressionType.NONE:
         return bytes(data)
+    import cramjam
+
     if codec == CompressionType.GZIP:
         return bytes(cramjam.gzip.compress(data, level=_GZIP_LEVEL))
     if codec == CompressionType.SNAPPY:
@@ -96,6 +100,8 @@ def decompress(codec: int, data: BytesLike, *, max_bytes: int = MAX_DECOMPRESSED
     """
     if codec == CompressionType.NONE:
         return bytes(data)
+    import cramjam
+
     try:
         if codec == CompressionType.SNAPPY:
             return _snappy_decompress(memoryview(data), max_bytes)
@@ -116,6 +122,8 @@ def decompress(codec: int, data: BytesLike, *, max_bytes: int = MAX_DECOMPRESSED
 
 
 def _bounded(module: ModuleType, data: BytesLike, max_bytes: int) -> bytes:
+    import cramjam
+
     # An anonymous mapping costs nothing until written, so a cap of 256 MiB does not
     # allocate 256 MiB: only the pages the decompressor fills are faulted in. The one
     # spare byte tells "exactly max_bytes" from "more than max_bytes".
@@ -128,6 +136,8 @@ def _bounded(module: ModuleType, data: BytesLike, max_bytes: int) -> bytes:
 
 
 def _xerial_compress(data: memoryview) -> bytes:
+    import cramjam
+
     parts = [_XERIAL_HEADER]
     # Empty input still gets one (empty) block: readers that look for the xerial header
     # only in inputs longer than it (kafka-python) would take a bare header for raw snappy.
@@ -139,6 +149,8 @@ def _xerial_compress(data: memoryview) -> bytes:
 
 
 def _snappy_decompress(data: memoryview, max_bytes: int) -> bytes:
+    import cramjam
+
     if len(data) >= len(_XERIAL_HEADER) and data[:8] == _XERIAL_MAGIC:
         blocks = []
         total = 0

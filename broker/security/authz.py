@@ -1,5 +1,8 @@
 """The authorizer of a running broker: its ACL store, the principal of each connection and
-the SASL sessions (KIP-368). What each API asks of it is broker.security.enforce.
+the SASL sessions (KIP-368). What each API asks of it is broker.security.apis.
+broker.security.acls (the bindings, the decision) is imported when the authorizer first
+decides or the ACLs are first read: the dispatch reads this module for every broker, most of
+which have no authorizer (start-up time).
 
 Off unless authorizer.class.name is set (to Kafka's StandardAuthorizer or any value): then
 super.users pass, and allow.everyone.if.no.acl.found decides for resources without ACLs
@@ -15,24 +18,15 @@ from weakref import ref
 
 import trio
 
-from broker.security.acls import (
-    SUPPORTED_OPERATIONS,
-    AclBinding,
-    AclOperation,
-    AclStore,
-    ResourceType,
-    authorize,
-    authorize_by_resource_type,
-    operations_field,
-)
-
 if TYPE_CHECKING:
     from broker.broker import Broker
+    from broker.security.acls import AclBinding, AclOperation, AclStore, ResourceType
 
 __all__ = [
     "ANONYMOUS",
     "CLUSTER",
     "Authz",
+    "Refused",
     "Session",
     "authz",
     "session_expired",
@@ -41,11 +35,15 @@ __all__ = [
 ANONYMOUS = "User:ANONYMOUS"
 ACL_FILE = "acls.json"
 CLUSTER = "kafka-cluster"
-_TOPIC = ResourceType.TOPIC
 # Each broker's Authz, by id(broker): read twice per request (enforce and session_expired),
 # so a plain dict rather than a WeakKeyDictionary (whose get is Python code); the entry
 # holds the broker weakly and goes when the broker is collected.
 _STATE: dict[int, tuple[ref[Any], Authz]] = {}
+
+
+class Refused(Exception):
+    """The request has no response to carry its refusal (Produce with acks=0): the
+    connection must be closed, as Kafka's KafkaApis.handleProduceRequest closes it."""
 
 
 @dataclass(slots=True)
@@ -67,12 +65,27 @@ class Authz:
             u.strip() for u in (config["super.users"] or "").split(";") if u.strip()
         )
         self.allow_if_no_acl: bool = config["allow.everyone.if.no.acl.found"]
-        self.store = AclStore(broker.data_dir / ACL_FILE)
+        self._acl_file = broker.data_dir / ACL_FILE
+        self._store: AclStore | None = None
         self.principals: dict[int, str] = {}  # connection id -> principal (default ANONYMOUS)
         self.sessions: dict[int, Session] = {}  # SASL connections, by id
         self.topic_names: Callable[[Any], str | None] = lambda topic_id: (
             t.name if (t := broker.topics.by_id.get(topic_id)) is not None else None
         )
+
+    @property
+    def store(self) -> AclStore:
+        """The ACLs (<log.dirs>/acls.json), read on first use: broker.security.acls is
+        imported by a broker with an authorizer, or by the first ACL request, not at start."""
+        if self._store is None:
+            from broker.security.acls import AclStore
+
+            self._store = AclStore(self._acl_file)
+        return self._store
+
+    @store.setter
+    def store(self, store: AclStore) -> None:
+        self._store = store
 
     def start_session(
         self, connection_id: int, listener: str, mechanism: str, principal: str, lifetime_ms: int
@@ -92,20 +105,29 @@ class Authz:
     def allowed(
         self, principal: str, host: str, op: AclOperation, rtype: ResourceType, name: str
     ) -> bool:
+        from broker.security.acls import authorize
+
         return authorize(*self._policy(), principal, host, op, rtype, name)
 
     def allowed_on_any(
         self, principal: str, host: str, op: AclOperation, rtype: ResourceType
     ) -> bool:
+        from broker.security.acls import authorize_by_resource_type
+
         return authorize_by_resource_type(*self._policy(), principal, host, op, rtype)
 
     def describable(self, principal: str, host: str) -> Callable[[str], bool]:
         """Whether `principal` may DESCRIBE a topic (regex subscriptions resolve to those)."""
-        return lambda name: self.allowed(principal, host, AclOperation.DESCRIBE, _TOPIC, name)
+        from broker.security.acls import AclOperation, ResourceType
+
+        describe, topic = AclOperation.DESCRIBE, ResourceType.TOPIC
+        return lambda name: self.allowed(principal, host, describe, topic, name)
 
     def operations(self, principal: str, host: str, rtype: ResourceType, name: str) -> int:
         """The authorized-operations bitfield of a resource: Kafka's AuthHelper.
         authorizedOperations, every supported operation the principal is allowed."""
+        from broker.security.acls import SUPPORTED_OPERATIONS, operations_field
+
         return operations_field(
             op
             for op in SUPPORTED_OPERATIONS[rtype]

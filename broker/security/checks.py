@@ -1,4 +1,4 @@
-"""The machinery of broker.security.enforce: one request on its way to its handler with
+"""The machinery of broker.security.apis: one request on its way to its handler with
 the principal asking (`Call`), and the ways Kafka's KafkaApis answers what is refused.
 
 - `whole`: a check of the whole request (READ on the group of a JoinGroup, ...); a refusal
@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker.security.acls import AclOperation, ResourceType
-from broker.security.authz import ANONYMOUS, CLUSTER, Authz, authz
+from broker.security.authz import ANONYMOUS, CLUSTER, Authz, Refused, authz
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import AUTHORIZED_OPERATIONS_OMITTED as NOT_REQUESTED
 from storage.layout import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -76,11 +76,6 @@ Handler = Callable[[Any, Any], Awaitable[Any]]
 ErrorResponse = Callable[[Any, ErrorCode, int], Any]
 Verdict = Callable[[Any], ErrorCode | None]  # an entry -> None (allowed) or its code
 Message = Callable[[ErrorCode], str | None]  # a refusal's code -> its error_message
-
-
-class Refused(Exception):
-    """The request has no response to carry its refusal (Produce with acks=0): the
-    connection must be closed, as Kafka's KafkaApis.handleProduceRequest closes it."""
 
 
 class Call:

@@ -54,13 +54,15 @@ def test_version_is_the_installed_distributions():
 
 def test_serve_does_not_import_what_only_other_commands_and_metrics_need():
     # Start-up time: these are imported by the admin commands, by /metrics, by an API's
-    # first request (broker.routes) and by the first TLS or SASL connection, when used.
+    # first request (broker.routes), by the first TLS or SASL connection and by an authorizer
+    # (broker.security.enforce, authz), when used.
     code = (
         "import sys, cli.main, broker.server, broker.runtime;"
         "cli.output.kmock_version();"
         "print(sorted({'client', 'rich', 'prometheus_client', 'pipeline.cli',"
         " 'importlib.metadata', 'broker.handlers.produce', 'broker.handlers.create_acls',"
-        " 'broker.security.gate', 'broker.security.authenticator', 'broker.security.scram'}"
+        " 'broker.security.gate', 'broker.security.authenticator', 'broker.security.scram',"
+        " 'cramjam', 'broker.security.apis', 'broker.security.checks', 'broker.security.acls'}"
         " & set(sys.modules)))"
     )
     assert run_python(code) == "[]\n"
