@@ -383,6 +383,7 @@ class Message(Struct):
 
 # --- the struct construct -------------------------------------------------------------------
 
+
 class KStruct(CompiledStruct):
     """The fields of one `Struct` subclass at one version, parsed straight into the dataclass.
 
