@@ -287,7 +287,14 @@ def _build_leaf(g: _Gen, leaf: Leaf, v: str, ind: int) -> None:
 
 
 def _build_struct(g: _Gen, s: CompiledStruct, o: str, ind: int) -> None:
-    for first, count, codec in s._runs():
+    runs = s._runs()
+    # An empty tag section after a last run of fixed-width fields: the run's pad byte.
+    tag_byte = s.flexible and not s.tagged
+    if tag_byte and runs and runs[-1][2] is not None:
+        first, count, codec = runs[-1]
+        runs[-1] = (first, count, struct.Struct(codec.format + "x"))
+        tag_byte = False
+    for first, count, codec in runs:
         if codec is None:
             name, c = s.fields[first]
             v = g.fresh("x")
@@ -296,10 +303,9 @@ def _build_struct(g: _Gen, s: CompiledStruct, o: str, ind: int) -> None:
             continue
         values = ", ".join(f"{o}.{name}" for name, _ in s.fields[first : first + count])
         g.emit(ind, f"app({g.const(codec, 'S')}.pack({values}))")
-    if not s.flexible:
-        return
-    if not s.tagged:
+    if tag_byte:
         g.emit(ind, "app(b'\\x00')")
+    if not s.flexible or not s.tagged:
         return
     tags = g.fresh("tags")
     g.emit(ind, f"{tags} = []")
@@ -333,9 +339,21 @@ class CompiledStruct(Construct):  # type: ignore[misc]
     def _runs(self) -> list[tuple[int, int, struct.Struct | None]]:
         raise NotImplementedError  # pragma: no cover
 
+    _parse_name = _build_name = ""
+
+    def compile(self, filename: str | None = None) -> Any:
+        """construct's compiled construct, whose functions are this struct's own: its
+        `parseall`/`buildall` wrappers would add a Python call to every message."""
+        compiled = super().compile(filename)
+        names = compiled.parsefunc.__globals__
+        compiled.parsefunc = names[self._parse_name]
+        compiled.buildfunc = names[self._build_name]
+        return compiled
+
     def _emitparse(self, code: Any) -> str:
         g = _Gen(code)
         n = code.allocateId()
+        self._parse_name = f"parse_struct_{n}"
         g.emit(1, "buf = io.buf")
         g.emit(1, "pos = io.pos")
         g.emit(1, "blen = len(buf)")
@@ -348,6 +366,7 @@ class CompiledStruct(Construct):  # type: ignore[misc]
     def _emitbuild(self, code: Any) -> str:
         g = _Gen(code)
         n = code.allocateId()
+        self._build_name = f"build_struct_{n}"
         g.emit(1, "app = io.append")
         _build_struct(g, self, "obj", 1)
         g.emit(1, "return obj")

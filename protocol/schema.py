@@ -572,7 +572,12 @@ def decode(
         msg, left = codec.decode(cls, version, buf, pos)
     else:
         r = Reader(buf, pos)
-        msg = _parse(codec.parsefunc, r, cls, version)
+        try:  # _parse, inline
+            msg = codec.parsefunc(r, None)
+        except _MALFORMED as e:
+            if isinstance(e, DecodeError):
+                raise
+            raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
         left = len(r.buf) - r.pos
     if left and not allow_trailing:
         raise DecodeError(f"{cls.__name__} v{version}: {left} bytes left over")
