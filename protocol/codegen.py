@@ -354,7 +354,7 @@ class CompiledStruct(Construct):  # type: ignore[misc]
         g = _Gen(code)
         n = code.allocateId()
         self._parse_name = f"parse_struct_{n}"
-        g.emit(1, "buf = io.buf")
+        g.emit(1, "buf = io.raw")
         g.emit(1, "pos = io.pos")
         g.emit(1, "blen = len(buf)")
         _parse_struct(g, self, "msg", 1)

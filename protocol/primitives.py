@@ -49,12 +49,17 @@ class DecodeError(ValueError):
 
 
 class Reader:
-    """A position in an immutable buffer. Slices are views: they live as long as the buffer."""
+    """A position in an immutable buffer. Slices are views: they live as long as the buffer.
 
-    __slots__ = ("buf", "pos")
+    `raw` is the buffer itself when it is `bytes` (else the view): generated parsers index
+    and slice it, which is cheaper than through the view, for what they copy anyway
+    (integers, strings); what is kept as a view (RECORDS) is sliced from `buf`."""
+
+    __slots__ = ("buf", "pos", "raw")
 
     def __init__(self, buf: bytes | bytearray | memoryview, pos: int = 0) -> None:
-        self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
+        self.buf = view = buf if isinstance(buf, memoryview) else memoryview(buf)
+        self.raw = buf if type(buf) is bytes else view
         self.pos = pos
 
     def remaining(self) -> int:

@@ -121,6 +121,8 @@ def _agree(cls: type[Struct], version: int, data: bytes) -> tuple[Any, ...]:
     got = _outcome(lambda r: compiled.parsefunc(r, None), data)
     want = _outcome(lambda r: interpreted._parse(r, None, "(test)"), data)
     assert got == want, data.hex()
+    # Read through the view too (Reader.raw is the bytes only when given bytes).
+    assert _outcome(lambda r: compiled.parsefunc(r, None), bytearray(data)) == want
     return got
 
 
