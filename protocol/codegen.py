@@ -7,6 +7,7 @@ common encodings are written out in place of a call to their `read_*`/`write_*`:
 
     COMPACT_STRING / COMPACT_NULLABLE_STRING   a one-byte length (< 0x80) read in place
     STRING / NULLABLE_STRING                   a non-negative int16 length read in place
+    COMPACT_RECORDS                            a two-byte length (a batch of 127 B to 16 KiB)
     COMPACT_ARRAY / ARRAY                      a one-byte count / an int32 count in place
     TAG_BUFFER                                 the empty section (one zero byte) in place
     fixed-width fields                         a run of them is one struct unpack/pack
@@ -155,6 +156,15 @@ def _parse_leaf(g: _Gen, leaf: Leaf, target: str, ind: int) -> None:
         g.emit(ind + 1, "pos = c")
         g.emit(ind, "else:")
         g.fallback(ind + 1, target, "read_" + name)
+    elif name == "compact_records":  # a batch of 127 B to 16 KiB: a two-byte length
+        g.emit(ind, "c = buf[pos]")
+        g.emit(ind, "if c >= 0x80 and buf[pos + 1] < 0x80 and (")
+        g.emit(ind + 1, "c := pos + 1 + (c & 0x7F | buf[pos + 1] << 7)")  # the end
+        g.emit(ind, ") <= blen:")
+        g.emit(ind + 1, f"{target} = io.buf[pos + 2 : c]")  # a view of the frame
+        g.emit(ind + 1, "pos = c")
+        g.emit(ind, "else:")
+        g.fallback(ind + 1, target, "read_compact_records")
     else:
         g.fallback(ind, target, "read_" + name)
 

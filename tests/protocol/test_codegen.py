@@ -88,6 +88,8 @@ def _probes() -> list[Probe]:
     out.append(Probe(note=None, items=None, cursor=None, name="ünïcödé", records=None))
     # A null int16 string (0xffff) in front of more than 64 KiB: not a length to read.
     out.append(Probe(note=None, names=[], blob=b"x" * 70_000))
+    # RECORDS around the ends of a two-byte length (126, 127 and 16382, 16383 bytes).
+    out += [Probe(records=b"r" * n) for n in (125, 126, 127, 16381, 16382, 16383, 16384)]
     return out
 
 
@@ -150,7 +152,10 @@ def test_generated_code_writes_and_reads_what_the_interpreted_construct_does(ind
     chunks: list[Any] = []
     build_struct(Probe, version)._build(msg, chunks, None, "(test)")
     assert b"".join(bytes(c) for c in chunks) == data
-    assert _normalise(decode(Probe, version, data)) == _normalise(msg)
+    decoded = decode(Probe, version, data)
+    assert _normalise(decoded) == _normalise(msg)
+    if msg.records is not None:  # a view of the frame, not a copy
+        assert isinstance(decoded.records, memoryview)
     assert _agree(Probe, version, data + b"tail")[2] == len(data)
 
 
@@ -164,7 +169,7 @@ def test_every_prefix_and_changed_byte_gets_the_same_answer(version):
         names=["n"],
         cursor=Item(name="c"),
         blob=b"b",
-        records=b"r",
+        records=b"r" * 130,
         small=3,
     )
     if version == 1:
