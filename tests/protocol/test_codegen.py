@@ -93,7 +93,7 @@ def _probes() -> list[Probe]:
     return out
 
 
-def _outcome(parse: Any, data: bytes) -> tuple[Any, ...]:
+def _outcome(parse: Any, data: bytes | bytearray | memoryview) -> tuple[Any, ...]:
     r = Reader(data)
     try:
         msg = parse(r)
@@ -123,8 +123,9 @@ def _agree(cls: type[Struct], version: int, data: bytes) -> tuple[Any, ...]:
     got = _outcome(lambda r: compiled.parsefunc(r, None), data)
     want = _outcome(lambda r: interpreted._parse(r, None, "(test)"), data)
     assert got == want, data.hex()
-    # Read through the view too (Reader.raw is the bytes only when given bytes).
+    # A frame received into a bytearray, and a view (which Reader copies into bytes).
     assert _outcome(lambda r: compiled.parsefunc(r, None), bytearray(data)) == want
+    assert _outcome(lambda r: compiled.parsefunc(r, None), memoryview(data)) == want
     return got
 
 
