@@ -49,12 +49,23 @@ class DecodeError(ValueError):
 
 
 class Reader:
-    """A position in an immutable buffer. Slices are views: they live as long as the buffer."""
+    """A position in an immutable buffer. Slices are views: they live as long as the buffer.
 
-    __slots__ = ("buf", "pos")
+    `raw` is the buffer as bytes or bytearray (a memoryview given is copied into bytes):
+    generated parsers index and slice it, which is cheaper than through the view, and
+    decode strings with its `decode()`; what is kept as a view (RECORDS) is sliced from
+    `buf`. Frames come as bytes or bytearray; views are small (a __consumer_offsets
+    value, a tagged field)."""
+
+    __slots__ = ("buf", "pos", "raw")
 
     def __init__(self, buf: bytes | bytearray | memoryview, pos: int = 0) -> None:
-        self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
+        if type(buf) is bytes or type(buf) is bytearray:
+            self.raw = buf
+            self.buf = memoryview(buf)
+        else:
+            self.buf = view = buf if isinstance(buf, memoryview) else memoryview(buf)
+            self.raw = view.tobytes()
         self.pos = pos
 
     def remaining(self) -> int:
