@@ -31,10 +31,7 @@ response queued behind them (any other request, whose response may be large: a F
 Past either bound the connection stops reading until the queue drains. So does a connection
 whose next large frame finds no room in `queued.max.request.bytes`: frames over
 RECEIVE_BYTES are received into buffers of their own whose memory follows the bytes that
-arrived and is reserved from the broker's pool (broker.limits). A buffer of a frame up to
-DIRECT_FRAME_BYTES that nothing refers to once its request is handled is kept by the
-reactor for the next large frame (at most SPARE_FRAMES of them, outside the pool): a
-producer's 1 MB batches are received into the same memory, not into fresh pages each time.
+arrived and is reserved from the broker's pool (broker.limits).
 
 A connection closed for any reason first sends the responses already queued, as Kafka
 sends the responses of requests it finished.
@@ -57,7 +54,6 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -66,7 +62,7 @@ from broker.context import NODE_ID, RequestContext
 from broker.controls.clock import Clock
 from broker.dispatch import CloseConnection, Pending, dispatch
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
-from broker.reactor import AGAIN, ENDED, PARKED, SPARE_FRAMES, TASK, resume
+from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
 from broker.routes import route_for
 from broker.security.authz import authz
 from protocol.frames import FrameBuffer, FrameTooLarge
@@ -101,7 +97,6 @@ class _Connection:
         "drained_at",
         "ended",
         "frames",
-        "held",
         "home",
         "idle_clock",
         "listener_name",
@@ -168,7 +163,6 @@ class _Connection:
         self.memory = broker.memory_pool
         self.memory_wait: trio.CancelScope | None = None  # while waiting for request memory
         self.reserved = 0  # bytes of request memory held by the frame in progress
-        self.held: bytearray | None = None  # the buffer of the direct frame in progress
         self.reason: str | None = None
         # Responses not sent yet, in request order: chunks, or a Pending at the head.
         self.queue: collections.deque[list[Any] | Pending] = collections.deque()
@@ -423,8 +417,6 @@ class _Connection:
             finally:
                 del frame
                 self.release_memory()
-                if self.held is not None:
-                    self._recycle()
             await self.deliver(out)
 
     async def deliver(self, out: list[Any] | Pending | None) -> None:
@@ -468,7 +460,7 @@ class _Connection:
         if direct:
             await self._reserve(size)
             self.reserved = size
-            large = frames.start_large_frame(RECEIVE_BYTES, self._direct_buffer)
+            large = frames.start_large_frame(RECEIVE_BYTES)
         else:
             large = frames.start_large_frame(RECEIVE_BYTES, frame_buffer)
         assert large is not None  # the frame in progress is larger and incomplete
@@ -504,33 +496,6 @@ class _Connection:
         self.mid_frame = False
         self.metrics.bytes_in(got - already)
         return buffer
-
-    def _direct_buffer(self, size: int) -> memoryview:
-        """The buffer a frame of `size` bytes (up to DIRECT_FRAME_BYTES) is received into: a
-        spare of the home reactor's when one is large enough, else a new one, its size
-        rounded up to RECEIVE_BYTES so that it can take the next frames of about that size
-        (a producer's batches) when it comes back (`_recycle`). Allocating 1 MiB and
-        zero-filling it, page by page, cost more than receiving the frame into it."""
-        spares = self.home.spares if self.home is not None else None
-        held = spares.pop() if spares else None
-        if held is None or len(held) < size:
-            held = bytearray(-(-size // RECEIVE_BYTES) * RECEIVE_BYTES)
-        self.held = held
-        return memoryview(held)[:size]
-
-    def _recycle(self) -> None:
-        """After the direct frame's request: its buffer becomes a spare of the home reactor's
-        if nothing refers to it any more (no record, response or journal entry holds a view
-        of it: a view holds a reference to it), and the reactor keeps fewer than
-        SPARE_FRAMES. Otherwise it is dropped, and freed with its last view."""
-        held, self.held = self.held, None
-        home = self.home
-        if (
-            home is not None
-            and len(home.spares) < SPARE_FRAMES
-            and sys.getrefcount(held) == 2  # `held` and getrefcount's argument
-        ):
-            home.spares.append(held)  # type: ignore[arg-type]
 
     async def _reserve(self, n: int) -> None:
         """Reserve `n` bytes of request memory; while the pool has none, this connection is

@@ -37,8 +37,6 @@ log = logging.getLogger("broker.connection")
 
 LEAD_STEPS = 64  # connection steps between two checkpoints of the leader
 POLL_EVENTS = 1024  # events taken from the epoll at a time
-# Buffers of large frames (broker.connection's `_direct_buffer`) kept for the next ones
-SPARE_FRAMES = 4
 
 # What a connection's step tells the reactor (broker.connection's `step`).
 PARKED = "parked"  # waiting for its client: the reactor goes on watching it
@@ -97,9 +95,6 @@ class Reactor:
         self.again: list[Served] = []  # to step in the next round (AGAIN)
         self.nursery: trio.Nursery | None = None
         self.closed = False
-        # Buffers of direct frames that nothing refers to any more, for the next ones of its
-        # connections (at most SPARE_FRAMES: a few MiB per broker, outside the request pool)
-        self.spares: list[bytearray] = []
 
     def watch(self, conn: Served) -> None:
         fd = conn.sock.fileno()

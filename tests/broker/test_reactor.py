@@ -7,21 +7,17 @@ that stops reading, is served as before.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import trio
 import trio.testing
 
-from broker.connection import RECEIVE_BYTES, STEP_REQUESTS
+from broker.connection import STEP_REQUESTS
 from protocol.errors import ErrorCode
 from protocol.frames import parse_response_header
 from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
-from protocol.records import decode_records
 from tests.broker.handlers.test_offset_commit import commit_request
-from tests.reliability.inproc import create, produce, running
+from tests.reliability.inproc import create
 from tests.wire import WireClient, read_frame, request_bytes
 
 
@@ -128,59 +124,3 @@ async def test_stopping_the_broker_ends_the_connections_its_reactor_serves(
         broker.cancel_scope.cancel()
         for client in clients:  # each sees its connection closed, none hangs
             assert await read_frame(client.stream) is None
-
-
-async def test_large_frames_reuse_a_spare_buffer_and_keep_their_bytes(tmp_path: Path) -> None:
-    # A direct large frame (RECEIVE_BYTES < size <= DIRECT_FRAME_BYTES) is received into a
-    # buffer that goes back to the reactor once nothing refers to it; the next large frame
-    # is received into it. Each batch is stored as sent, and one still referred to (by the
-    # journal's copy, or a view) is not handed out again.
-    values = [bytes([n]) * (300 * 1024) + os.urandom(64) for n in range(1, 4)]
-    with trio.fail_after(30):
-        async with running(tmp_path / "data") as broker:
-            reactor = broker.reactors[broker.node_id]
-            client = await WireClient.connect(broker)
-            await create(client, "big")
-            offsets, spares = [], []
-            for value in values:
-                code, offset = await produce(client, "big", value)
-                assert code == ErrorCode.NONE
-                offsets.append(offset)
-                # Its buffer is the reactor's one spare (read without keeping a reference to
-                # it: one would keep it from being recycled).
-                assert len(reactor.spares) == 1
-                spares.append(id(reactor.spares[0]))
-                assert len(reactor.spares[0]) % RECEIVE_BYTES == 0
-                assert len(reactor.spares[0]) >= len(value)
-            assert spares == [spares[0]] * len(values)  # the same buffer, frame after frame
-            for offset, value in zip(offsets, values, strict=True):
-                fetch = FetchRequest(
-                    max_wait_ms=0,
-                    min_bytes=1,
-                    max_bytes=1024 * 1024,
-                    isolation_level=0,
-                    topics=[
-                        FetchTopic(
-                            topic="big",
-                            partitions=[
-                                FetchPartition(
-                                    partition=0,
-                                    fetch_offset=offset,
-                                    partition_max_bytes=1024 * 1024,
-                                )
-                            ],
-                        )
-                    ],
-                )
-                response = await client.call(fetch, 11)
-                records = bytes(response.responses[0].partitions[0].records)
-                assert next(r.value for r in decode_records(records)) == value
-
-            # A view of the buffer still alive after its request: it is not recycled.
-            conn = _served(broker, client)
-            kept = memoryview(reactor.spares.pop())
-            conn.held = kept.obj
-            conn._recycle()
-            assert reactor.spares == []
-            del kept
-            await client.aclose()
