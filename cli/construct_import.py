@@ -63,7 +63,7 @@ def import_without_debug() -> ModuleType:
         complete()
         return sorted(package.__dict__)
 
-    package.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    package.__getattr__ = __getattr__  # type: ignore[attr-defined,method-assign]
     package.__dir__ = __dir__  # type: ignore[method-assign]
     sys.modules["construct"] = package
     try:

@@ -210,7 +210,7 @@ def _parse_struct(g: _Gen, s: CompiledStruct, target: str, ind: int) -> None:
             values[name] = v
         g.emit(ind, f"{', '.join(names)}, = {g.const(codec, 'S')}.unpack_from(buf, pos)")
         g.emit(ind, f"pos += {codec.size}")
-    fields = dataclasses.fields(s.cls)  # type: ignore[arg-type]
+    fields = dataclasses.fields(s.cls)
     by_name = {f.name: f for f in fields}
     if s.flexible:
         for _, name, _, _ in s.tagged:
@@ -300,10 +300,11 @@ def _build_struct(g: _Gen, s: CompiledStruct, o: str, ind: int) -> None:
     runs = s._runs()
     # An empty tag section after a last run of fixed-width fields: the run's pad byte.
     tag_byte = s.flexible and not s.tagged
-    if tag_byte and runs and runs[-1][2] is not None:
-        first, count, codec = runs[-1]
-        runs[-1] = (first, count, struct.Struct(codec.format + "x"))
-        tag_byte = False
+    if tag_byte and runs:
+        first, count, last = runs[-1]
+        if last is not None:
+            runs[-1] = (first, count, struct.Struct(last.format + "x"))
+            tag_byte = False
     for first, count, codec in runs:
         if codec is None:
             name, c = s.fields[first]
