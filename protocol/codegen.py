@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from construct import Construct
@@ -346,9 +347,7 @@ class CompiledStruct(Construct):  # type: ignore[misc]
     tagged: list[tuple[int, str, Construct, Any]]
     flexible: bool
     default_keys: list[int]
-
-    def _runs(self) -> list[tuple[int, int, struct.Struct | None]]:
-        raise NotImplementedError  # pragma: no cover
+    _runs: Callable[[], list[tuple[int, int, struct.Struct | None]]]
 
     _parse_name = _build_name = ""
 
