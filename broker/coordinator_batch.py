@@ -76,8 +76,7 @@ _NO_PRODUCER = struct.pack(">qhi", -1, -1, -1)
 _COUNT = struct.Struct(">i")
 # The zigzag varints of 0-1023 (one byte below 64, two from there): the lengths of almost
 # every record and key, looked up rather than encoded by a call.
-_SMALL = [bytes((v << 1,)) for v in range(64)]
-_SMALL += [bytes(((v << 1) & 0x7F | 0x80, v >> 6)) for v in range(64, 1024)]
+_SMALL = [uvarint_bytes(v << 1) for v in range(1024)]
 _SMALL_LIMIT = len(_SMALL)
 # A record's attributes 0 and timestampDelta 0 (every record has the batch's timestamp).
 _RECORD_START = b"\x00\x00"
