@@ -637,12 +637,7 @@ class CoordinatorRuntime:
                     self._append_failed(_Appended(outcome, {pid}), False, e)
                     return None
                 self.broker.durability.note_written(plog)
-                # `_apply` of a commit, whose offset taking effect moves no deadline.
-                now_ms = self.broker.now_ms() if now_ms is None else now_ms
-                self.coordinator.on_appended(outcome, now_ms)
-                if self._commits_settled is not None:
-                    self._settled()
-                self._deliver(outcome)
+                self._apply(outcome, now_ms)
                 return None
             by_partition = {pid: [record]}
         else:
@@ -722,8 +717,10 @@ class CoordinatorRuntime:
             self._commits_settled.set()
             self._commits_settled = None
 
-    def _apply(self, outcome: Outcome) -> None:
-        self.coordinator.on_appended(outcome, self.broker.now_ms())
+    def _apply(self, outcome: Outcome, now_ms: int | None = None) -> None:
+        """The outcome's records are durable: its effects take place and its replies go;
+        `now_ms`: when it was decided, if that was in this step (None: read the clock)."""
+        self.coordinator.on_appended(outcome, self.broker.now_ms() if now_ms is None else now_ms)
         self._settled()
         self._deliver(outcome)
         for r in outcome.records:
