@@ -331,14 +331,8 @@ class OffsetManager:
     def committed(self, effect: CommitWrite) -> None:
         """The commit's record is durable: the offset takes effect (unless cancelled)."""
         if not effect.cancelled:
-            group, partition = effect.group, effect.partition
-            pending = group.pending_offset_commits  # `_commit_done`, inline: every commit
-            left = pending.get(partition, 0) - 1
-            if left > 0:
-                pending[partition] = left
-            else:
-                pending.pop(partition, None)
-            group.offsets[partition] = effect.offset
+            _commit_done(effect)
+            effect.group.offsets[effect.partition] = effect.offset
 
     def commit_failed(self, effect: CommitWrite) -> None:
         """The commit's record was not written: memory keeps the offset it had."""
