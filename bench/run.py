@@ -137,7 +137,7 @@ P = {  # parameters: (full, quick)
     "idle_s": (1.0, 0.5),
     "pc_sizes": ([(100, 1_000_000), (10240, 30_000)], [(100, 100_000), (10240, 3_000)]),
     "pc_trials": (3, 1),
-    "pc_diagnostics": (True, False),  # the "no fsync" and "no storage" kmock of §2
+    "pc_diagnostics": (True, False),  # the "strict" and "no storage" kmock of §2
     "pc_settle_s": (3.0, 0.0),
     "pc_timeout_s": (240, 90),
     "commit_conns": ([32, 256], [256]),
@@ -385,20 +385,21 @@ class _PcVariant(NamedTuple):
     about: str  # its "(c) ..." in the section text ("" for the scored kmock)
 
 
-# The kmock servers of §2. Beside the scored "kmock" (kmock's defaults: the summary and the
-# targets use it), two diagnostics (pc_diagnostics): "nofsync", kmock with
-# log.flush.interval.ms=-1 (the mock never fsyncs); "nowrite", kmock with its segment writes
-# skipped (the mock keeps nothing), produce only.
+# The kmock servers of §2. Beside the scored "kmock" (kmock's defaults, Kafka's durability: an
+# acks=all produce is answered once it is in the page cache; the summary and the targets use
+# it), two diagnostics (pc_diagnostics): "strict", kmock with kmock.durability=strict (group
+# commit: answered once an fsync covers it); "nowrite", kmock with its segment writes skipped
+# (the mock keeps nothing), produce only.
 _PC_VARIANTS = {
     "kmock": _PcVariant({}, None, [], "kmock process", "", ""),
-    "nofsync": _PcVariant(
-        {"log.flush.interval.ms": -1},
+    "strict": _PcVariant(
+        {"kmock.durability": "strict"},
         None,
         [],
-        "kmock, no fsync",
-        "no fsync",
-        "the same kmock with log.flush.interval.ms=-1 (no fsync, as the mock; since Kafka's "
-        "durability became kmock's default, this is the default too)",
+        "kmock, strict",
+        "strict",
+        "the same kmock with kmock.durability=strict (group commit: an acks=all produce is "
+        "answered once an fsync covers it; the mock never fsyncs)",
     ),
     "nowrite": _PcVariant(
         {},
@@ -438,19 +439,19 @@ def _diagnostics_text(diagnostics: list[str]) -> str:
 def _storing_text(size: int, count: int, med: dict[str, float]) -> str:
     """What storing costs, from the produce medians (msg/s by target) of `size` B messages:
     empty when the diagnostics were not run."""
-    if not {"nowrite", "nofsync"} <= med.keys():
+    if not {"nowrite", "strict"} <= med.keys():
         return ""
     no_storage, page_cache, durable = (
-        ratio(med[w], med["mock"]) for w in ("nowrite", "nofsync", "kmock")
+        ratio(med[w], med["mock"]) for w in ("nowrite", "kmock", "strict")
     )
     return f"""**Storing.** Producing {size} B messages, kmock / mock: {no_storage} with no
-storage, {page_cache} writing to the page cache (no fsync), {durable} with the default group
-commit. The mock keeps about 5 MiB per partition in memory; a broker that keeps what it
-acknowledges writes every byte ({count * size / 1e6:,.0f} MB per trial) to a file, and the
-steps between the three ratios are what that costs here: copying into fresh page cache
-(slow at each page's first touch on a VM whose host takes back freed guest memory, as
-bench/README.md shows for this one) and writing it back to the disk, while the client and
-the broker share the CPUs.
+storage, {page_cache} writing to the page cache (the default, no fsync), {durable} with
+kmock.durability=strict's group commit. The mock keeps about 5 MiB per partition in memory; a
+broker that keeps what it acknowledges writes every byte ({count * size / 1e6:,.0f} MB per
+trial) to a file, and the steps between the three ratios are what that costs here: copying
+into fresh page cache (slow at each page's first touch on a VM whose host takes back freed
+guest memory, as bench/README.md shows for this one) and, in the strict mode, writing it back
+to the disk before the answer, while the client and the broker share the CPUs.
 """
 
 
@@ -569,7 +570,8 @@ def bench_produce_consume(rep: Report) -> None:
 PERF-NOTES §5's harness (`bench/ck_client.py`), one fresh client process per trial, against
 (a) the librdkafka mock cluster (`test.mock.num.brokers=1`) held in a separate process
 (`bench/mock_holder.py`) and (b) `kmock serve` with a new temp data dir and default settings
-(group commit: an acks=all produce is answered once an fsync covers it).{diagnostics_text}
+(Kafka's durability: an acks=all produce is answered once its records are in the page cache,
+no fsync).{diagnostics_text}
 A new server process per trial; {trials} trial(s), the order of the targets rotating{pause}.
 Producer: acks=all, linger.ms=5, batch.size=1000000, no compression, all messages to
 partition 0, poll(0) every 1,024, poll(0.5 ms) on BufferError, flush(); the high watermark
