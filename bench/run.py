@@ -1267,14 +1267,15 @@ serve's defaults: no admin endpoint, so no journal), "journal" (`--admin-port`: 
 request is recorded in the journal, which nobody reads), "journal+fault" (the same, with one
 fault armed for DeleteGroups, which the load never sends: the fault table is looked at for
 every request). `bench/kwire.py`'s closed loop, {n} connections each sending Metadata v4 for
-one topic, first {p("controls_first_s")} s untimed against each (the journal's ring fills),
-then {rounds} round(s) of {p("controls_warmup_s")} s warm-up + {p("controls_duration_s")} s
-measured against each in turn, the order rotated. {placement}: where the scheduler puts a
-closed loop's two processes moves the rate of the same server by up to 2x on this shared
-2-CPU machine (bench/README.md, "Round 8: journal"), and short rounds next to each other
-share whatever else the machine does. "vs off": the median over the rounds of the rate
-(server CPU per request) against "off"'s in the same round. Target: the journal's rate at
-least {CONTROLS_TARGET_RATIO:.2f}x the rate without it.
+one topic: first {p("controls_first_s")} s untimed against each (the journal's ring fills),
+then {rounds} round(s) of {p("controls_warmup_s")} s warm-up + {p("controls_duration_s")} s \
+measured against each in turn, the order rotated.
+
+{placement}: where the scheduler puts a closed loop's two processes moves the rate of the
+same server by up to 2x on this shared 2-CPU machine (bench/README.md, "Round 8: journal"),
+and short rounds next to each other share whatever else the machine does. "vs off": the
+median over the rounds of the rate (server CPU per request) against "off"'s in the same
+round. Target: the journal's rate at least {CONTROLS_TARGET_RATIO:.2f}x the rate without it.
 
 {table(CONTROLS_HEADER, rows)}""")
 
