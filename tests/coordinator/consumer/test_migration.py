@@ -461,6 +461,62 @@ def test_the_downgraded_group_rebalances_and_keeps_its_offsets() -> None:
     assert fetch(c, {"t": [0]})[("t", 0)][0] == 7
 
 
+def test_classic_members_that_miss_the_downgrade_rebalance_are_gone_before_a_new_upgrade() -> None:
+    # Kafka's GroupMetadataManager: convertToClassicGroup keeps the classic members (their
+    # ids) at generation = the group epoch, reschedules their sessions and rebalances;
+    # validateClassicGroupHeartbeat answers a stale generation ILLEGAL_GENERATION without
+    # touching the session. An eager client so told revokes everything and rejoins; one
+    # that does not is removed when its session ends, and an upgrade then starts afresh.
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
+    cg_heartbeat(c, 0, "c0")
+    group = c.consumer.groups[GROUP]
+    assert set(group.members) == {*ids, "c0"}
+    assert group.group_epoch == 2
+    assert [group.members[m].member_epoch for m in ids] == [1, 1]
+    cg_heartbeat(c, 0, "c0", -1)  # before the classic members heard of the upgrade
+    classic = c.group(GROUP)
+    assert (str(classic.state), classic.generation_id, list(classic.members)) == (
+        "PreparingRebalance",
+        2,
+        ids,
+    )
+    assert raised(heartbeat, c, 2_000, ids[0], 1).code == ErrorCode.ILLEGAL_GENERATION
+    c.expire(SESSION_MS - 1, WALL)
+    assert list(c.group(GROUP).members) == ids, "each keeps its session until it ends"
+    c.expire(SESSION_MS, WALL)
+    assert (str(c.group(GROUP).state), c.group(GROUP).generation_id) == ("Empty", 3)
+    response, _ = cg_heartbeat(c, SESSION_MS, "c0")
+    assert c.group_type(GROUP) == "consumer"
+    assert set(c.consumer.groups[GROUP].members) == {"c0"}
+    assert response.member_epoch == 1
+    assert owned_partitions(c) == {"c0": set(range(6))}
+    for m in ids:  # a client that kept heartbeating would now be told it is gone
+        assert raised(heartbeat, c, SESSION_MS + 1, m, 1).code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_classic_members_that_rejoin_after_the_downgrade_keep_the_partitions_apart() -> None:
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
+    cg_heartbeat(c, 0, "c0")
+    cg_heartbeat(c, 0, "c0", -1)
+    first, _ = join(c, 2_000, ids[0])  # told ILLEGAL_GENERATION: revoke all, rejoin
+    second, done = join(c, 2_000, ids[1])
+    answers = {m: reply(done, t) for m, t in zip(ids, (first, second), strict=True)}
+    assert {a.generation_id for a in answers.values()} == {3}
+    leader = c.group(GROUP).leader_id
+    follower = next(m for m in ids if m != leader)
+    sent = {leader: assignment([0, 1, 2, 3, 4, 5]), follower: assignment([])}
+    token, outcome = sync(c, 2_000, leader, 3, sent)
+    c.on_appended(outcome, 2_000)
+    assert partitions_of(reply(outcome, token).assignment) == [0, 1, 2, 3, 4, 5]
+    token, outcome = sync(c, 2_000, follower, 3)
+    assert partitions_of(reply(outcome, token).assignment) == []
+    response, _ = cg_heartbeat(c, 3_000, "c0")  # upgraded again
+    assert response.error_code == ErrorCode.NONE
+    assert owned_partitions(c) == {leader: set(range(6)), follower: set(), "c0": set()}
+
+
 def settled_with_static_consumer_member() -> tuple[GroupCoordinator, list[str]]:
     """An upgraded group whose classic members rejoined (eager) and whose one
     consumer-protocol member, "c0" with instance id "i0", owns what they released."""

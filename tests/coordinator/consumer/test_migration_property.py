@@ -1,12 +1,17 @@
 """Property: in a classic group upgraded online, classic members (JoinGroup/SyncGroup/
 Heartbeat, eager like kafka-python) and consumer-protocol members (ConsumerGroupHeartbeat)
 never own a partition at the same time, whatever order they join, heartbeat, leave or time
-out in; and once the consumer members are gone the group is classic again.
+out in; and once the consumer members are gone the group is classic again, its classic
+members consuming every partition.
 
-Clients behave as real ones: an eager classic client gives up everything when told to
-rejoin (REBALANCE_IN_PROGRESS), then owns what its SyncGroup gives it; a consumer client
-owns what its last heartbeat answer assigned and reports it. Live clients heartbeat often
-enough to keep their sessions; a crashed one stops and times out.
+Clients behave as real ones, in a group of either type: an eager classic client gives up
+everything when told to rejoin (a Heartbeat, JoinGroup or SyncGroup answered
+REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID...), then owns what its
+SyncGroup gives it; its leader assigns in a classic group (range); a JoinGroup or SyncGroup
+that waits is answered in the outcome of a later call, and the client waits for it without
+heartbeating (the coordinator counts a waiting member alive). A consumer client owns what its last heartbeat
+answer assigned and reports it. Live clients heartbeat often enough to keep their sessions;
+a crashed one stops and times out.
 """
 
 from __future__ import annotations
@@ -14,13 +19,16 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from coordinator.coordinator import GroupCoordinator
+from coordinator.outcome import Outcome
 from protocol.errors import ErrorCode, KafkaError
-from tests.coordinator.builders import GROUP, WALL, heartbeat, reply, sync
+from tests.coordinator.builders import GROUP, WALL, heartbeat, sync
 from tests.coordinator.consumer.test_migration import (
+    REBALANCE_MS,
+    assignment,
     cg_heartbeat,
     classic_group,
     coordinator,
@@ -29,6 +37,42 @@ from tests.coordinator.consumer.test_migration import (
 )
 
 CONSUMERS = 2
+PARTITIONS = 6
+# The Java client waits for a JoinGroup answer up to the rebalance timeout plus 5 s
+# (ConsumerCoordinator: joinGroupTimeoutMs), then sends it again.
+JOIN_WAIT_MS = REBALANCE_MS + 5_000
+
+
+class Mail:
+    """Every answer by token, as the broker delivers them: a parked JoinGroup or SyncGroup
+    is answered in the outcome of a later call (another member's join, the leader's sync,
+    an upgrade, a timer). Records are written before the answers go out."""
+
+    def __init__(self, c: GroupCoordinator) -> None:
+        self.c = c
+        self.answers: dict[int, Any] = {}
+
+    def post(self, outcome: Outcome, now: int) -> Outcome:
+        if outcome.records:
+            self.c.on_appended(outcome, now)
+        for r in outcome.replies:
+            self.answers[r.token] = r.response
+        return outcome
+
+    def take(self, token: int) -> Any:
+        return self.answers.pop(token, None)
+
+
+def range_assignment(member_ids: list[str]) -> dict[str, bytes]:
+    """The classic leader's assignment of "t" (Kafka's RangeAssignor over sorted ids)."""
+    ids = sorted(member_ids)
+    share, extra = divmod(PARTITIONS, len(ids))
+    out, start = {}, 0
+    for i, member_id in enumerate(ids):
+        n = share + (1 if i < extra else 0)
+        out[member_id] = assignment(list(range(start, start + n)))
+        start += n
+    return out
 
 
 class ClassicClient:
@@ -37,41 +81,80 @@ class ClassicClient:
         self.generation = 1
         self.owned: set[int] = set()
         self.active = True
-        self.inside = False  # has been served inside the consumer group
+        self.rejoin: ErrorCode | None = None  # why it must send JoinGroup at its next beat
+        self.joining: tuple[int, int] | None = None  # (token, sent at) of a JoinGroup
+        self.syncing: int | None = None  # token of a SyncGroup not answered yet
 
-    def beat(self, c: GroupCoordinator, now: int) -> None:
-        if c.group_type(GROUP) != "consumer":
-            # A classic group (before the upgrade, after the downgrade) is the leader's to
-            # assign: this model follows the members only inside the consumer group.
-            if self.inside:
-                self.owned = set()
-            else:  # before the upgrade it keeps its session, as a live client does
-                with contextlib.suppress(KafkaError):
-                    heartbeat(c, now, self.member_id, self.generation)
-            return
-        self.inside = True
-        try:
-            code = heartbeat(c, now, self.member_id, self.generation).error_code
-        except KafkaError as e:
-            code = e.code
-        if code == ErrorCode.NONE:
-            return
+    def beat(self, c: GroupCoordinator, mail: Mail, now: int) -> None:
+        if self.joining is not None:
+            token, sent = self.joining
+            answer = mail.take(token)
+            if answer is not None:
+                self.joining = None
+                self._joined(c, mail, now, answer)
+            elif now - sent >= JOIN_WAIT_MS:
+                self.joining, self.rejoin = None, ErrorCode.REQUEST_TIMED_OUT
+        elif self.syncing is not None:
+            answer = mail.take(self.syncing)
+            if answer is not None:
+                self.syncing = None
+                self._synced(answer)
+        elif self.rejoin is not None:
+            self._join(c, mail, now)
+        else:
+            try:
+                code = heartbeat(c, now, self.member_id, self.generation).error_code
+            except KafkaError as e:
+                code = e.code
+            if code != ErrorCode.NONE:
+                self._must_rejoin(code)
+                self._join(c, mail, now)
+
+    def _must_rejoin(self, code: ErrorCode) -> None:
         self.owned = set()  # eager: everything is revoked before rejoining
+        self.rejoin = code
         if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
-            token, outcome = join(c, now)
-            self.member_id = reply(outcome, token).member_id
+            self.member_id = ""
+
+    def _join(self, c: GroupCoordinator, mail: Mail, now: int) -> None:
+        self.rejoin = None
         token, outcome = join(c, now, self.member_id)
-        response = reply(outcome, token)
-        if response is None or response.error_code != ErrorCode.NONE:
-            return  # parked (the group became classic) or refused: retry next time
-        self.generation = response.generation_id
-        try:
-            token, synced = sync(c, now, self.member_id, self.generation)
-        except KafkaError:
+        mail.post(outcome, now)
+        answer = mail.take(token)
+        if answer is None:
+            self.joining = (token, now)
+        else:
+            self._joined(c, mail, now, answer)
+
+    def _joined(self, c: GroupCoordinator, mail: Mail, now: int, answer: Any) -> None:
+        code = answer.error_code
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = answer.member_id
+            self._join(c, mail, now)
             return
-        answer = reply(synced, token)
-        if answer is not None and answer.error_code == ErrorCode.NONE:
+        if code != ErrorCode.NONE:
+            self._must_rejoin(code)
+            return
+        self.member_id, self.generation = answer.member_id, answer.generation_id
+        leader = answer.leader == self.member_id
+        assignments = range_assignment([m.member_id for m in answer.members]) if leader else None
+        try:
+            token, outcome = sync(c, now, self.member_id, self.generation, assignments)
+        except KafkaError as e:
+            self._must_rejoin(e.code)
+            return
+        mail.post(outcome, now)
+        synced = mail.take(token)
+        if synced is None:
+            self.syncing = token
+        else:
+            self._synced(synced)
+
+    def _synced(self, answer: Any) -> None:
+        if answer.error_code == ErrorCode.NONE:
             self.owned = set(partitions_of(answer.assignment))
+        else:
+            self._must_rejoin(answer.error_code)
 
 
 class ConsumerClient:
@@ -81,18 +164,26 @@ class ConsumerClient:
         self.owned: set[int] = set()
         self.active = False
 
-    def beat(self, c: GroupCoordinator, now: int) -> None:
+    def beat(self, c: GroupCoordinator, mail: Mail, now: int) -> None:
         try:
             if self.epoch == 0:
-                response, _ = cg_heartbeat(c, now, self.member_id)
+                response, outcome = cg_heartbeat(c, now, self.member_id)
             else:
-                response, _ = cg_heartbeat(c, now, self.member_id, self.epoch, sorted(self.owned))
+                owned = sorted(self.owned)
+                response, outcome = cg_heartbeat(c, now, self.member_id, self.epoch, owned)
         except KafkaError:
             self.epoch, self.owned = 0, set()  # fenced: drop everything, join again
             return
+        mail.post(outcome, now)
         self.epoch = response.member_epoch
         if response.assignment is not None:
             self.owned = {p for t in response.assignment.topic_partitions for p in t.partitions}
+
+    def leave(self, c: GroupCoordinator, mail: Mail, now: int) -> None:
+        if self.epoch > 0:
+            with contextlib.suppress(KafkaError):
+                mail.post(cg_heartbeat(c, now, self.member_id, -1)[1], now)
+        self.active, self.epoch, self.owned = False, 0, set()
 
 
 def check(c: GroupCoordinator, clients: list[Any]) -> None:
@@ -127,8 +218,15 @@ action = st.one_of(
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(action, min_size=1, max_size=40))
+# Upgraded, downgraded before the classic members heard of the consumer group, and upgraded
+# again once their sessions ended: the classic clients must have heeded the downgraded
+# group's ILLEGAL_GENERATION and rejoined, or they hold nothing.
+@example(
+    [("consumer", 0), ("leave", 0), ("tick", 2000), ("tick", 4000), ("tick", 4000), ("consumer", 0)]
+)
 def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions):
     c = coordinator()
+    mail = Mail(c)
     ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
     classic = [ClassicClient(m) for m in ids]
     classic[0].owned, classic[1].owned = {0, 1, 2}, {3, 4, 5}
@@ -141,23 +239,19 @@ def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions):
         now += ms
         for client in clients:  # every live client heartbeats well within its session
             if client.active:
-                client.beat(c, now)
+                client.beat(c, mail, now)
                 check(c, clients)
-        c.expire(now, WALL + now)
+        mail.post(c.expire(now, WALL + now), now)
 
     for kind, arg in actions:
         if kind == "consumer":
             client = consumers[arg]
             client.active = True
-            client.beat(c, now)
+            client.beat(c, mail, now)
         elif kind == "classic":
-            classic[arg].beat(c, now)
+            classic[arg].beat(c, mail, now)
         elif kind == "leave" and consumers[arg].active:
-            client = consumers[arg]
-            if client.epoch > 0:
-                with contextlib.suppress(KafkaError):
-                    cg_heartbeat(c, now, client.member_id, -1)
-            client.active, client.epoch, client.owned = False, 0, set()
+            consumers[arg].leave(c, mail, now)
         elif kind == "crash":
             consumers[arg].active, consumers[arg].owned = False, set()
             consumers[arg].epoch = 0
@@ -165,12 +259,14 @@ def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions):
             tick(arg)
         check(c, clients)
 
-    # The consumer members go; crashed ones time out. The group ends classic.
+    # The consumer members go; crashed ones time out. The group ends classic, and its
+    # classic members share every partition again.
     for client in consumers:
-        if client.active and client.epoch > 0:
-            with contextlib.suppress(KafkaError):
-                cg_heartbeat(c, now, client.member_id, -1)
-        client.active, client.owned = False, set()
+        if client.active:
+            client.leave(c, mail, now)
+        client.active = False
     for _ in range(15):
         tick(4000)
     assert c.group_type(GROUP) == "classic"
+    assert str(c.group(GROUP).state) == "Stable"
+    assert set().union(*(client.owned for client in classic)) == set(range(PARTITIONS))
