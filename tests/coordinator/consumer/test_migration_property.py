@@ -9,9 +9,10 @@ everything when told to rejoin (a Heartbeat, JoinGroup or SyncGroup answered
 REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID...), then owns what its
 SyncGroup gives it; its leader assigns in a classic group (range); a JoinGroup or SyncGroup
 that waits is answered in the outcome of a later call, and the client waits for it without
-heartbeating (the coordinator counts a waiting member alive). A consumer client owns what its last heartbeat
-answer assigned and reports it. Live clients heartbeat often enough to keep their sessions;
-a crashed one stops and times out.
+heartbeating (the coordinator counts a waiting member alive). A consumer client owns what
+its last heartbeat answer assigned and reports it. Live clients heartbeat often enough to
+keep their sessions; a crashed one stops and times out; a classic client may also leave
+(LeaveGroup) and start again with a new member id.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 from coordinator.coordinator import GroupCoordinator
 from coordinator.outcome import Outcome
 from protocol.errors import ErrorCode, KafkaError
-from tests.coordinator.builders import GROUP, WALL, heartbeat, sync
+from tests.coordinator.builders import GROUP, WALL, heartbeat, leave, sync
 from tests.coordinator.consumer.test_migration import (
     REBALANCE_MS,
     assignment,
@@ -109,6 +110,19 @@ class ClassicClient:
             if code != ErrorCode.NONE:
                 self._must_rejoin(code)
                 self._join(c, mail, now)
+
+    def start(self) -> None:
+        """A new process: it joins with no member id."""
+        self.active, self.owned, self.member_id = True, set(), ""
+        self.joining = self.syncing = None
+        self.rejoin = ErrorCode.UNKNOWN_MEMBER_ID
+
+    def stop(self, c: GroupCoordinator, mail: Mail, now: int, *, leave_group: bool) -> None:
+        """Closed (LeaveGroup first) or crashed: it consumes nothing from now on."""
+        if leave_group and self.member_id:
+            with contextlib.suppress(KafkaError):
+                mail.post(leave(c, now, (self.member_id, None))[1], now)
+        self.active, self.owned = False, set()
 
     def _must_rejoin(self, code: ErrorCode) -> None:
         self.owned = set()  # eager: everything is revoked before rejoining
@@ -210,6 +224,8 @@ def check(c: GroupCoordinator, clients: list[Any]) -> None:
 action = st.one_of(
     st.tuples(st.just("consumer"), st.integers(0, CONSUMERS - 1)),
     st.tuples(st.just("classic"), st.integers(0, 1)),
+    st.tuples(st.just("classic_leave"), st.integers(0, 1)),
+    st.tuples(st.just("classic_crash"), st.integers(0, 1)),
     st.tuples(st.just("leave"), st.integers(0, CONSUMERS - 1)),
     st.tuples(st.just("crash"), st.integers(0, CONSUMERS - 1)),
     st.tuples(st.just("tick"), st.integers(1, 4000)),
@@ -248,8 +264,12 @@ def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions):
             client = consumers[arg]
             client.active = True
             client.beat(c, mail, now)
-        elif kind == "classic":
+        elif kind == "classic":  # a beat out of turn, or a stopped client starts again
+            if not classic[arg].active:
+                classic[arg].start()
             classic[arg].beat(c, mail, now)
+        elif kind in ("classic_leave", "classic_crash") and classic[arg].active:
+            classic[arg].stop(c, mail, now, leave_group=kind == "classic_leave")
         elif kind == "leave" and consumers[arg].active:
             consumers[arg].leave(c, mail, now)
         elif kind == "crash":
@@ -259,12 +279,15 @@ def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions):
             tick(arg)
         check(c, clients)
 
-    # The consumer members go; crashed ones time out. The group ends classic, and its
-    # classic members share every partition again.
+    # The consumer members go; crashed ones time out; stopped classic clients start again.
+    # The group ends classic, and its classic members share every partition again.
     for client in consumers:
         if client.active:
             client.leave(c, mail, now)
         client.active = False
+    for client in classic:
+        if not client.active:
+            client.start()
     for _ in range(15):
         tick(4000)
     assert c.group_type(GROUP) == "classic"
