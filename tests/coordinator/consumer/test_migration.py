@@ -113,14 +113,21 @@ def join(
     return token, c.join(ctx(version), request, token, now_ms)
 
 
-def classic_group(c: GroupCoordinator, split: list[list[int]]) -> list[str]:
-    """A Stable classic group at generation 1: member i holds split[i] of topic "t"."""
+def classic_group(
+    c: GroupCoordinator, split: list[list[int]], *, cooperative: bool = False
+) -> list[str]:
+    """A Stable classic group at generation 1: member i holds split[i] of topic "t".
+    Its members are eager ("range", subscription v0), or cooperative ("cooperative-sticky",
+    v1 reporting what they own)."""
+    kind: dict[str, Any] = (
+        {"protocol": "cooperative-sticky", "owned": []} if cooperative else {"protocol": "range"}
+    )
     ids = []
     for _ in split:
-        token, outcome = join(c, 0)
+        token, outcome = join(c, 0, **kind)
         ids.append(reply(outcome, token).member_id)
     for member_id in ids:
-        join(c, 0, member_id)
+        join(c, 0, member_id, **kind)
     c.expire(0, WALL)
     generation = c.group(GROUP).generation_id
     leader = c.group(GROUP).leader_id

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from coordinator.coordinator import GroupCoordinator
 from coordinator.outcome import Outcome
+from protocol.consumer_protocol import decode_subscription
 from protocol.errors import ErrorCode, KafkaError
 from tests.coordinator.builders import GROUP, WALL, heartbeat, leave, sync
 from tests.coordinator.consumer.test_migration import (
@@ -64,21 +65,36 @@ class Mail:
         return self.answers.pop(token, None)
 
 
-def range_assignment(member_ids: list[str]) -> dict[str, bytes]:
-    """The classic leader's assignment of "t" (Kafka's RangeAssignor over sorted ids)."""
-    ids = sorted(member_ids)
+def range_assignment(members: list[Any], *, cooperative: bool) -> dict[str, bytes]:
+    """The classic leader's assignment of "t" (Kafka's RangeAssignor over sorted ids). A
+    cooperative leader withholds a partition that another member still reports owning: it
+    moves in the next rebalance, once given up (AbstractStickyAssignor's rule)."""
+    owned_by: dict[int, str] = {}
+    if cooperative:
+        for m in members:
+            for tp in decode_subscription(m.metadata).owned_partitions:
+                owned_by.update((p, m.member_id) for p in tp.partitions)
+    ids = sorted(m.member_id for m in members)
     share, extra = divmod(PARTITIONS, len(ids))
     out, start = {}, 0
     for i, member_id in enumerate(ids):
         n = share + (1 if i < extra else 0)
-        out[member_id] = assignment(list(range(start, start + n)))
+        mine = range(start, start + n)
+        out[member_id] = assignment([p for p in mine if owned_by.get(p, member_id) == member_id])
         start += n
     return out
 
 
+# What a cooperative client keeps when told to rejoin (ConsumerCoordinator.onJoinPrepare:
+# with its generation still valid it revokes nothing first; after ILLEGAL_GENERATION,
+# UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID its partitions are lost).
+KEEPS = {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.REQUEST_TIMED_OUT}
+
+
 class ClassicClient:
-    def __init__(self, member_id: str) -> None:
+    def __init__(self, member_id: str, *, cooperative: bool = False) -> None:
         self.member_id = member_id
+        self.cooperative = cooperative
         self.generation = 1
         self.owned: set[int] = set()
         self.active = True
@@ -125,14 +141,19 @@ class ClassicClient:
         self.active, self.owned = False, set()
 
     def _must_rejoin(self, code: ErrorCode) -> None:
-        self.owned = set()  # eager: everything is revoked before rejoining
+        if not (self.cooperative and code in KEEPS):
+            self.owned = set()  # eager: everything is revoked before rejoining
         self.rejoin = code
         if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
             self.member_id = ""
 
     def _join(self, c: GroupCoordinator, mail: Mail, now: int) -> None:
         self.rejoin = None
-        token, outcome = join(c, now, self.member_id)
+        if self.cooperative:
+            kind: dict[str, Any] = {"protocol": "cooperative-sticky", "owned": sorted(self.owned)}
+        else:
+            kind = {"protocol": "range"}
+        token, outcome = join(c, now, self.member_id, **kind)
         mail.post(outcome, now)
         answer = mail.take(token)
         if answer is None:
@@ -151,7 +172,9 @@ class ClassicClient:
             return
         self.member_id, self.generation = answer.member_id, answer.generation_id
         leader = answer.leader == self.member_id
-        assignments = range_assignment([m.member_id for m in answer.members]) if leader else None
+        assignments = (
+            range_assignment(answer.members, cooperative=self.cooperative) if leader else None
+        )
         try:
             token, outcome = sync(c, now, self.member_id, self.generation, assignments)
         except KafkaError as e:
@@ -166,7 +189,12 @@ class ClassicClient:
 
     def _synced(self, answer: Any) -> None:
         if answer.error_code == ErrorCode.NONE:
-            self.owned = set(partitions_of(answer.assignment))
+            assigned = set(partitions_of(answer.assignment))
+            if self.cooperative and self.owned - assigned:
+                # It gives those up, then rejoins to say so (ConsumerCoordinator
+                # .onJoinComplete requests a rejoin after revoking).
+                self.rejoin = ErrorCode.REBALANCE_IN_PROGRESS
+            self.owned = assigned
         else:
             self._must_rejoin(answer.error_code)
 
@@ -233,18 +261,26 @@ action = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(action, min_size=1, max_size=40))
+@given(st.lists(action, min_size=1, max_size=40), st.booleans())
 # Upgraded, downgraded before the classic members heard of the consumer group, and upgraded
 # again once their sessions ended: the classic clients must have heeded the downgraded
 # group's ILLEGAL_GENERATION and rejoined, or they hold nothing.
 @example(
-    [("consumer", 0), ("leave", 0), ("tick", 2000), ("tick", 4000), ("tick", 4000), ("consumer", 0)]
+    [
+        ("consumer", 0),
+        ("leave", 0),
+        ("tick", 2000),
+        ("tick", 4000),
+        ("tick", 4000),
+        ("consumer", 0),
+    ],
+    False,
 )
-def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions):
+def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions, cooperative):
     c = coordinator()
     mail = Mail(c)
-    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
-    classic = [ClassicClient(m) for m in ids]
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]], cooperative=cooperative)
+    classic = [ClassicClient(m, cooperative=cooperative) for m in ids]
     classic[0].owned, classic[1].owned = {0, 1, 2}, {3, 4, 5}
     consumers = [ConsumerClient(f"c{i}") for i in range(CONSUMERS)]
     clients: list[Any] = [*classic, *consumers]
@@ -288,7 +324,7 @@ def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions):
     for client in classic:
         if not client.active:
             client.start()
-    for _ in range(15):
+    for _ in range(30):  # a crashed consumer's session (45 s), then cooperative rounds
         tick(4000)
     assert c.group_type(GROUP) == "classic"
     assert str(c.group(GROUP).state) == "Stable"
