@@ -114,29 +114,36 @@ def join(
 
 
 def classic_group(
-    c: GroupCoordinator, split: list[list[int]], *, cooperative: bool = False
+    c: GroupCoordinator, split: list[list[int]], *, cooperative: bool = False, static: bool = False
 ) -> list[str]:
     """A Stable classic group at generation 1: member i holds split[i] of topic "t".
     Its members are eager ("range", subscription v0), or cooperative ("cooperative-sticky",
-    v1 reporting what they own)."""
+    v1 reporting what they own); static ones have instance ids "i0", "i1"..."""
     kind: dict[str, Any] = (
         {"protocol": "cooperative-sticky", "owned": []} if cooperative else {"protocol": "range"}
     )
+    instance_ids = [f"i{i}" if static else None for i in range(len(split))]
     ids = []
-    for _ in split:
-        token, outcome = join(c, 0, **kind)
-        ids.append(reply(outcome, token).member_id)
-    for member_id in ids:
-        join(c, 0, member_id, **kind)
-    c.expire(0, WALL)
+    if static:  # no MEMBER_ID_REQUIRED round: the joins wait for the initial delay
+        joins = [join(c, 0, instance_id=i, **kind) for i in instance_ids]
+        done = c.expire(0, WALL)
+        ids = [reply(done, token).member_id for token, _ in joins]
+    else:
+        for _ in split:
+            token, outcome = join(c, 0, **kind)
+            ids.append(reply(outcome, token).member_id)
+        for member_id in ids:
+            join(c, 0, member_id, **kind)
+        c.expire(0, WALL)
     generation = c.group(GROUP).generation_id
     leader = c.group(GROUP).leader_id
     sent = {m: assignment(ps) for m, ps in zip(ids, split, strict=True)}
-    _, outcome = sync(c, 0, leader, generation, sent)
+    instance_of = dict(zip(ids, instance_ids, strict=True))
+    _, outcome = sync(c, 0, leader, generation, sent, instance_id=instance_of[leader])
     c.on_appended(outcome, 0)
     for m in ids:
         if m != leader:
-            sync(c, 0, m, generation)
+            sync(c, 0, m, generation, instance_id=instance_of[m])
     return ids
 
 

@@ -92,9 +92,12 @@ KEEPS = {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.REQUEST_TIMED_OUT}
 
 
 class ClassicClient:
-    def __init__(self, member_id: str, *, cooperative: bool = False) -> None:
+    def __init__(
+        self, member_id: str, *, cooperative: bool = False, instance_id: str | None = None
+    ) -> None:
         self.member_id = member_id
         self.cooperative = cooperative
+        self.instance_id = instance_id  # static membership (group.instance.id)
         self.generation = 1
         self.owned: set[int] = set()
         self.active = True
@@ -120,7 +123,9 @@ class ClassicClient:
             self._join(c, mail, now)
         else:
             try:
-                code = heartbeat(c, now, self.member_id, self.generation).error_code
+                code = heartbeat(
+                    c, now, self.member_id, self.generation, instance_id=self.instance_id
+                ).error_code
             except KafkaError as e:
                 code = e.code
             if code != ErrorCode.NONE:
@@ -137,7 +142,7 @@ class ClassicClient:
         """Closed (LeaveGroup first) or crashed: it consumes nothing from now on."""
         if leave_group and self.member_id:
             with contextlib.suppress(KafkaError):
-                mail.post(leave(c, now, (self.member_id, None))[1], now)
+                mail.post(leave(c, now, (self.member_id, self.instance_id))[1], now)
         self.active, self.owned = False, set()
 
     def _must_rejoin(self, code: ErrorCode) -> None:
@@ -153,7 +158,7 @@ class ClassicClient:
             kind: dict[str, Any] = {"protocol": "cooperative-sticky", "owned": sorted(self.owned)}
         else:
             kind = {"protocol": "range"}
-        token, outcome = join(c, now, self.member_id, **kind)
+        token, outcome = join(c, now, self.member_id, instance_id=self.instance_id, **kind)
         mail.post(outcome, now)
         answer = mail.take(token)
         if answer is None:
@@ -171,12 +176,15 @@ class ClassicClient:
             self._must_rejoin(code)
             return
         self.member_id, self.generation = answer.member_id, answer.generation_id
-        leader = answer.leader == self.member_id
+        # KIP-814: a static leader that rejoined a Stable group is told to skip assigning.
+        leader = answer.leader == self.member_id and not answer.skip_assignment
         assignments = (
             range_assignment(answer.members, cooperative=self.cooperative) if leader else None
         )
         try:
-            token, outcome = sync(c, now, self.member_id, self.generation, assignments)
+            token, outcome = sync(
+                c, now, self.member_id, self.generation, assignments, instance_id=self.instance_id
+            )
         except KafkaError as e:
             self._must_rejoin(e.code)
             return
@@ -261,12 +269,12 @@ action = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(action, min_size=1, max_size=40), st.booleans())
+@given(st.lists(action, min_size=1, max_size=40), st.booleans(), st.booleans())
 # Upgraded, downgraded before the classic members heard of the consumer group, and upgraded
 # again once their sessions ended: the classic clients must have heeded the downgraded
 # group's ILLEGAL_GENERATION and rejoined, or they hold nothing.
 @example(
-    [
+    actions=[
         ("consumer", 0),
         ("leave", 0),
         ("tick", 2000),
@@ -274,13 +282,17 @@ action = st.one_of(
         ("tick", 4000),
         ("consumer", 0),
     ],
-    False,
+    cooperative=False,
+    static=False,
 )
-def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions, cooperative):
+def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions, cooperative, static):
     c = coordinator()
     mail = Mail(c)
-    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]], cooperative=cooperative)
-    classic = [ClassicClient(m, cooperative=cooperative) for m in ids]
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]], cooperative=cooperative, static=static)
+    classic = [
+        ClassicClient(m, cooperative=cooperative, instance_id=f"i{i}" if static else None)
+        for i, m in enumerate(ids)
+    ]
     classic[0].owned, classic[1].owned = {0, 1, 2}, {3, 4, 5}
     consumers = [ConsumerClient(f"c{i}") for i in range(CONSUMERS)]
     clients: list[Any] = [*classic, *consumers]
