@@ -277,9 +277,12 @@ class Migration:
                 _E.GROUP_ID_NOT_FOUND,
                 f"{cannot} the group size exceeds the consumer group maximum size.",
             )
-        members = [
-            self._from_classic_member(classic, m, topics_metadata) for m in classic.members.values()
-        ]
+        members = _with_reported_partitions(
+            [
+                self._from_classic_member(classic, m, topics_metadata)
+                for m in classic.members.values()
+            ]
+        )
         group = ConsumerGroup(group_id)
         self.consumer.groups[group_id] = group
         out: list[r.ConsumerGroupRecord] = []
@@ -300,14 +303,22 @@ class Migration:
 
     def _from_classic_member(
         self, classic: Group, member: Member, topics_metadata: Mapping[str, TopicImage]
-    ) -> ConsumerGroupMember:
+    ) -> tuple[ConsumerGroupMember, dict[uuid.UUID, frozenset[int]]]:
         """A classic member as a consumer group member (ConsumerGroup.fromClassicGroup):
-        Stable at the generation, with the assignment it has."""
+        Stable at the generation, with the assignment it has; and the partitions its last
+        JoinGroup reported owning (see _with_reported_partitions)."""
         group_id = classic.group_id
         protocol = classic.protocol_name or member.protocols[0][0]
         assigned: dict[uuid.UUID, frozenset[int]] = {}
+        reported: dict[uuid.UUID, frozenset[int]] = {}
         try:
             subscription = decode_subscription(member.metadata(protocol))
+            for tp in subscription.owned_partitions:
+                if tp.topic in topics_metadata and tp.partitions:
+                    topic_id = topics_metadata[tp.topic].topic_id
+                    reported[topic_id] = reported.get(topic_id, frozenset()) | frozenset(
+                        tp.partitions
+                    )
             if member.assignment:
                 assignment = decode_assignment(member.assignment)
                 if assignment.user_data:
@@ -331,7 +342,7 @@ class Migration:
                 "embedded consumer protocol is malformed.",
             ) from None
         generation = classic.generation_id
-        return ConsumerGroupMember(
+        converted = ConsumerGroupMember(
             member_id=member.member_id,
             instance_id=member.group_instance_id,
             rack_id=subscription.rack_id,
@@ -346,6 +357,7 @@ class Migration:
                 member.session_timeout_ms, tuple(member.protocols)
             ),
         )
+        return converted, reported
 
     def _keep_offsets_only(self, classic: Group, now_ms: int) -> None:
         """The classic group is now a consumer group: an Empty Group keeps its offsets."""
@@ -628,6 +640,34 @@ class Migration:
         # GroupCoordinatorService.leaveGroup: a failed write is the top-level error.
         self.seal(records, (token, lambda code: LeaveGroupResponse(error_code=code)))
         return Outcome(replies=(Reply(token, response),), records=tuple(records))
+
+
+def _with_reported_partitions(
+    converted: Sequence[tuple[ConsumerGroupMember, dict[uuid.UUID, frozenset[int]]]],
+) -> list[ConsumerGroupMember]:
+    """Each converted member with its assignment plus the partitions its last JoinGroup
+    reported owning that no member's assignment holds.
+
+    Kafka (ConsumerGroup.fromClassicGroup) takes only the assignment a member last synced.
+    A cooperative member keeps consuming through a rebalance, and a group that rebalances
+    again from CompletingRebalance clears every assignment (GroupMetadataManager
+    .resetAndPropagateAssignmentWithError): upgraded then, Kafka hands the joining member
+    partitions a cooperative member still consumes, until that one rejoins. kmock counts
+    what the member reports owning (ConsumerProtocolSubscription v1+), so the consumer
+    group revokes it first (the migration property test finds the case). An eager member
+    reports nothing: it gave everything up before rejoining.
+    """
+    held = {(t, p) for m, _ in converted for t, ps in m.assigned_partitions.items() for p in ps}
+    members = []
+    for member, reported in converted:
+        assigned = dict(member.assigned_partitions)
+        for topic_id, partitions in reported.items():
+            free = frozenset(p for p in partitions if (topic_id, p) not in held)
+            if free:
+                held.update((topic_id, p) for p in free)
+                assigned[topic_id] = assigned.get(topic_id, frozenset()) | free
+        members.append(member.replace(assigned_partitions=assigned))
+    return members
 
 
 def _move_offsets(old: Group, new: Group, writes: Writes) -> None:

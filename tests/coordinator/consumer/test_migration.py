@@ -358,6 +358,36 @@ def test_a_cooperative_member_revokes_before_the_partitions_move() -> None:
     owned_partitions(c)
 
 
+def test_upgrade_counts_what_a_cooperative_member_reports_owning() -> None:
+    # kmock departs from ConsumerGroup.fromClassicGroup here (see migration
+    # ._with_reported_partitions): a rebalance from CompletingRebalance cleared every
+    # assignment (GroupMetadataManager.resetAndPropagateAssignmentWithError), but the
+    # cooperative members still consume what their JoinGroups report owning.
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]], cooperative=True)
+    coop = {"protocol": "cooperative-sticky"}
+    join(c, 100, ids[0], owned=[0, 1, 2], **coop)  # a rebalance: both rejoin
+    second, done = join(c, 100, ids[1], owned=[3, 4, 5], **coop)
+    assert reply(done, second).generation_id == 2
+    assert str(c.group(GROUP).state) == "CompletingRebalance"
+    token, outcome = join(c, 200, **coop)  # a third member: the group rebalances again
+    newcomer = reply(outcome, token).member_id
+    join(c, 200, newcomer, owned=[], **coop)
+    group = c.group(GROUP)
+    assert str(group.state) == "PreparingRebalance"
+    assert [group.members[m].assignment for m in ids] == [b"", b""], "as Kafka clears them"
+    parked, _ = join(c, 210, ids[0], owned=[0, 1, 2], **coop)
+    response, outcome = cg_heartbeat(c, 300, "c0")
+    assert response.assignment.topic_partitions == [], "nothing is free yet"
+    assert owned_partitions(c) == {
+        ids[0]: {0, 1, 2},
+        ids[1]: {3, 4, 5},
+        newcomer: set(),
+        "c0": set(),
+    }
+    assert reply(outcome, parked).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+
+
 def test_a_stale_sync_is_rebalance_in_progress_and_a_wrong_generation_illegal() -> None:
     c, ids, _ = upgraded()
     assert raised(sync, c, 200, ids[0], 1).code == ErrorCode.REBALANCE_IN_PROGRESS
