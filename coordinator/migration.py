@@ -14,8 +14,10 @@ validateOnlineDowngradeWithFencedMembers, convertToClassicGroup), with ConsumerG
                                   GroupMetadata tombstone, then the consumer group's records
                                   (each member's subscription, the group epoch = the
                                   generation, each member's target = its current assignment
-                                  decoded from its ConsumerProtocol bytes, the assignment
-                                  epoch, each member's current assignment at the generation).
+                                  decoded from its ConsumerProtocol bytes (kmock: plus what
+                                  its JoinGroup reports owning, see
+                                  _with_reported_partitions), the assignment epoch, each
+                                  member's current assignment at the generation).
                                   Parked JoinGroups/SyncGroups get REBALANCE_IN_PROGRESS; the
                                   joining member bumps the group epoch, so the classic
                                   members are asked to rejoin at their next heartbeat.
