@@ -393,7 +393,8 @@ class Migration:
     ) -> list[r.ConsumerGroupRecord]:
         """convertToClassicGroup: the consumer group's tombstones and the classic group's
         record; the classic group (Stable at the group epoch) replaces it, rebalancing
-        unless a static member replaced another with the same subscription."""
+        unless a static member replaced another with the same subscription in a settled
+        group."""
         now_ms = self.now_ms
         group_id = group.group_id
         classic = Group(group_id, _S.STABLE, now_ms)
@@ -428,6 +429,12 @@ class Migration:
             cm.assignment = classic_members.encode_partitions(
                 group, partitions, cm.metadata(classic.protocol_name)
             )
+            # What members own differs from the target while partitions move: the
+            # classic group must rebalance to hand out those still on their way, which
+            # no member holds (Kafka's classic members get their targets instead).
+            target = group.target_assignment.get(cm.member_id, {})
+            if _partition_set(partitions) != _partition_set(target):
+                rebalance = True
         for member_id in group.members:
             self.consumer.cancel_timers(group_id, member_id)
         out: list[r.ConsumerGroupRecord] = []
@@ -670,6 +677,10 @@ def _with_reported_partitions(
                 assigned[topic_id] = assigned.get(topic_id, frozenset()) | free
         members.append(member.replace(assigned_partitions=assigned))
     return members
+
+
+def _partition_set(partitions: Mapping[uuid.UUID, frozenset[int]]) -> set[tuple[uuid.UUID, int]]:
+    return {(topic_id, p) for topic_id, ps in partitions.items() for p in ps}
 
 
 def _move_offsets(old: Group, new: Group, writes: Writes) -> None:

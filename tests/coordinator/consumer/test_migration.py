@@ -616,6 +616,25 @@ def test_a_static_replacement_with_another_subscription_downgrades_and_rebalance
     assert str(c.group(GROUP).state) == "PreparingRebalance"
 
 
+def test_a_static_replacement_before_the_partitions_moved_downgrades_and_rebalances() -> None:
+    # "c0" waits for partitions the classic members have not released; the classic group
+    # records what each member owns (not Kafka's targets), so it rebalances to hand out
+    # the partitions still on their way, which no member holds.
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
+    cg_heartbeat(c, 100, "c0", instance_id="i0")
+    assert owned_partitions(c)["c0"] == set()
+    assert c.consumer.groups[GROUP].target_assignment["c0"], "partitions are to move to c0"
+    token, outcome = join(c, 200, instance_id="i0")
+    response = reply(outcome, token)
+    assert response.error_code == ErrorCode.NONE
+    assert c.group_type(GROUP) == "classic"
+    group = c.group(GROUP)
+    assert str(group.state) == "PreparingRebalance"
+    assert partitions_of(group.members[response.member_id].assignment) == []
+    assert [partitions_of(group.members[m].assignment) for m in ids] == [[0, 1, 2], [3, 4, 5]]
+
+
 def test_no_downgrade_by_a_static_replacement_while_consumer_members_remain() -> None:
     c, _ids = settled_with_static_consumer_member()
     cg_heartbeat(c, 250, "c1")
