@@ -1,18 +1,22 @@
 """Property: in a classic group upgraded online, classic members (JoinGroup/SyncGroup/
-Heartbeat, eager like kafka-python) and consumer-protocol members (ConsumerGroupHeartbeat)
-never own a partition at the same time, whatever order they join, heartbeat, leave or time
-out in; and once the consumer members are gone the group is classic again, its classic
-members consuming every partition.
+Heartbeat) and consumer-protocol members (ConsumerGroupHeartbeat) never own a partition at
+the same time, whatever order they join, heartbeat, leave, time out or replace one another
+in; and once the consumer members are gone the group is classic again, its classic members
+consuming every partition.
 
-Clients behave as real ones, in a group of either type: an eager classic client gives up
-everything when told to rejoin (a Heartbeat, JoinGroup or SyncGroup answered
-REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID...), then owns what its
-SyncGroup gives it; its leader assigns in a classic group (range); a JoinGroup or SyncGroup
-that waits is answered in the outcome of a later call, and the client waits for it without
-heartbeating (the coordinator counts a waiting member alive). A consumer client owns what
-its last heartbeat answer assigned and reports it. Live clients heartbeat often enough to
-keep their sessions; a crashed one stops and times out; a classic client may also leave
-(LeaveGroup) and start again with a new member id.
+Clients behave as real ones, in a group of either type. A classic client is eager (range,
+like kafka-python) or cooperative (cooperative-sticky), dynamic or static: told to rejoin
+(a Heartbeat, JoinGroup or SyncGroup answered REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
+UNKNOWN_MEMBER_ID...) an eager one gives up everything, a cooperative one only when its
+generation is lost; it owns what its SyncGroup gives it, a cooperative one rejoining after
+giving partitions up; its leader assigns in a classic group (range, withholding partitions
+another member still owns when cooperative). A JoinGroup or SyncGroup that waits is
+answered in the outcome of a later call, and the client waits for it without heartbeating
+(the coordinator counts a waiting member alive). A consumer client owns what its last
+heartbeat answer assigned and reports it. Live clients heartbeat often enough to keep
+their sessions; a crashed one stops and times out; a classic client may also leave
+(LeaveGroup) and start again, and a consumer client may be replaced by a classic one
+(a rolling downgrade) and back.
 """
 
 from __future__ import annotations
