@@ -31,7 +31,7 @@ from coordinator.coordinator import GroupCoordinator
 from coordinator.outcome import Outcome
 from protocol.consumer_protocol import decode_subscription
 from protocol.errors import ErrorCode, KafkaError
-from tests.coordinator.builders import GROUP, WALL, heartbeat, leave, sync
+from tests.coordinator.builders import GROUP, WALL, as_record, heartbeat, leave, sync
 from tests.coordinator.consumer.test_migration import (
     REBALANCE_MS,
     assignment,
@@ -57,9 +57,11 @@ class Mail:
     def __init__(self, c: GroupCoordinator) -> None:
         self.c = c
         self.answers: dict[int, Any] = {}
+        self.log: list[Any] = []  # every record written, in order
 
     def post(self, outcome: Outcome, now: int) -> Outcome:
         if outcome.records:
+            self.log.extend(outcome.records)
             self.c.on_appended(outcome, now)
         for r in outcome.replies:
             self.answers[r.token] = r.response
@@ -108,7 +110,6 @@ class ClassicClient:
         self.rejoin: ErrorCode | None = None  # why it must send JoinGroup at its next beat
         self.joining: tuple[int, int] | None = None  # (token, sent at) of a JoinGroup
         self.syncing: int | None = None  # token of a SyncGroup not answered yet
-        self.follow_up = False  # it gave partitions up and has yet to rejoin
 
     def beat(self, c: GroupCoordinator, mail: Mail, now: int) -> None:
         if self.joining is not None:
@@ -146,20 +147,21 @@ class ClassicClient:
     def stop(self, c: GroupCoordinator, mail: Mail, now: int, *, leave_group: bool) -> bool:
         """Closed (LeaveGroup first) or crashed: it consumes nothing from now on.
 
-        Returns whether a follow-up rebalance is lost: a cooperative client that gave
-        partitions up is the one to rejoin so that they move (ConsumerCoordinator
-        .onJoinComplete); a static one that crashed first comes back in a Stable group
-        without a rebalance (KIP-345), and they stay unassigned until the next one, in
-        Kafka's classic protocol as here (KAFKA-9821 fixed it for Streams only).
+        Returns whether a follow-up rebalance may be lost: a cooperative client that gives
+        partitions up (the leader withheld them from their next owner) is the one to
+        rejoin so that they move (ConsumerCoordinator.onJoinComplete); a static one that
+        crashed in a rebalance comes back in a Stable group without a rebalance (KIP-345),
+        and they stay unassigned until the next one, in Kafka's classic protocol as here
+        (KAFKA-9821 fixed it for Streams only).
         """
         if leave_group and self.member_id:
             with contextlib.suppress(KafkaError):
                 mail.post(leave(c, now, (self.member_id, self.instance_id))[1], now)
         lost = (
             not leave_group
+            and self.cooperative
             and self.instance_id is not None
-            and self.rejoin is ErrorCode.REBALANCE_IN_PROGRESS
-            and self.follow_up
+            and (self.rejoin is not None or self.joining is not None or self.syncing is not None)
         )
         self.active, self.owned = False, set()
         return lost
@@ -172,7 +174,7 @@ class ClassicClient:
             self.member_id = ""
 
     def _join(self, c: GroupCoordinator, mail: Mail, now: int) -> None:
-        self.rejoin, self.follow_up = None, False
+        self.rejoin = None
         if self.cooperative:
             kind: dict[str, Any] = {"protocol": "cooperative-sticky", "owned": sorted(self.owned)}
         else:
@@ -220,7 +222,7 @@ class ClassicClient:
             if self.cooperative and self.owned - assigned:
                 # It gives those up, then rejoins to say so (ConsumerCoordinator
                 # .onJoinComplete requests a rejoin after revoking).
-                self.rejoin, self.follow_up = ErrorCode.REBALANCE_IN_PROGRESS, True
+                self.rejoin = ErrorCode.REBALANCE_IN_PROGRESS
             self.owned = assigned
         else:
             self._must_rejoin(answer.error_code)
@@ -296,6 +298,31 @@ def check(c: GroupCoordinator, clients: list[Any]) -> None:
                 assert p in server.get(client.member_id, set()), (client.member_id, p)
 
 
+def check_replay(c: GroupCoordinator, log: list[Any]) -> None:
+    """A coordinator that replays what was written (from the bytes, as on a restart) has
+    the same group: a consumer group exactly, a Stable classic one as its generation left
+    it (a classic rebalance under way has not written its members yet, in Kafka either)."""
+    reloaded = coordinator()
+    for record in log:
+        reloaded.replay(record.key_bytes(), record.value_bytes())
+    reloaded.finish_load(0)
+    kind = c.group_type(GROUP)
+    if kind == "consumer":
+        assert reloaded.group_type(GROUP) == kind
+        assert vars(reloaded.consumer.groups[GROUP].copy()) == vars(c.consumer.groups[GROUP].copy())
+    elif str(c.group(GROUP).state) == "Stable":
+        assert reloaded.group_type(GROUP) == kind
+        live, loaded = c.group(GROUP), reloaded.group(GROUP)
+        assert (loaded.generation_id, loaded.protocol_name, loaded.leader_id) == (
+            live.generation_id,
+            live.protocol_name,
+            live.leader_id,
+        )
+        assert {m: x.assignment for m, x in loaded.members.items()} == {
+            m: x.assignment for m, x in live.members.items()
+        }
+
+
 action = st.one_of(
     st.tuples(st.just("consumer"), st.integers(0, CONSUMERS - 1)),
     st.tuples(st.just("classic"), st.integers(0, 1)),
@@ -336,6 +363,7 @@ def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions, coope
         for i, m in enumerate(ids)
     ]
     classic[0].owned, classic[1].owned = {0, 1, 2}, {3, 4, 5}
+    mail.log.append(as_record(c))  # what the classic group's first generation wrote
     consumers = [
         ConsumerClient(f"c{i}", instance_id=f"s{i}" if static else None) for i in range(CONSUMERS)
     ]
@@ -384,6 +412,7 @@ def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions, coope
         elif kind == "tick":
             tick(arg)
         check(c, clients)
+        check_replay(c, mail.log)
 
     # The consumer members go; crashed ones time out; stopped classic clients start again.
     # The group ends classic, and its classic members share every partition again.
@@ -398,5 +427,6 @@ def test_no_partition_is_owned_twice_across_upgrade_and_downgrade(actions, coope
         tick(4000)
     assert c.group_type(GROUP) == "classic"
     assert str(c.group(GROUP).state) == "Stable"
+    check_replay(c, mail.log)
     if not lost_follow_up:
         assert set().union(*(client.owned for client in classic)) == set(range(PARTITIONS))
