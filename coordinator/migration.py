@@ -14,8 +14,10 @@ validateOnlineDowngradeWithFencedMembers, convertToClassicGroup), with ConsumerG
                                   GroupMetadata tombstone, then the consumer group's records
                                   (each member's subscription, the group epoch = the
                                   generation, each member's target = its current assignment
-                                  decoded from its ConsumerProtocol bytes, the assignment
-                                  epoch, each member's current assignment at the generation).
+                                  decoded from its ConsumerProtocol bytes (kmock: plus what
+                                  its JoinGroup reports owning, see
+                                  _with_reported_partitions), the assignment epoch, each
+                                  member's current assignment at the generation).
                                   Parked JoinGroups/SyncGroups get REBALANCE_IN_PROGRESS; the
                                   joining member bumps the group epoch, so the classic
                                   members are asked to rejoin at their next heartbeat.
@@ -277,9 +279,12 @@ class Migration:
                 _E.GROUP_ID_NOT_FOUND,
                 f"{cannot} the group size exceeds the consumer group maximum size.",
             )
-        members = [
-            self._from_classic_member(classic, m, topics_metadata) for m in classic.members.values()
-        ]
+        members = _with_reported_partitions(
+            [
+                self._from_classic_member(classic, m, topics_metadata)
+                for m in classic.members.values()
+            ]
+        )
         group = ConsumerGroup(group_id)
         self.consumer.groups[group_id] = group
         out: list[r.ConsumerGroupRecord] = []
@@ -300,14 +305,22 @@ class Migration:
 
     def _from_classic_member(
         self, classic: Group, member: Member, topics_metadata: Mapping[str, TopicImage]
-    ) -> ConsumerGroupMember:
+    ) -> tuple[ConsumerGroupMember, dict[uuid.UUID, frozenset[int]]]:
         """A classic member as a consumer group member (ConsumerGroup.fromClassicGroup):
-        Stable at the generation, with the assignment it has."""
+        Stable at the generation, with the assignment it has; and the partitions its last
+        JoinGroup reported owning (see _with_reported_partitions)."""
         group_id = classic.group_id
         protocol = classic.protocol_name or member.protocols[0][0]
         assigned: dict[uuid.UUID, frozenset[int]] = {}
+        reported: dict[uuid.UUID, frozenset[int]] = {}
         try:
             subscription = decode_subscription(member.metadata(protocol))
+            for tp in subscription.owned_partitions:
+                if tp.topic in topics_metadata and tp.partitions:
+                    topic_id = topics_metadata[tp.topic].topic_id
+                    reported[topic_id] = reported.get(topic_id, frozenset()) | frozenset(
+                        tp.partitions
+                    )
             if member.assignment:
                 assignment = decode_assignment(member.assignment)
                 if assignment.user_data:
@@ -331,7 +344,7 @@ class Migration:
                 "embedded consumer protocol is malformed.",
             ) from None
         generation = classic.generation_id
-        return ConsumerGroupMember(
+        converted = ConsumerGroupMember(
             member_id=member.member_id,
             instance_id=member.group_instance_id,
             rack_id=subscription.rack_id,
@@ -346,6 +359,7 @@ class Migration:
                 member.session_timeout_ms, tuple(member.protocols)
             ),
         )
+        return converted, reported
 
     def _keep_offsets_only(self, classic: Group, now_ms: int) -> None:
         """The classic group is now a consumer group: an Empty Group keeps its offsets."""
@@ -379,7 +393,8 @@ class Migration:
     ) -> list[r.ConsumerGroupRecord]:
         """convertToClassicGroup: the consumer group's tombstones and the classic group's
         record; the classic group (Stable at the group epoch) replaces it, rebalancing
-        unless a static member replaced another with the same subscription."""
+        unless a static member replaced another with the same subscription in a settled
+        group."""
         now_ms = self.now_ms
         group_id = group.group_id
         classic = Group(group_id, _S.STABLE, now_ms)
@@ -414,6 +429,12 @@ class Migration:
             cm.assignment = classic_members.encode_partitions(
                 group, partitions, cm.metadata(classic.protocol_name)
             )
+            # What members own differs from the target while partitions move: the
+            # classic group must rebalance to hand out those still on their way, which
+            # no member holds (Kafka's classic members get their targets instead).
+            target = group.target_assignment.get(cm.member_id, {})
+            if _partition_set(partitions) != _partition_set(target):
+                rebalance = True
         for member_id in group.members:
             self.consumer.cancel_timers(group_id, member_id)
         out: list[r.ConsumerGroupRecord] = []
@@ -628,6 +649,38 @@ class Migration:
         # GroupCoordinatorService.leaveGroup: a failed write is the top-level error.
         self.seal(records, (token, lambda code: LeaveGroupResponse(error_code=code)))
         return Outcome(replies=(Reply(token, response),), records=tuple(records))
+
+
+def _with_reported_partitions(
+    converted: Sequence[tuple[ConsumerGroupMember, dict[uuid.UUID, frozenset[int]]]],
+) -> list[ConsumerGroupMember]:
+    """Each converted member with its assignment plus the partitions its last JoinGroup
+    reported owning that no member's assignment holds.
+
+    Kafka (ConsumerGroup.fromClassicGroup) takes only the assignment a member last synced.
+    A cooperative member keeps consuming through a rebalance, and a group that rebalances
+    again from CompletingRebalance clears every assignment (GroupMetadataManager
+    .resetAndPropagateAssignmentWithError): upgraded then, Kafka hands the joining member
+    partitions a cooperative member still consumes, until that one rejoins. kmock counts
+    what the member reports owning (ConsumerProtocolSubscription v1+), so the consumer
+    group revokes it first (the migration property test finds the case). An eager member
+    reports nothing: it gave everything up before rejoining.
+    """
+    held = {(t, p) for m, _ in converted for t, ps in m.assigned_partitions.items() for p in ps}
+    members = []
+    for member, reported in converted:
+        assigned = dict(member.assigned_partitions)
+        for topic_id, partitions in reported.items():
+            free = frozenset(p for p in partitions if (topic_id, p) not in held)
+            if free:
+                held.update((topic_id, p) for p in free)
+                assigned[topic_id] = assigned.get(topic_id, frozenset()) | free
+        members.append(member.replace(assigned_partitions=assigned))
+    return members
+
+
+def _partition_set(partitions: Mapping[uuid.UUID, frozenset[int]]) -> set[tuple[uuid.UUID, int]]:
+    return {(topic_id, p) for topic_id, ps in partitions.items() for p in ps}
 
 
 def _move_offsets(old: Group, new: Group, writes: Writes) -> None:

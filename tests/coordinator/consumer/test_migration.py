@@ -113,23 +113,37 @@ def join(
     return token, c.join(ctx(version), request, token, now_ms)
 
 
-def classic_group(c: GroupCoordinator, split: list[list[int]]) -> list[str]:
-    """A Stable classic group at generation 1: member i holds split[i] of topic "t"."""
+def classic_group(
+    c: GroupCoordinator, split: list[list[int]], *, cooperative: bool = False, static: bool = False
+) -> list[str]:
+    """A Stable classic group at generation 1: member i holds split[i] of topic "t".
+    Its members are eager ("range", subscription v0), or cooperative ("cooperative-sticky",
+    v1 reporting what they own); static ones have instance ids "i0", "i1"..."""
+    kind: dict[str, Any] = (
+        {"protocol": "cooperative-sticky", "owned": []} if cooperative else {"protocol": "range"}
+    )
+    instance_ids = [f"i{i}" if static else None for i in range(len(split))]
     ids = []
-    for _ in split:
-        token, outcome = join(c, 0)
-        ids.append(reply(outcome, token).member_id)
-    for member_id in ids:
-        join(c, 0, member_id)
-    c.expire(0, WALL)
+    if static:  # no MEMBER_ID_REQUIRED round: the joins wait for the initial delay
+        joins = [join(c, 0, instance_id=i, **kind) for i in instance_ids]
+        done = c.expire(0, WALL)
+        ids = [reply(done, token).member_id for token, _ in joins]
+    else:
+        for _ in split:
+            token, outcome = join(c, 0, **kind)
+            ids.append(reply(outcome, token).member_id)
+        for member_id in ids:
+            join(c, 0, member_id, **kind)
+        c.expire(0, WALL)
     generation = c.group(GROUP).generation_id
     leader = c.group(GROUP).leader_id
     sent = {m: assignment(ps) for m, ps in zip(ids, split, strict=True)}
-    _, outcome = sync(c, 0, leader, generation, sent)
+    instance_of = dict(zip(ids, instance_ids, strict=True))
+    _, outcome = sync(c, 0, leader, generation, sent, instance_id=instance_of[leader])
     c.on_appended(outcome, 0)
     for m in ids:
         if m != leader:
-            sync(c, 0, m, generation)
+            sync(c, 0, m, generation, instance_id=instance_of[m])
     return ids
 
 
@@ -344,6 +358,36 @@ def test_a_cooperative_member_revokes_before_the_partitions_move() -> None:
     owned_partitions(c)
 
 
+def test_upgrade_counts_what_a_cooperative_member_reports_owning() -> None:
+    # kmock departs from ConsumerGroup.fromClassicGroup here (see migration
+    # ._with_reported_partitions): a rebalance from CompletingRebalance cleared every
+    # assignment (GroupMetadataManager.resetAndPropagateAssignmentWithError), but the
+    # cooperative members still consume what their JoinGroups report owning.
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]], cooperative=True)
+    coop = {"protocol": "cooperative-sticky"}
+    join(c, 100, ids[0], owned=[0, 1, 2], **coop)  # a rebalance: both rejoin
+    second, done = join(c, 100, ids[1], owned=[3, 4, 5], **coop)
+    assert reply(done, second).generation_id == 2
+    assert str(c.group(GROUP).state) == "CompletingRebalance"
+    token, outcome = join(c, 200, **coop)  # a third member: the group rebalances again
+    newcomer = reply(outcome, token).member_id
+    join(c, 200, newcomer, owned=[], **coop)
+    group = c.group(GROUP)
+    assert str(group.state) == "PreparingRebalance"
+    assert [group.members[m].assignment for m in ids] == [b"", b""], "as Kafka clears them"
+    parked, _ = join(c, 210, ids[0], owned=[0, 1, 2], **coop)
+    response, outcome = cg_heartbeat(c, 300, "c0")
+    assert response.assignment.topic_partitions == [], "nothing is free yet"
+    assert owned_partitions(c) == {
+        ids[0]: {0, 1, 2},
+        ids[1]: {3, 4, 5},
+        newcomer: set(),
+        "c0": set(),
+    }
+    assert reply(outcome, parked).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+
+
 def test_a_stale_sync_is_rebalance_in_progress_and_a_wrong_generation_illegal() -> None:
     c, ids, _ = upgraded()
     assert raised(sync, c, 200, ids[0], 1).code == ErrorCode.REBALANCE_IN_PROGRESS
@@ -461,6 +505,62 @@ def test_the_downgraded_group_rebalances_and_keeps_its_offsets() -> None:
     assert fetch(c, {"t": [0]})[("t", 0)][0] == 7
 
 
+def test_classic_members_that_miss_the_downgrade_rebalance_are_gone_before_a_new_upgrade() -> None:
+    # Kafka's GroupMetadataManager: convertToClassicGroup keeps the classic members (their
+    # ids) at generation = the group epoch, reschedules their sessions and rebalances;
+    # validateClassicGroupHeartbeat answers a stale generation ILLEGAL_GENERATION without
+    # touching the session. An eager client so told revokes everything and rejoins; one
+    # that does not is removed when its session ends, and an upgrade then starts afresh.
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
+    cg_heartbeat(c, 0, "c0")
+    group = c.consumer.groups[GROUP]
+    assert set(group.members) == {*ids, "c0"}
+    assert group.group_epoch == 2
+    assert [group.members[m].member_epoch for m in ids] == [1, 1]
+    cg_heartbeat(c, 0, "c0", -1)  # before the classic members heard of the upgrade
+    classic = c.group(GROUP)
+    assert (str(classic.state), classic.generation_id, list(classic.members)) == (
+        "PreparingRebalance",
+        2,
+        ids,
+    )
+    assert raised(heartbeat, c, 2_000, ids[0], 1).code == ErrorCode.ILLEGAL_GENERATION
+    c.expire(SESSION_MS - 1, WALL)
+    assert list(c.group(GROUP).members) == ids, "each keeps its session until it ends"
+    c.expire(SESSION_MS, WALL)
+    assert (str(c.group(GROUP).state), c.group(GROUP).generation_id) == ("Empty", 3)
+    response, _ = cg_heartbeat(c, SESSION_MS, "c0")
+    assert c.group_type(GROUP) == "consumer"
+    assert set(c.consumer.groups[GROUP].members) == {"c0"}
+    assert response.member_epoch == 1
+    assert owned_partitions(c) == {"c0": set(range(6))}
+    for m in ids:  # a client that kept heartbeating would now be told it is gone
+        assert raised(heartbeat, c, SESSION_MS + 1, m, 1).code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_classic_members_that_rejoin_after_the_downgrade_keep_the_partitions_apart() -> None:
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
+    cg_heartbeat(c, 0, "c0")
+    cg_heartbeat(c, 0, "c0", -1)
+    first, _ = join(c, 2_000, ids[0])  # told ILLEGAL_GENERATION: revoke all, rejoin
+    second, done = join(c, 2_000, ids[1])
+    answers = {m: reply(done, t) for m, t in zip(ids, (first, second), strict=True)}
+    assert {a.generation_id for a in answers.values()} == {3}
+    leader = c.group(GROUP).leader_id
+    follower = next(m for m in ids if m != leader)
+    sent = {leader: assignment([0, 1, 2, 3, 4, 5]), follower: assignment([])}
+    token, outcome = sync(c, 2_000, leader, 3, sent)
+    c.on_appended(outcome, 2_000)
+    assert partitions_of(reply(outcome, token).assignment) == [0, 1, 2, 3, 4, 5]
+    token, outcome = sync(c, 2_000, follower, 3)
+    assert partitions_of(reply(outcome, token).assignment) == []
+    response, _ = cg_heartbeat(c, 3_000, "c0")  # upgraded again
+    assert response.error_code == ErrorCode.NONE
+    assert owned_partitions(c) == {leader: set(range(6)), follower: set(), "c0": set()}
+
+
 def settled_with_static_consumer_member() -> tuple[GroupCoordinator, list[str]]:
     """An upgraded group whose classic members rejoined (eager) and whose one
     consumer-protocol member, "c0" with instance id "i0", owns what they released."""
@@ -514,6 +614,25 @@ def test_a_static_replacement_with_another_subscription_downgrades_and_rebalance
     assert reply(outcome, token).error_code == ErrorCode.NONE
     assert c.group_type(GROUP) == "classic"
     assert str(c.group(GROUP).state) == "PreparingRebalance"
+
+
+def test_a_static_replacement_before_the_partitions_moved_downgrades_and_rebalances() -> None:
+    # "c0" waits for partitions the classic members have not released; the classic group
+    # records what each member owns (not Kafka's targets), so it rebalances to hand out
+    # the partitions still on their way, which no member holds.
+    c = coordinator()
+    ids = classic_group(c, [[0, 1, 2], [3, 4, 5]])
+    cg_heartbeat(c, 100, "c0", instance_id="i0")
+    assert owned_partitions(c)["c0"] == set()
+    assert c.consumer.groups[GROUP].target_assignment["c0"], "partitions are to move to c0"
+    token, outcome = join(c, 200, instance_id="i0")
+    response = reply(outcome, token)
+    assert response.error_code == ErrorCode.NONE
+    assert c.group_type(GROUP) == "classic"
+    group = c.group(GROUP)
+    assert str(group.state) == "PreparingRebalance"
+    assert partitions_of(group.members[response.member_id].assignment) == []
+    assert [partitions_of(group.members[m].assignment) for m in ids] == [[0, 1, 2], [3, 4, 5]]
 
 
 def test_no_downgrade_by_a_static_replacement_while_consumer_members_remain() -> None:
