@@ -1,0 +1,215 @@
+"""Large Produce requests (over RECEIVE_BYTES, up to DIRECT_FRAME_BYTES), as a producer
+with a large batch.size sends them: answered in place by the reactor's step when the whole
+frame is in the socket (`_Connection._take_large`), by a task of the connection's own when
+it is not (`_receive_large`). Both must store the same bytes, and give back the memory.
+
+Checked through real sockets against an in-process broker: the log file read back byte for
+byte (the batches as sent, base offsets assigned), the same after a restart, and the way
+each frame was received (the number of times a task served the connection).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from broker import connection
+from protocol.errors import ErrorCode
+from protocol.frames import decode_response, frame_size
+from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from protocol.messages.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
+from protocol.records import build_batch, set_base_offset
+from tests.reliability.inproc import create, running
+from tests.wire import WireClient, request_bytes
+
+KIB = 1024
+REQUESTS = 4
+RECORDS = 1500  # of 200 bytes: a batch of ~310 KiB, as confluent-kafka's at linger.ms=5
+
+
+def _batches() -> list[bytes]:
+    return [
+        build_batch([(None, os.urandom(200), (), 1_700_000_000_000 + i) for i in range(RECORDS)])
+        for _ in range(REQUESTS)
+    ]
+
+
+def _frame(batch: bytes, correlation_id: int) -> bytes:
+    request = ProduceRequest(
+        acks=-1,
+        timeout_ms=5000,
+        topic_data=[
+            TopicProduceData(
+                name="big", partition_data=[PartitionProduceData(index=0, records=batch)]
+            )
+        ],
+    )
+    return request_bytes(request, 9, correlation_id=correlation_id)
+
+
+def _expected_log(batches: list[bytes]) -> bytes:
+    out = bytearray()
+    for i, batch in enumerate(batches):
+        stored = bytearray(batch)
+        set_base_offset(stored, 0, i * RECORDS)
+        out += stored
+    return bytes(out)
+
+
+def _segment(data_dir: Path) -> bytes:
+    return (data_dir / "big-0" / f"{0:020d}.log").read_bytes()
+
+
+class _Served:
+    """Counts the times a task of its own served a connection (`_Connection.serve`)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        serve = connection._Connection.serve
+
+        async def counted(conn: Any, *args: Any) -> None:
+            self.count += 1
+            await serve(conn, *args)
+
+        monkeypatch.setattr(connection._Connection, "serve", counted)
+
+
+async def _receive_response(sock: socket.socket) -> tuple[int, ProduceResponse]:
+    prefix = b""
+    while len(prefix) < 4:
+        await trio.lowlevel.wait_readable(sock)
+        prefix += sock.recv(4 - len(prefix))
+    size = frame_size(prefix)
+    body = b""
+    while len(body) < size:
+        await trio.lowlevel.wait_readable(sock)
+        body += sock.recv(size - len(body))
+    correlation_id, response = decode_response(ProduceResponse, 9, body)
+    return correlation_id, response
+
+
+async def _create(broker: Any) -> None:
+    client = await WireClient.connect(broker)
+    await create(client, "big")
+    await client.aclose()
+
+
+def _client(broker: Any) -> socket.socket:
+    """A plain socket whose send buffer takes a whole request at once: a send of one
+    returns with all of it on its way, so the broker finds the frame whole (a client with
+    a large batch sends it in one writev, as librdkafka does)."""
+    sock = socket.create_connection(broker.addresses[0], timeout=5)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 * 1024 * KIB)
+    return sock
+
+
+async def test_large_produce_requests_sent_whole_are_answered_in_place_and_stored_as_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches = _batches()
+    data_dir = tmp_path / "data"
+    with trio.fail_after(30):
+        async with running(data_dir) as broker:
+            await _create(broker)
+            served = _Served(monkeypatch)
+            sock = _client(broker)
+            for i, batch in enumerate(batches):
+                sock.sendall(_frame(batch, 100 + i))  # the whole frame, before the broker runs
+                correlation_id, response = await _receive_response(sock)
+                assert correlation_id == 100 + i
+                part = response.responses[0].partition_responses[0]
+                assert (part.error_code, part.base_offset) == (ErrorCode.NONE, i * RECORDS)
+            assert served.count == 0  # every frame answered by the reactor's step
+            assert broker.memory_pool.used == 0
+            assert broker.memory_pool.peak >= len(batches[0])
+            sock.close()
+            assert _segment(data_dir) == _expected_log(batches)
+    # Recovered from the file after a restart: the same bytes, read back by a Fetch.
+    with trio.fail_after(30):
+        async with running(data_dir) as broker:
+            client = await WireClient.connect(broker)
+            fetch = FetchRequest(
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=8 * 1024 * KIB,
+                isolation_level=0,
+                topics=[
+                    FetchTopic(
+                        topic="big",
+                        partitions=[
+                            FetchPartition(
+                                partition=0, fetch_offset=0, partition_max_bytes=8 * 1024 * KIB
+                            )
+                        ],
+                    )
+                ],
+            )
+            response = await client.call(fetch, 11)
+            partition = response.responses[0].partitions[0]
+            assert partition.high_watermark == REQUESTS * RECORDS
+            assert bytes(partition.records) == _expected_log(batches)
+            await client.aclose()
+
+
+@pytest.mark.parametrize("first", [100 * KIB, 64 * KIB + 1])
+async def test_a_large_frame_whose_rest_arrives_later_is_finished_by_a_task_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: int
+) -> None:
+    # The step begins the frame (its first `first` bytes are in the socket), finds no more,
+    # and hands it to a task, which receives the rest into the same buffer.
+    batches = _batches()
+    data_dir = tmp_path / "data"
+    with trio.fail_after(30):
+        async with running(data_dir) as broker:
+            await _create(broker)
+            served = _Served(monkeypatch)
+            sock = _client(broker)
+            for i, batch in enumerate(batches):
+                frame = _frame(batch, 100 + i)
+                sock.sendall(frame[:first])
+                await trio.testing.wait_all_tasks_blocked(0.01)
+                assert broker.memory_pool.used == len(frame) - 4  # reserved whole, once
+                sock.sendall(frame[first:])
+                correlation_id, response = await _receive_response(sock)
+                assert correlation_id == 100 + i
+                part = response.responses[0].partition_responses[0]
+                assert (part.error_code, part.base_offset) == (ErrorCode.NONE, i * RECORDS)
+            assert served.count == REQUESTS
+            assert broker.memory_pool.used == 0
+            sock.close()
+            assert _segment(data_dir) == _expected_log(batches)
+
+
+async def test_a_client_closing_in_a_large_frame_begun_in_place_is_closed_and_frees_its_memory(
+    tmp_path: Path,
+) -> None:
+    batch = _batches()[0]
+    with trio.fail_after(30):
+        async with running(tmp_path / "data") as broker:
+            await _create(broker)
+            sock = _client(broker)
+            sock.sendall(_frame(batch, 1)[: 100 * KIB])
+            await trio.testing.wait_all_tasks_blocked(0.01)
+            assert broker.memory_pool.used > 0
+            sock.close()
+            await trio.testing.wait_all_tasks_blocked(0.01)
+            assert broker.memory_pool.used == 0
+            assert not broker.connections
+            # The broker goes on: a whole one on a new connection is stored at offset 0.
+            sock = _client(broker)
+            sock.sendall(_frame(batch, 2))
+            _, response = await _receive_response(sock)
+            part = response.responses[0].partition_responses[0]
+            assert (part.error_code, part.base_offset) == (ErrorCode.NONE, 0)
+            sock.close()
