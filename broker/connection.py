@@ -21,10 +21,9 @@ records, a fault's delay), a response the socket does not take at once, a large 
 not all in the socket yet (or over DIRECT_FRAME_BYTES), a response queued behind a
 deferred one: from there the connection is served by a task of its own (`serve`: the
 reactor's task itself, when a handler waits, see broker.reactor), until it waits for its
-client again with nothing queued, and goes back to the reactor. With one
-task per connection (trio's way, and kmock's before), waking a connection's task cost
-about 40 us of every request, more than the C mock's whole request (bench/README.md,
-"Round 6").
+client again with nothing queued, and goes back to the reactor. With one task per
+connection (trio's way, and kmock's before), waking a connection's task cost about 40 us
+of every request, more than the C mock's whole request (bench/README.md, "Round 6").
 
 What may wait is bounded: at most MAX_DEFERRED deferred responses per connection (each a
 few small objects: the batches are in the log, not in memory), and at most one ready
