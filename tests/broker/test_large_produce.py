@@ -3,9 +3,10 @@ with a large batch.size sends them: answered in place by the reactor's step when
 frame is in the socket (`_Connection._take_large`), by a task of the connection's own when
 it is not (`_receive_large`). Both must store the same bytes, and give back the memory.
 
-Checked through real sockets against an in-process broker: the log file read back byte for
-byte (the batches as sent, base offsets assigned), the same after a restart, and the way
-each frame was received (the number of times a task served the connection).
+Checked through real sockets against an in-process broker, with requests that carry a
+batch for each of two partitions: the log files read back byte for byte (each partition's
+batches as sent, base offsets assigned), the same after a restart, and the way each frame
+was received (the number of times a task served the connection).
 """
 
 from __future__ import annotations
@@ -30,45 +31,65 @@ from protocol.messages.produce import (
     TopicProduceData,
 )
 from protocol.records import build_batch, set_base_offset
-from tests.reliability.inproc import create, running
+from tests.reliability.inproc import create_topics_request, running
 from tests.wire import WireClient, request_bytes
 
 KIB = 1024
 REQUESTS = 4
-RECORDS = 1500  # of 200 bytes: a batch of ~310 KiB, as confluent-kafka's at linger.ms=5
+PARTITIONS = 2  # a batch for each in every request
+RECORDS = 750  # of 200 bytes: batches of ~155 KiB, a request of ~310 KiB
 
 
-def _batches() -> list[bytes]:
+def _batches() -> list[list[bytes]]:
+    """Per request, one batch per partition."""
     return [
-        build_batch([(None, os.urandom(200), (), 1_700_000_000_000 + i) for i in range(RECORDS)])
+        [
+            build_batch(
+                [(None, os.urandom(200), (), 1_700_000_000_000 + i) for i in range(RECORDS)]
+            )
+            for _ in range(PARTITIONS)
+        ]
         for _ in range(REQUESTS)
     ]
 
 
-def _frame(batch: bytes, correlation_id: int) -> bytes:
+def _frame(batches: list[bytes], correlation_id: int) -> bytes:
     request = ProduceRequest(
         acks=-1,
         timeout_ms=5000,
         topic_data=[
             TopicProduceData(
-                name="big", partition_data=[PartitionProduceData(index=0, records=batch)]
+                name="big",
+                partition_data=[
+                    PartitionProduceData(index=p, records=batch) for p, batch in enumerate(batches)
+                ],
             )
         ],
     )
     return request_bytes(request, 9, correlation_id=correlation_id)
 
 
-def _expected_log(batches: list[bytes]) -> bytes:
+def _expected_log(batches: list[list[bytes]], partition: int) -> bytes:
+    """The partition's log file: its batches in request order, base offsets assigned."""
     out = bytearray()
-    for i, batch in enumerate(batches):
-        stored = bytearray(batch)
+    for i, request in enumerate(batches):
+        stored = bytearray(request[partition])
         set_base_offset(stored, 0, i * RECORDS)
         out += stored
     return bytes(out)
 
 
-def _segment(data_dir: Path) -> bytes:
-    return (data_dir / "big-0" / f"{0:020d}.log").read_bytes()
+def _check_logs(data_dir: Path, batches: list[list[bytes]]) -> None:
+    for p in range(PARTITIONS):
+        log = (data_dir / f"big-{p}" / f"{0:020d}.log").read_bytes()
+        assert log == _expected_log(batches, p), f"big-{p}"
+
+
+def _check_response(response: ProduceResponse, i: int) -> None:
+    parts = response.responses[0].partition_responses
+    assert [(p.index, p.error_code, p.base_offset) for p in parts] == [
+        (p, ErrorCode.NONE, i * RECORDS) for p in range(PARTITIONS)
+    ]
 
 
 class _Served:
@@ -101,7 +122,8 @@ async def _receive_response(sock: socket.socket) -> tuple[int, ProduceResponse]:
 
 async def _create(broker: Any) -> None:
     client = await WireClient.connect(broker)
-    await create(client, "big")
+    response = await client.call(create_topics_request("big", PARTITIONS), 7)
+    assert response.topics[0].error_code == ErrorCode.NONE
     await client.aclose()
 
 
@@ -128,13 +150,12 @@ async def test_large_produce_requests_sent_whole_are_answered_in_place_and_store
                 sock.sendall(_frame(batch, 100 + i))  # the whole frame, before the broker runs
                 correlation_id, response = await _receive_response(sock)
                 assert correlation_id == 100 + i
-                part = response.responses[0].partition_responses[0]
-                assert (part.error_code, part.base_offset) == (ErrorCode.NONE, i * RECORDS)
+                _check_response(response, i)
             assert served.count == 0  # every frame answered by the reactor's step
             assert broker.memory_pool.used == 0
-            assert broker.memory_pool.peak >= len(batches[0])
+            assert broker.memory_pool.peak >= PARTITIONS * len(batches[0][0])
             sock.close()
-            assert _segment(data_dir) == _expected_log(batches)
+            _check_logs(data_dir, batches)
     # Recovered from the file after a restart: the same bytes, read back by a Fetch.
     with trio.fail_after(30):
         async with running(data_dir) as broker:
@@ -149,16 +170,17 @@ async def test_large_produce_requests_sent_whole_are_answered_in_place_and_store
                         topic="big",
                         partitions=[
                             FetchPartition(
-                                partition=0, fetch_offset=0, partition_max_bytes=8 * 1024 * KIB
+                                partition=p, fetch_offset=0, partition_max_bytes=4 * 1024 * KIB
                             )
+                            for p in range(PARTITIONS)
                         ],
                     )
                 ],
             )
             response = await client.call(fetch, 11)
-            partition = response.responses[0].partitions[0]
-            assert partition.high_watermark == REQUESTS * RECORDS
-            assert bytes(partition.records) == _expected_log(batches)
+            for p, partition in enumerate(response.responses[0].partitions):
+                assert partition.high_watermark == REQUESTS * RECORDS
+                assert bytes(partition.records) == _expected_log(batches, p)
             await client.aclose()
 
 
@@ -183,12 +205,11 @@ async def test_a_large_frame_whose_rest_arrives_later_is_finished_by_a_task_with
                 sock.sendall(frame[first:])
                 correlation_id, response = await _receive_response(sock)
                 assert correlation_id == 100 + i
-                part = response.responses[0].partition_responses[0]
-                assert (part.error_code, part.base_offset) == (ErrorCode.NONE, i * RECORDS)
+                _check_response(response, i)
             assert served.count == REQUESTS
             assert broker.memory_pool.used == 0
             sock.close()
-            assert _segment(data_dir) == _expected_log(batches)
+            _check_logs(data_dir, batches)
 
 
 async def test_a_client_closing_in_a_large_frame_begun_in_place_is_closed_and_frees_its_memory(
@@ -210,6 +231,5 @@ async def test_a_client_closing_in_a_large_frame_begun_in_place_is_closed_and_fr
             sock = _client(broker)
             sock.sendall(_frame(batch, 2))
             _, response = await _receive_response(sock)
-            part = response.responses[0].partition_responses[0]
-            assert (part.error_code, part.base_offset) == (ErrorCode.NONE, 0)
+            _check_response(response, 0)
             sock.close()
