@@ -61,7 +61,7 @@ import trio
 from broker.context import NODE_ID, RequestContext
 from broker.controls.clock import Clock
 from broker.dispatch import CloseConnection, Pending, dispatch
-from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
+from broker.limits import DIRECT_FRAME_BYTES, direct_frame_buffer, frame_buffer
 from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
 from broker.routes import route_for
 from broker.security.authz import authz
@@ -475,7 +475,7 @@ class _Connection:
         if not self.memory.try_reserve(size):
             return None
         self.reserved = size
-        started = self.frames.start_large_frame(RECEIVE_BYTES)
+        started = self.frames.start_large_frame(RECEIVE_BYTES, direct_frame_buffer)
         assert started is not None  # the frame in progress is larger and incomplete
         buffer, got = started
         already = got
@@ -508,7 +508,7 @@ class _Connection:
         elif direct:
             await self._reserve(size)
             self.reserved = size
-            large = frames.start_large_frame(RECEIVE_BYTES)
+            large = frames.start_large_frame(RECEIVE_BYTES, direct_frame_buffer)
             assert large is not None  # the frame in progress is larger and incomplete
             buffer, got = large
             already = got

@@ -21,6 +21,7 @@ import trio
 import trio.testing
 
 from broker import connection
+from broker.limits import DIRECT_FRAME_BYTES, direct_frame_buffer
 from protocol.errors import ErrorCode
 from protocol.frames import decode_response, frame_size
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
@@ -233,3 +234,17 @@ async def test_a_client_closing_in_a_large_frame_begun_in_place_is_closed_and_fr
             _, response = await _receive_response(sock)
             _check_response(response, 0)
             sock.close()
+
+
+@pytest.mark.parametrize("size", [64 * KIB + 1, 300 * KIB, DIRECT_FRAME_BYTES])
+def test_a_direct_frame_buffer_is_a_bytearray_of_its_size_that_takes_every_byte(size: int) -> None:
+    # Not zeroed (broker.limits): what is checked is that it is a plain bytearray of
+    # exactly `size` bytes, every one writable, as the frame's receive and decoder need.
+    data = os.urandom(size)
+    buffer = direct_frame_buffer(size)
+    assert type(buffer) is bytearray
+    assert len(buffer) == size
+    memoryview(buffer)[:] = data
+    assert buffer == data
+    buffer.append(1)  # an ordinary bytearray: it can grow, and is freed like one
+    assert len(buffer) == size + 1
