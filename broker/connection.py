@@ -17,13 +17,13 @@ by its broker's reactor (broker.reactor), one task that waits for every such con
 once and, for each one with bytes to read, reads them and answers the requests they hold
 in place (`step`), the way Kafka's network threads serve many connections from one
 selector. A request that must wait (a JoinGroup waiting for the group, a Fetch waiting for
-records, a fault's delay), a response the socket does not take at once, a large frame, a
-response queued behind a deferred one: from there the connection is served by a task of its
-own (`serve`: the reactor's task itself, when a handler waits, see broker.reactor), until
-it waits for its client again with nothing queued, and goes back to the reactor. With one
-task per connection (trio's way, and kmock's before), waking a connection's task cost
-about 40 us of every request, more than the C mock's whole request (bench/README.md,
-"Round 6").
+records, a fault's delay), a response the socket does not take at once, a large frame
+not all in the socket yet (or over DIRECT_FRAME_BYTES), a response queued behind a
+deferred one: from there the connection is served by a task of its own (`serve`: the
+reactor's task itself, when a handler waits, see broker.reactor), until it waits for its
+client again with nothing queued, and goes back to the reactor. With one task per
+connection (trio's way, and kmock's before), waking a connection's task cost about 40 us
+of every request, more than the C mock's whole request (bench/README.md, "Round 6").
 
 What may wait is bounded: at most MAX_DEFERRED deferred responses per connection (each a
 few small objects: the batches are in the log, not in memory), and at most one ready
@@ -61,7 +61,7 @@ import trio
 from broker.context import NODE_ID, RequestContext
 from broker.controls.clock import Clock
 from broker.dispatch import CloseConnection, Pending, dispatch
-from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
+from broker.limits import DIRECT_FRAME_BYTES, direct_frame_buffer, frame_buffer
 from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
 from broker.routes import route_for
 from broker.security.authz import authz
@@ -99,6 +99,7 @@ class _Connection:
         "frames",
         "home",
         "idle_clock",
+        "large",
         "listener_name",
         "memory",
         "memory_wait",
@@ -163,6 +164,9 @@ class _Connection:
         self.memory = broker.memory_pool
         self.memory_wait: trio.CancelScope | None = None  # while waiting for request memory
         self.reserved = 0  # bytes of request memory held by the frame in progress
+        # A large frame `step` began to receive into its own buffer and a task finishes:
+        # (buffer, bytes in it, bytes of it counted received already). See _receive_large.
+        self.large: tuple[Any, int, int] | None = None
         self.reason: str | None = None
         # Responses not sent yet, in request order: chunks, or a Pending at the head.
         self.queue: collections.deque[list[Any] | Pending] = collections.deque()
@@ -282,9 +286,11 @@ class _Connection:
                 raise trio.ClosedResourceError("connection closed")
             while True:
                 frame: Any = frames.next_frame() if look else None
-                if frame is None:
-                    if look and self._large_frame() is not None:
+                if frame is None and look and (large := self._large_frame()) is not None:
+                    frame = self._take_large(fd, large)
+                    if frame is None:
                         return TASK  # received into a buffer of its own, by `read`
+                if frame is None:
                     if received:
                         return PARKED
                     received = True
@@ -300,16 +306,16 @@ class _Connection:
                     look = True
                     if frame is None:
                         continue
-                # A small frame holds no request memory (see _receive_large): nothing to
-                # release after it.
                 coroutine = dispatch(self, frame)
                 del frame
                 try:
                     trap = coroutine.send(None)
                 except StopIteration as done:
                     out = done.value
+                    if self.reserved:  # a large frame's (_take_large); a small one has none
+                        self.release_memory()
                 else:
-                    return coroutine, trap
+                    return coroutine, trap  # serve() releases its memory once it is done
                 if out is not None:
                     if type(out) is Pending:
                         self.enqueue(out)
@@ -444,31 +450,75 @@ class _Connection:
     def _large_frame(self) -> int | None:
         """The size of the frame in progress if it is to be received into a buffer of its
         own: it is larger than RECEIVE_BYTES and RECEIVE_BYTES of it have arrived (until
-        then it costs what arrived, like a small one)."""
+        then it costs what arrived, like a small one), or `_take_large` began it."""
+        if self.large is not None:
+            return len(self.large[0])
         frames = self.frames
         if len(frames) < RECEIVE_BYTES:
             return None
         size = len(frames) - 4 + frames.bytes_needed()
         return size if size > RECEIVE_BYTES else None
 
+    def _take_large(self, fd: int, size: int) -> Any:
+        """The large frame in progress (see `_large_frame`), of `size` bytes, received now
+        without waiting when it fits one buffer (DIRECT_FRAME_BYTES), the pool has its
+        memory and the rest of it is in the socket already: what a producer's requests
+        usually are. So `step` answers it in place, without handing the connection to a
+        task of its own and back for each request (two epoll_ctl calls, a task and its
+        scheduling, a read that fails with EAGAIN; bench/README.md, "Round 8, produce").
+
+        Returns None when a task must receive it (`_receive_large`), from where this left
+        it: the rest has not arrived, the client closed, or the memory must be waited for.
+        """
+        if self.large is not None or size > DIRECT_FRAME_BYTES:
+            return None
+        if not self.memory.try_reserve(size):
+            return None
+        self.reserved = size
+        started = self.frames.start_large_frame(RECEIVE_BYTES, direct_frame_buffer)
+        assert started is not None  # the frame in progress is larger and incomplete
+        buffer, got = started
+        already = got
+        view = memoryview(buffer)
+        try:
+            while got < size:
+                n = os.readv(fd, [view[got:]])
+                if n == 0:  # closed by the client: _receive_large ends the connection
+                    break
+                got += n
+        except BlockingIOError:
+            pass
+        if got < size:
+            self.large = (buffer, got, already)
+            self.mid_frame = True
+            return None
+        self.metrics.bytes_received += got - already  # metrics.bytes_in, inline
+        return buffer
+
     async def _receive_large(self, size: int) -> Any:
         """Receive the frame in progress, of `size` > RECEIVE_BYTES bytes, straight into a
-        buffer of its own (see broker.limits for how its memory is allocated and reserved).
+        buffer of its own (see broker.limits for how its memory is allocated and reserved),
+        or the rest of the one `_take_large` began.
         Returns the frame, or None if the client closed the connection first."""
         frames, memory = self.frames, self.memory
         direct = size <= DIRECT_FRAME_BYTES
-        if direct:
+        if self.large is not None:  # begun by _take_large: its memory is reserved
+            buffer, got, already = self.large
+            self.large = None
+        elif direct:
             await self._reserve(size)
             self.reserved = size
-            large = frames.start_large_frame(RECEIVE_BYTES)
+            large = frames.start_large_frame(RECEIVE_BYTES, direct_frame_buffer)
+            assert large is not None  # the frame in progress is larger and incomplete
+            buffer, got = large
+            already = got
         else:
             large = frames.start_large_frame(RECEIVE_BYTES, frame_buffer)
-        assert large is not None  # the frame in progress is larger and incomplete
-        buffer, got = large
-        if not direct:
+            assert large is not None  # the frame in progress is larger and incomplete
+            buffer, got = large
             memory.charge(got)
             self.reserved = got
-        already = got
+            already = got
         view = memoryview(buffer)
         grant = 0  # bytes reserved for the next reads of a mapped frame
         self.mid_frame = True
