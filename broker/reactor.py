@@ -30,8 +30,9 @@ at once (`flush_commits`) and the held connections are stepped again, first, to 
 This is Kafka's CoordinatorRuntime: the records of the write operations that come in
 while a batch is open go in that batch, flushed once the events queued behind it are done
 (its "adaptive" append linger). The writer holds only while `holding` is set, which the
-leader sets while it steps and clears before it awaits anything: a handler run by a task
-of its own is never held.
+leader sets while it steps a pass of several connections (one alone would only pay for
+the hold) and clears before it awaits anything: a handler run by a task of its own is
+never held.
 """
 
 from __future__ import annotations
@@ -183,7 +184,9 @@ class Reactor:
         epoll, watched, again, held = self.epoll, self.watched, self.again, self.held
         poll, fileno, wait_readable = epoll.poll, epoll.fileno(), trio.lowlevel.wait_readable
         writer = self.writer
-        writer.holding = True  # cleared before each await below
+        # Set for a pass of several connections (one alone has nobody to share a batch
+        # with), cleared before each await below.
+        writer.holding = len(self.ready) > 1
         steps = 0
         now = None  # the clock at this round's poll, once a connection parks
         while True:
@@ -195,7 +198,6 @@ class Reactor:
                 if not events and not again:
                     writer.holding = False
                     await wait_readable(fileno)
-                    writer.holding = True
                     continue
                 ready = []
                 for fd, _ in events:
@@ -207,6 +209,7 @@ class Reactor:
                     again.clear()
                 ready.reverse()  # popped from the end: served in the order reported
                 self.ready = ready
+                writer.holding = len(ready) > 1
                 now = None
             conn = self.ready.pop()
             if conn.reactor is not self:  # forgotten meanwhile (closed, or taken by a task)
@@ -249,12 +252,17 @@ class Reactor:
                     self._release()
                 writer.holding = False
                 await trio.lowlevel.checkpoint()
-                writer.holding = True
+                writer.holding = len(self.ready) > 1
 
     def _release(self) -> None:
         """Flush the writer's held records (every held reply is ready then) and put the
         held connections first in line, in the order they were held."""
-        self.writer.flush_commits()
+        try:
+            self.writer.flush_commits()
+        except Exception:
+            # A bug: the held requests are answered UNKNOWN_SERVER_ERROR (their replies
+            # are missing), the server goes on.
+            log.exception("flushing the held requests' records failed")
         held = self.held
         held.reverse()
         self.ready.extend(held)  # popped from the end

@@ -496,6 +496,8 @@ class CoordinatorRuntime:
             answered, self._now_token = self._now_token == 0, 0
         if type(appending) is list:  # held in a batch of this pass: answered once flushed
             await hold()
+            if appending[3] is None:
+                raise RuntimeError("a held commit was not flushed")  # a bug (reactor logs it)
             return cast(_Resp, appending[3])
         if answered:
             response, self._now_response = self._now_response, None
@@ -648,9 +650,10 @@ class CoordinatorRuntime:
         way (flushCurrentBatch), and fails the batch's events with it."""
         held, self._held = self._held, {}
         on_appended = self.coordinator.on_appended
+        topics, wall_ms = self.broker.topics, self.broker.wall_ms()
         for pid, batch in held.items():
             try:
-                plog = append_pairs(self.broker.topics, self.broker.wall_ms(), pid, batch.pairs)
+                plog = append_pairs(topics, wall_ms, pid, batch.pairs)
             except (KafkaError, OSError) as e:
                 for entry in batch.entries:
                     failed = self._append_failed(_Appended(entry[0], {pid}), False, e)
