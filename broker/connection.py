@@ -62,7 +62,7 @@ from broker.context import NODE_ID, RequestContext
 from broker.controls.clock import Clock
 from broker.dispatch import CloseConnection, Pending, dispatch
 from broker.limits import DIRECT_FRAME_BYTES, frame_buffer
-from broker.reactor import AGAIN, ENDED, HELD, HOLD, PARKED, TASK, resume
+from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
 from broker.routes import route_for
 from broker.security.authz import authz
 from protocol.frames import FrameBuffer, FrameTooLarge
@@ -97,7 +97,6 @@ class _Connection:
         "drained_at",
         "ended",
         "frames",
-        "held",
         "home",
         "idle_clock",
         "listener_name",
@@ -186,7 +185,6 @@ class _Connection:
         self.mid_frame = False
         self.waited = False  # the reader went through the scheduler since its last request
         self.again = False  # the last step returned AGAIN: frames are waiting in the buffer
-        self.held: Any = None  # the dispatch the last step held (HELD), resumed by the next
 
     def end(self, reason: str) -> None:
         if self.reason is None:
@@ -266,10 +264,9 @@ class _Connection:
     def step(self) -> Any:
         """Read what the client sent and answer the requests in it, without waiting for
         anything (the reactor calls this when the socket has bytes to read, or after AGAIN).
-        Returns PARKED, AGAIN, TASK, ENDED, HELD (a request waits for the end of the
-        reactor's pass: the next step finishes it), or (coroutine, trap) for a request whose
-        handler waits: the dispatch of that request, suspended where it yielded to trio (the
-        reactor goes on running it in its own task, broker.reactor.resume)."""
+        Returns PARKED, AGAIN, TASK, ENDED, or (coroutine, trap) for a request whose handler
+        waits: the dispatch of that request, suspended where it yielded to trio (the reactor
+        goes on running it in its own task, broker.reactor.resume)."""
         frames = self.frames
         metrics = self.metrics
         # Whether the buffer may hold a whole frame or a large one in progress: not after a
@@ -278,51 +275,40 @@ class _Connection:
         look = self.again
         self.again = False
         received = False
-        # A request held by the last step (its reply waited for the end of the reactor's
-        # pass, broker.reactor.hold): finished first. Its step had read the socket already.
-        coroutine = self.held
-        if coroutine is not None:
-            self.held = None
-            look = received = True
         left = STEP_REQUESTS
         try:
             fd = self.sock.fileno()
             if fd < 0:  # closed by the idle check or a writer
                 raise trio.ClosedResourceError("connection closed")
             while True:
-                if coroutine is None:
-                    frame: Any = frames.next_frame() if look else None
+                frame: Any = frames.next_frame() if look else None
+                if frame is None:
+                    if look and self._large_frame() is not None:
+                        return TASK  # received into a buffer of its own, by `read`
+                    if received:
+                        return PARKED
+                    received = True
+                    try:
+                        data = os.read(fd, RECEIVE_BYTES)
+                    except BlockingIOError:
+                        return PARKED
+                    if not data:
+                        self.end("closed by client mid-frame" if frames else "closed by client")
+                        return ENDED
+                    metrics.bytes_received += len(data)  # metrics.bytes_in, inline
+                    frame = frames.feed_next(data)
+                    look = True
                     if frame is None:
-                        if look and self._large_frame() is not None:
-                            return TASK  # received into a buffer of its own, by `read`
-                        if received:
-                            return PARKED
-                        received = True
-                        try:
-                            data = os.read(fd, RECEIVE_BYTES)
-                        except BlockingIOError:
-                            return PARKED
-                        if not data:
-                            self.end("closed by client mid-frame" if frames else "closed by client")
-                            return ENDED
-                        metrics.bytes_received += len(data)  # metrics.bytes_in, inline
-                        frame = frames.feed_next(data)
-                        look = True
-                        if frame is None:
-                            continue
-                    # A small frame holds no request memory (see _receive_large): nothing to
-                    # release after it.
-                    coroutine = dispatch(self, frame)
-                    del frame
+                        continue
+                # A small frame holds no request memory (see _receive_large): nothing to
+                # release after it.
+                coroutine = dispatch(self, frame)
+                del frame
                 try:
                     trap = coroutine.send(None)
                 except StopIteration as done:
                     out = done.value
-                    coroutine = None
                 else:
-                    if trap is HOLD:
-                        self.held = coroutine
-                        return HELD
                     return coroutine, trap
                 if out is not None:
                     if type(out) is Pending:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.primitives import uvarint_bytes
 from protocol.records import BATCH_HEADER_SIZE, MAGIC, BatchHeader, build_batch, crc32c
@@ -26,14 +26,7 @@ if TYPE_CHECKING:
     from coordinator.outcome import AnyRecord
     from storage.log import Log
 
-__all__ = [
-    "RECORD_OVERHEAD",
-    "HeldBatch",
-    "append_one",
-    "append_pairs",
-    "append_records",
-    "build_coordinator_batch",
-]
+__all__ = ["append_one", "append_records", "build_coordinator_batch"]
 
 
 def append_records(
@@ -71,39 +64,6 @@ def append_one(topics: TopicRegistry, wall_ms: int, pid: int, record: AnyRecord)
     partition = topics.offsets_topic(now_wall_ms=wall_ms).partitions[pid]
     batch, header = _one_record_batch(record.key_bytes(), record.value_bytes(), wall_ms)
     partition.append(batch, wall_ms=wall_ms, header=header)
-    return partition.log
-
-
-# Bytes a record adds to a batch besides its key and value, at most: length, attributes,
-# timestamp delta, offset delta, key and value lengths, header count.
-RECORD_OVERHEAD = 5 + 1 + 1 + 5 + 5 + 5 + 1
-
-
-class HeldBatch:
-    """The commits of one __consumer_offsets partition held in a reactor pass (broker.runtime
-    `flush_commits`): their encoded records; for each, [outcome, now_ms it was decided at,
-    the token of its call, its reply once flushed]; and the bytes left below the
-    partition's max.message.bytes."""
-
-    __slots__ = ("entries", "pairs", "room")
-
-    def __init__(self, max_message_bytes: int) -> None:
-        self.pairs: list[tuple[bytes, bytes | None]] = []
-        self.entries: list[list[Any]] = []
-        self.room = max_message_bytes - BATCH_HEADER_SIZE
-
-
-def append_pairs(
-    topics: TopicRegistry, wall_ms: int, pid: int, pairs: list[tuple[bytes, bytes | None]]
-) -> Log:
-    """One batch of the encoded (key, value) records to partition `pid`, no producer (the
-    commits a reactor pass held, broker.runtime): the log written."""
-    partition = topics.offsets_topic(now_wall_ms=wall_ms).partitions[pid]
-    if len(pairs) == 1:
-        batch, header = _one_record_batch(pairs[0][0], pairs[0][1], wall_ms)
-        partition.append(batch, wall_ms=wall_ms, header=header)
-    else:
-        partition.append(build_coordinator_batch(pairs, wall_ms), wall_ms=wall_ms)
     return partition.log
 
 

@@ -20,19 +20,6 @@ deferred responses) gets one from the connection's own nursery.
 
 Fairness: a step answers at most broker.connection.STEP_REQUESTS requests before the next
 connection's turn, and the leader lets other tasks run every LEAD_STEPS steps.
-
-Held replies. While the leader steps connections, its writer (broker.runtime's
-CoordinatorRuntime) may `hold` a request: an offset commit whose record waits in the
-writer's batch of its __consumer_offsets partition. The step returns HELD and the leader
-goes on with the other connections; at the end of the pass (before the next epoll poll,
-and before the leader lets any other task run) the writer appends each partition's batch
-at once (`flush_commits`) and the held connections are stepped again, first, to answer.
-This is Kafka's CoordinatorRuntime: the records of the write operations that come in
-while a batch is open go in that batch, flushed once the events queued behind it are done
-(its "adaptive" append linger). The writer holds only while `holding` is set, which the
-leader sets while it steps a pass of several connections (one alone would only pay for
-the hold) and clears before it awaits anything: a handler run by a task of its own is
-never held.
 """
 
 from __future__ import annotations
@@ -56,40 +43,6 @@ PARKED = "parked"  # waiting for its client: the reactor goes on watching it
 AGAIN = "again"  # more requests already received: another step in the reactor's next round
 TASK = "task"  # to be served by a task of its own now (its `serve`)
 ENDED = "ended"  # the connection is over (its `reason` says why)
-HELD = "held"  # a request waits for the end of the pass (`hold`): stepped again after it
-
-
-class _Hold:
-    """What a held request's handler yields to the step that drives it (`hold`)."""
-
-    __slots__ = ()
-
-
-HOLD = _Hold()
-
-
-@types.coroutine
-def hold() -> Generator[Any, Any, None]:
-    """Wait for the end of the reactor's pass: the step driving this request returns HELD
-    and steps the connection again once its reactor's writer has flushed. Only while the
-    writer's `holding` is set (nothing else can drive a coroutine that yields HOLD)."""
-    yield HOLD
-
-
-class Writer(Protocol):
-    """What the reactor sets and calls of the writer that may hold requests
-    (broker.runtime.CoordinatorRuntime)."""
-
-    holding: bool
-
-    def flush_commits(self) -> None: ...
-
-
-class _NoWriter:
-    holding = False
-
-    def flush_commits(self) -> None:
-        pass
 
 
 class Served(Protocol):
@@ -135,9 +88,7 @@ class Reactor:
     """The connections of one broker that wait for their client, and the leader serving
     them. `run` in the broker's nursery; connections come with `watch`, go with `forget`."""
 
-    def __init__(self, writer: Writer | None = None) -> None:
-        self.writer: Writer = writer or _NoWriter()
-        self.held: list[Served] = []  # stepped again at the end of the pass (HELD)
+    def __init__(self) -> None:
         self.epoll = select.epoll()
         self.watched: dict[int, Served] = {}  # by file descriptor
         self.ready: list[Served] = []  # to step in this round
@@ -181,22 +132,14 @@ class Reactor:
 
     async def lead(self) -> None:
         """Step the ready connections while this task is the leader."""
-        epoll, watched, again, held = self.epoll, self.watched, self.again, self.held
+        epoll, watched, again = self.epoll, self.watched, self.again
         poll, fileno, wait_readable = epoll.poll, epoll.fileno(), trio.lowlevel.wait_readable
-        writer = self.writer
-        # Set for a pass of several connections (one alone has nobody to share a batch
-        # with), cleared before each await below.
-        writer.holding = len(self.ready) > 1
         steps = 0
         now = None  # the clock at this round's poll, once a connection parks
         while True:
             if not self.ready:
-                if held:  # the end of a pass
-                    self._release()
-                    continue
                 events = poll(0, POLL_EVENTS)
                 if not events and not again:
-                    writer.holding = False
                     await wait_readable(fileno)
                     continue
                 ready = []
@@ -209,7 +152,6 @@ class Reactor:
                     again.clear()
                 ready.reverse()  # popped from the end: served in the order reported
                 self.ready = ready
-                writer.holding = len(ready) > 1
                 now = None
             conn = self.ready.pop()
             if conn.reactor is not self:  # forgotten meanwhile (closed, or taken by a task)
@@ -228,8 +170,6 @@ class Reactor:
                 conn.read_since = now
             elif result is AGAIN:
                 again.append(conn)
-            elif result is HELD:
-                held.append(conn)
             else:
                 self.forget(conn)
                 if result is ENDED:
@@ -239,31 +179,10 @@ class Reactor:
                     conn.nursery.start_soon(conn.serve)
                 else:  # a handler waits: this task goes on with it, a new one leads
                     assert self.nursery is not None
-                    if held:
-                        self._release()
-                    writer.holding = False
                     self.nursery.start_soon(self.lead)
                     await conn.serve(result)
                     return
             steps += 1
             if steps == LEAD_STEPS:
                 steps = 0
-                if held:
-                    self._release()
-                writer.holding = False
                 await trio.lowlevel.checkpoint()
-                writer.holding = len(self.ready) > 1
-
-    def _release(self) -> None:
-        """Flush the writer's held records (every held reply is ready then) and put the
-        held connections first in line, in the order they were held."""
-        try:
-            self.writer.flush_commits()
-        except Exception:
-            # A bug: the held requests are answered UNKNOWN_SERVER_ERROR (their replies
-            # are missing), the server goes on.
-            log.exception("flushing the held requests' records failed")
-        held = self.held
-        held.reverse()
-        self.ready.extend(held)  # popped from the end
-        held.clear()

@@ -42,25 +42,18 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
 from broker.config import consumer_group_config
-from broker.coordinator_batch import (
-    RECORD_OVERHEAD,
-    HeldBatch,
-    append_one,
-    append_pairs,
-    append_records,
-)
-from broker.offsets_replay import replay_partition, skip_unreadable
-from broker.reactor import hold
+from broker.coordinator_batch import append_one, append_records
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import TopicImage
 from coordinator.coordinator import CONSUMER_GROUP_TYPE, GroupCoordinator
 from coordinator.outcome import AnyRecord, Outcome
 from coordinator.outcome import RequestContext as CoordinatorContext
+from protocol.control_records import read_txn_marker
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     consumer_group_describe,
@@ -96,6 +89,7 @@ from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteRes
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.records import ControlRecordType, decode_records, iter_batches, validate_batch
 from protocol.schema import DecodeError
 from storage.layout import OFFSETS_TOPIC
 
@@ -147,6 +141,9 @@ class Caller(Protocol):
     def client_id(self) -> str: ...
     @property
     def client_host(self) -> str: ...
+
+
+REPLAY_READ_BYTES = 4 * 1024 * 1024
 
 
 class _Parked:
@@ -205,11 +202,6 @@ class CoordinatorRuntime:
         self._now_response: object = None
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
-        # Set by a reactor while it steps its connections (broker.reactor): a commit may
-        # then wait in a batch of its __consumer_offsets partition until the end of the
-        # pass (`flush_commits`). The open batches, by partition, in the order opened.
-        self.holding = False
-        self._held: dict[int, HeldBatch] = {}
         # Outcomes appended (durably) but not yet applied, per __consumer_offsets partition
         # in log order: `on_appended` must follow the log, whatever order the fsyncs finish
         # in, but only within a partition; commits of unrelated groups do not wait.
@@ -220,7 +212,7 @@ class CoordinatorRuntime:
         self._contexts: dict[tuple[int, str, str], CoordinatorContext] = {}  # `context`
         # Transactional offset commits replay found without a marker (log, producer id, key,
         # value, batch): pending again once the groups are built.
-        self.open_txn_offsets: list[tuple[Log, int, bytes, bytes | None, BatchHeader]] = []
+        self._open_txn_offsets: list[tuple[Log, int, bytes, bytes | None, BatchHeader]] = []
 
     # --- startup ---------------------------------------------------------------------------
 
@@ -237,14 +229,14 @@ class CoordinatorRuntime:
             started = time.monotonic()
             topic = self.broker.topics.get(OFFSETS_TOPIC)
             for p in topic.partitions if topic is not None else ():
-                await replay_partition(self, p.log)
+                await self._replay_partition(p.log)
             self.coordinator.finish_load(self.broker.now_ms())
-            for plog, producer_id, key, value, header in self.open_txn_offsets:
+            for plog, producer_id, key, value, header in self._open_txn_offsets:
                 try:
                     self.coordinator.replay_txn_offset(producer_id, key, value)
                 except DecodeError as e:
-                    skip_unreadable(self, plog, header, e)
-            self.open_txn_offsets.clear()
+                    self._skip(plog, header, e)
+            self._open_txn_offsets.clear()
             self.loaded = True
             self.replayed.set()
             log.info(
@@ -254,6 +246,88 @@ class CoordinatorRuntime:
                 (time.monotonic() - started) * 1000,
             )
             await self._timer()
+
+    async def _replay_partition(self, plog: Log) -> None:
+        """Replay one partition: every record's effect is "the state of this key is now
+        this value", so only the last record of each key matters (what the log cleaner
+        keeps). The scan keeps the raw bytes of each key's last record, in the order of
+        those last writes, and decodes only them: equivalent to replaying everything, and
+        several times faster on an uncompacted log (decoding is most of replay's cost)."""
+        latest: dict[bytes, tuple[bytes | None, int, BatchHeader]] = {}
+        # Transactional offset commits waiting for their producer's marker, in log order.
+        open_txns: dict[int, list[tuple[bytes, bytes | None, int, BatchHeader]]] = {}
+        offset = plog.log_start_offset
+        end = plog.log_end_offset
+        while offset < end:
+            data = await trio.to_thread.run_sync(plog.read_bytes, offset, REPLAY_READ_BYTES)
+            if not data:
+                break
+            for pos, header in iter_batches(data):
+                if header.next_offset <= offset:
+                    continue
+                batch = memoryview(data)[pos : pos + header.size]
+                if header.is_control:
+                    offset = header.next_offset
+                    try:
+                        marker = read_txn_marker(batch)
+                    except KafkaError as e:
+                        self._skip(plog, header, e)
+                        continue
+                    for key, value, record_offset, txn_header in open_txns.pop(
+                        header.producer_id, ()
+                    ):
+                        if marker.control_type is ControlRecordType.COMMIT:
+                            latest.pop(key, None)
+                            latest[key] = (value, record_offset, txn_header)
+                    continue
+                try:
+                    # Recovery checked the CRCs of the last segment only; older segments
+                    # are trusted by storage, so check them here, where we decode.
+                    validate_batch(batch)
+                    records = decode_records(batch)
+                except KafkaError as e:
+                    self._skip(plog, header, e)
+                    offset = header.next_offset
+                    continue
+                for record in records:
+                    if record.offset < offset or record.key is None:
+                        continue
+                    if header.is_transactional:
+                        open_txns.setdefault(header.producer_id, []).append(
+                            (record.key, record.value, record.offset, header)
+                        )
+                        continue
+                    latest.pop(record.key, None)  # keep the order of last writes
+                    latest[record.key] = (record.value, record.offset, header)
+                    self.replayed_records += 1
+                offset = header.next_offset
+            await trio.lowlevel.checkpoint()
+        for i, (key, (value, record_offset, header)) in enumerate(latest.items()):
+            try:
+                self.coordinator.replay(key, value)
+            except DecodeError as e:
+                self._skip(plog, header, e, record_offset)
+            if i % 4096 == 4095:
+                await trio.lowlevel.checkpoint()
+        self._open_txn_offsets.extend(
+            (plog, producer_id, key, value, header)
+            for producer_id, records in open_txns.items()
+            for key, value, _, header in records
+        )
+
+    def _skip(
+        self, plog: Log, header: BatchHeader, error: Exception, offset: int | None = None
+    ) -> None:
+        """A damaged __consumer_offsets batch or record: Kafka fails the load of that
+        partition; kmock skips what it cannot read, says so, and loads the rest, so one
+        flipped bit costs the offsets it held, not every group on the partition."""
+        where = (
+            f"offset {offset}"
+            if offset is not None
+            else f"batch {header.base_offset}-{header.last_offset}"
+        )
+        self.replay_errors += 1
+        log.error("skipped unreadable %s of %s during replay: %s", where, plog.path.name, error)
 
     # --- the group APIs --------------------------------------------------------------------
     #
@@ -491,14 +565,9 @@ class CoordinatorRuntime:
             if not postpones_only:
                 self._wake.set()
             # `complete`, without its coroutine: most outcomes have nothing left to await.
-            appending = self._append_now(outcome, producer, now_ms, token if self.holding else 0)
+            appending = self._append_now(outcome, producer, now_ms)
         finally:
             answered, self._now_token = self._now_token == 0, 0
-        if type(appending) is list:  # held in a batch of this pass: answered once flushed
-            await hold()
-            if appending[3] is None:
-                raise RuntimeError("a held commit was not flushed")  # a bug (reactor logs it)
-            return cast(_Resp, appending[3])
         if answered:
             response, self._now_response = self._now_response, None
             if appending is not None:
@@ -537,21 +606,13 @@ class CoordinatorRuntime:
             await self._finish(appending)
 
     def _append_now(
-        self,
-        outcome: Outcome,
-        producer: tuple[int, int] | None = None,
-        now_ms: int | None = None,
-        hold: int = 0,
-    ) -> Any:
+        self, outcome: Outcome, producer: tuple[int, int] | None = None, now_ms: int | None = None
+    ) -> _Appending | None:
         """The synchronous half of `complete`: the records go into the log in the caller's
         step, with no checkpoint between the coordinator's decision and the append (Kafka's
         CoordinatorRuntime appends a result's records in the event that produced it).
         Returns what `_finish` still has to do, or None when nothing is left. `now_ms`:
-        when the outcome was decided, if the caller knows (it is applied in the same step).
-        `hold`: the token of a call whose single commit may go in its partition's batch of
-        the reactor's pass instead (returns its entry there, answered by `flush_commits`);
-        anything else is written after the batches open, which are flushed first, so the
-        log keeps the order of decisions."""
+        when the outcome was decided, if the caller knows (it is applied in the same step)."""
         if outcome.generations or outcome.dead_groups:
             self._report(outcome)
         records = outcome.records
@@ -569,11 +630,6 @@ class CoordinatorRuntime:
                 and not self.broker.durability.strict
                 and not (self._pending and self._pending.get(pid))
             ):
-                replies = outcome.replies
-                if hold and len(replies) == 1 and replies[0].token == hold:  # a commit's
-                    return self._hold(pid, record, outcome, now_ms, hold)
-                if self._held:
-                    self.flush_commits()
                 # A commit of one partition: `append_records` below, without its loops.
                 try:
                     plog = append_one(self.broker.topics, self.broker.wall_ms(), pid, record)
@@ -590,8 +646,6 @@ class CoordinatorRuntime:
             for record in records:
                 pid = self.coordinator.partition_for(record.group_id)
                 by_partition.setdefault(pid, []).append(record)
-        if self._held:
-            self.flush_commits()
         if (
             durable
             and not self.broker.durability.strict
@@ -624,50 +678,6 @@ class CoordinatorRuntime:
             return None
         return _Appending(entry, durable, written)
 
-    def _hold(
-        self, pid: int, record: AnyRecord, outcome: Outcome, now_ms: int | None, token: int
-    ) -> list[Any]:
-        """Put a commit in its partition's batch of the pass (flushed first if the commit
-        would take it past max.message.bytes); returns its entry (HeldBatch)."""
-        key, value = record.key_bytes(), record.value_bytes()
-        size = len(key) + (0 if value is None else len(value)) + RECORD_OVERHEAD
-        batch = self._held.get(pid)
-        if batch is None or size > batch.room:
-            if batch is not None:
-                self.flush_commits()
-            plog = self.offsets_topic().partitions[pid].log
-            batch = self._held[pid] = HeldBatch(plog.config.max_message_bytes)
-        batch.room -= size
-        batch.pairs.append((key, value))
-        entry = [outcome, self.broker.now_ms() if now_ms is None else now_ms, token, None]
-        batch.entries.append(entry)
-        return entry
-
-    def flush_commits(self) -> None:
-        """Append each partition's batch of held commits as one record batch, then apply
-        its commits in order and hand each call its reply; a failed append fails exactly
-        the commits in it. Kafka's CoordinatorRuntime flushes its current batch the same
-        way (flushCurrentBatch), and fails the batch's events with it."""
-        held, self._held = self._held, {}
-        on_appended = self.coordinator.on_appended
-        topics, wall_ms = self.broker.topics, self.broker.wall_ms()
-        for pid, batch in held.items():
-            try:
-                plog = append_pairs(topics, wall_ms, pid, batch.pairs)
-            except (KafkaError, OSError) as e:
-                for entry in batch.entries:
-                    failed = self._append_failed(_Appended(entry[0], {pid}), False, e)
-                    for reply in failed.replies:
-                        if reply.token == entry[2]:
-                            entry[3] = reply.response
-                continue
-            self.broker.durability.note_written(plog)
-            for entry in batch.entries:
-                outcome = entry[0]
-                on_appended(outcome, entry[1])
-                entry[3] = outcome.replies[0].response  # its only reply (`_append_now`)
-            self._settled()
-
     async def _finish(self, appending: _Appending) -> None:
         """The rest of `complete`: wait for the fsync if need be, apply, deliver."""
         entry, durable = appending.entry, appending.durable
@@ -686,7 +696,7 @@ class CoordinatorRuntime:
         else:
             self._apply(entry.outcome)
 
-    def _append_failed(self, entry: _Appended, durable: bool, e: KafkaError | OSError) -> Outcome:
+    def _append_failed(self, entry: _Appended, durable: bool, e: KafkaError | OSError) -> None:
         code = e.code if isinstance(e, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
         if code is ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("__consumer_offsets write failed: %s", e)
@@ -701,7 +711,6 @@ class CoordinatorRuntime:
         self._report(failed)
         self._deliver(failed)
         self._wake.set()
-        return failed
 
     def _settled(self) -> None:
         if self._commits_settled is not None:

@@ -202,7 +202,7 @@ async def serve_node(
     NODE_ID.set(node)  # the connections' tasks, started from here, inherit it
     with trio.CancelScope() as scope:
         broker.node_scopes[node] = scope
-        reactor = Reactor(broker.coordinator)
+        reactor = Reactor()
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(reactor.run)

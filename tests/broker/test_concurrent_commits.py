@@ -1,7 +1,8 @@
 """Offset commits from many connections at once, to groups of one __consumer_offsets
-partition: what must hold whatever order trio runs them in, and however the runtime
-groups their appends (Kafka's CoordinatorRuntime batches them; kmock appends the commits
-its reactor holds in one pass as one batch, tests/broker/test_held_commits.py). No commit is visible in memory, so none answered, before its
+partition: what must hold whatever order trio runs them in, and however a future runtime
+groups their appends (Kafka's CoordinatorRuntime batches them by
+group.coordinator.append.linger.ms; kmock appends each in the step that decides it, see
+bench/README.md "Round 5"). No commit is visible in memory, so none answered, before its
 record is in the log (checked after every task step); the log keeps the order of
 decisions, so a restart rebuilds exactly what memory held, also when DeleteGroups race the
 commits of their groups; a write that fails fails its commits and nothing else.
