@@ -27,9 +27,9 @@ outbox at the end of the pass, before it polls again or lets any other task run 
 connection's responses still go out before anything else of it). The client's wake-up is
 what a send costs most on loopback (the kernel wakes the reader from inside the sender's
 writev): sent together, most find their client awake already. Under bench/kwire.py's
-closed loop of 256 connections committing offsets, the server's system time per commit
-went from 41 to 22 us (bench/README.md, "Round 8"). A connection alone in its pass sends
-at once, as before: nothing to gather.
+closed loop of 256 connections committing offsets, the server's CPU per commit went from
+128 to 106 us (bench/README.md, "Round 8"). A connection alone in its pass sends at once,
+as before: nothing to gather.
 """
 
 from __future__ import annotations
