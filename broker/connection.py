@@ -108,6 +108,7 @@ class _Connection:
         "now",
         "nursery",
         "opened_ms",
+        "outbox",
         "queue",
         "reactor",
         "read_since",
@@ -189,6 +190,9 @@ class _Connection:
         self.mid_frame = False
         self.waited = False  # the reader went through the scheduler since its last request
         self.again = False  # the last step returned AGAIN: frames are waiting in the buffer
+        # The responses of the last step, left for the end of the reactor's pass (`outbox`
+        # in its `outgoing`): chunks, or None.
+        self.outbox: list[Any] | None = None
 
     def end(self, reason: str) -> None:
         if self.reason is None:
@@ -280,6 +284,12 @@ class _Connection:
         self.again = False
         received = False
         left = STEP_REQUESTS
+        # In a pass of several connections the responses wait for the end of the pass,
+        # then go out together (broker.reactor, "Replies"); otherwise each goes at once.
+        reactor = self.reactor
+        assert reactor is not None
+        defer = reactor.deferring
+        outbox = None
         try:
             fd = self.sock.fileno()
             if fd < 0:  # closed by the idle check or a writer
@@ -318,8 +328,22 @@ class _Connection:
                     return coroutine, trap  # serve() releases its memory once it is done
                 if out is not None:
                     if type(out) is Pending:
+                        if outbox is not None:  # the writer sends it first
+                            self.outbox = None
+                            self.enqueue(outbox)
                         self.enqueue(out)
                         return TASK
+                    if defer:
+                        if outbox is None:
+                            outbox = self.outbox = out
+                            reactor.outgoing.append(self)
+                        else:
+                            outbox += out
+                        left -= 1
+                        if not left:
+                            self.again = True
+                            return AGAIN
+                        continue
                     size = sum(map(len, out))
                     try:
                         sent = os.writev(fd, out if len(out) <= IOV_MAX else out[:IOV_MAX])
@@ -340,6 +364,30 @@ class _Connection:
             self.end(_reason(e))
             self.aborted = True
         return ENDED
+
+    def send_outbox(self) -> Any:
+        """Send the responses the last step left for the end of the reactor's pass: PARKED
+        when the socket took them (or there were none), TASK when a task must send the
+        rest (queued), ENDED when the connection is lost."""
+        out, self.outbox = self.outbox, None
+        if out is None:
+            return PARKED
+        try:
+            size = sum(map(len, out))
+            try:
+                sent = os.writev(self._fd(), out if len(out) <= IOV_MAX else out[:IOV_MAX])
+            except BlockingIOError:
+                sent = 0
+            if sent < size:
+                self.metrics.bytes_sent += sent
+                self.enqueue(_unsent(out, sent))
+                return TASK
+            self.metrics.bytes_sent += size  # metrics.bytes_out, inline
+            return PARKED
+        except (trio.ClosedResourceError, OSError) as e:
+            self.end(_reason(e))
+            self.aborted = True
+            return ENDED
 
     # -- served by a task of its own ------------------------------------------------------
 

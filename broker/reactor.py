@@ -20,6 +20,16 @@ deferred responses) gets one from the connection's own nursery.
 
 Fairness: a step answers at most broker.connection.STEP_REQUESTS requests before the next
 connection's turn, and the leader lets other tasks run every LEAD_STEPS steps.
+
+Replies. In a pass of several connections (one epoll poll's worth), a step does not send
+its responses: it leaves them in its connection's `outbox`, and the leader sends every
+outbox at the end of the pass, before it polls again or lets any other task run (so a
+connection's responses still go out before anything else of it). The client's wake-up is
+what a send costs most on loopback (the kernel wakes the reader from inside the sender's
+writev): sent together, most find their client awake already. Under bench/kwire.py's
+closed loop of 256 connections committing offsets, the server's CPU per commit went from
+128 to 106 us (bench/README.md, "Round 8"). A connection alone in its pass sends at once,
+as before: nothing to gather.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ class Served(Protocol):
     """What the reactor reads and calls of a connection (broker.connection's)."""
 
     sock: trio.socket.SocketType
+    outbox: list[Any] | None
     clock: Any  # broker.controls.clock.Clock
     idle_clock: Callable[[], float]  # clock.now, or what it calls
     connection_id: int
@@ -61,6 +72,8 @@ class Served(Protocol):
     def end(self, reason: str) -> None: ...
 
     def step(self) -> Any: ...
+
+    def send_outbox(self) -> Any: ...
 
     async def serve(self, blocked: tuple[Any, Any] | None = None) -> None: ...
 
@@ -93,6 +106,8 @@ class Reactor:
         self.watched: dict[int, Served] = {}  # by file descriptor
         self.ready: list[Served] = []  # to step in this round
         self.again: list[Served] = []  # to step in the next round (AGAIN)
+        self.outgoing: list[Served] = []  # with responses to send at the end of the pass
+        self.deferring = False  # this pass's steps leave their responses in `outgoing`
         self.nursery: trio.Nursery | None = None
         self.closed = False
 
@@ -134,10 +149,13 @@ class Reactor:
         """Step the ready connections while this task is the leader."""
         epoll, watched, again = self.epoll, self.watched, self.again
         poll, fileno, wait_readable = epoll.poll, epoll.fileno(), trio.lowlevel.wait_readable
+        outgoing = self.outgoing
         steps = 0
         now = None  # the clock at this round's poll, once a connection parks
         while True:
             if not self.ready:
+                if outgoing:  # the end of a pass
+                    self._send_outgoing()
                 events = poll(0, POLL_EVENTS)
                 if not events and not again:
                     await wait_readable(fileno)
@@ -152,6 +170,7 @@ class Reactor:
                     again.clear()
                 ready.reverse()  # popped from the end: served in the order reported
                 self.ready = ready
+                self.deferring = len(ready) > 1
                 now = None
             conn = self.ready.pop()
             if conn.reactor is not self:  # forgotten meanwhile (closed, or taken by a task)
@@ -179,10 +198,29 @@ class Reactor:
                     conn.nursery.start_soon(conn.serve)
                 else:  # a handler waits: this task goes on with it, a new one leads
                     assert self.nursery is not None
+                    if outgoing:
+                        self._send_outgoing()
                     self.nursery.start_soon(self.lead)
                     await conn.serve(result)
                     return
             steps += 1
             if steps == LEAD_STEPS:
                 steps = 0
+                if outgoing:
+                    self._send_outgoing()
                 await trio.lowlevel.checkpoint()
+
+    def _send_outgoing(self) -> None:
+        """Send the responses the pass's steps left (see "Replies" above)."""
+        outgoing = self.outgoing
+        for conn in outgoing:
+            result = conn.send_outbox()
+            if result is PARKED or conn.reactor is not self:  # a task has it already
+                continue
+            self.forget(conn)
+            if result is TASK:  # the socket took part: a task sends the rest, in order
+                assert conn.nursery is not None
+                conn.nursery.start_soon(conn.serve)
+            else:
+                conn.ended.set()
+        outgoing.clear()
