@@ -158,14 +158,13 @@ class _Unloaded:
 
 
 def _load(route: Route) -> Handler:
-    handler = route.handler
-    if not isinstance(handler, _Unloaded):
-        return handler
+    if not isinstance(route.handler, _Unloaded):
+        return route.handler
     # broker.coordinator_guard with the first handler: the routes need nothing of it before.
     from broker import coordinator_guard
 
     handle = importlib.import_module(f"broker.handlers.{route.module}").handle
-    handler = coordinator_guard.wrap(route, handle)
+    handler: Handler = coordinator_guard.wrap(route, handle)
     # In the route itself, which the dispatch site may hold from before this call: from now
     # on every request goes to the handler directly.
     object.__setattr__(route, "handler", handler)
