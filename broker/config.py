@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from broker.cluster_settings import CLUSTER_SETTINGS
 from broker.coordinator_settings import COORDINATOR_BROKER_SETTINGS
@@ -48,8 +48,10 @@ class ConfigError(ValueError):
     """A setting that does not exist or whose value has the wrong type."""
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(NamedTuple):
+    """One broker setting. A NamedTuple rather than a frozen dataclass: ~180 of them are
+    made at every start, and the class itself is made in a fifth of the time."""
+
     name: str
     type: str  # "string" | "int" | "long" | "boolean" | "list" | "class"
     default: Any
