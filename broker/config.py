@@ -16,7 +16,6 @@ Where kmock's default differs from Kafka's, the table says so in `kafka_default`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from broker.cluster_settings import CLUSTER_SETTINGS
@@ -628,11 +627,19 @@ def env_to_name(var: str) -> str | None:
     )
 
 
-@dataclass
 class Config:
-    values: dict[str, Any] = field(default_factory=dict)
-    # Settings given explicitly (file, env or flag), for DescribeConfigs' config_source.
-    explicit: set[str] = field(default_factory=set)
+    """The broker's settings by name, and which of them were given explicitly (file, env or
+    flag), for DescribeConfigs' config_source. A plain class rather than a dataclass, which
+    would take longer to make at every start than the settings it holds; nothing compares
+    or copies a Config."""
+
+    __slots__ = ("explicit", "values")
+
+    def __init__(
+        self, values: dict[str, Any] | None = None, explicit: set[str] | None = None
+    ) -> None:
+        self.values: dict[str, Any] = {} if values is None else values
+        self.explicit: set[str] = set() if explicit is None else explicit
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]

@@ -105,11 +105,13 @@ def api_name(module: str) -> str:
 _FROM_MESSAGES = frozenset({"request", "response", "error_response"})
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Route:
     """One API. `request`, `response` and `error_response` are its message module's
     (`protocol.messages.<module>`), imported by the first read of any of them; `handler`
-    is a stand-in that imports the handler's module on the first call (`load`)."""
+    is a stand-in that imports the handler's module on the first call (`load`), which puts
+    the handler here. Nothing else changes a route (not frozen: a frozen dataclass takes
+    twice as long to make, at every start)."""
 
     api_key: int
     name: str
@@ -137,9 +139,9 @@ class Route:
                 f"{messages.__name__} declares key {request.API_KEY}, request versions "
                 f"{request.VERSIONS} and response versions {response.VERSIONS}"
             )
-        object.__setattr__(self, "request", request)
-        object.__setattr__(self, "response", response)
-        object.__setattr__(self, "error_response", messages.error_response)
+        self.request = request
+        self.response = response
+        self.error_response = messages.error_response
         return getattr(self, attr)
 
 
@@ -167,7 +169,7 @@ def _load(route: Route) -> Handler:
     handler: Handler = coordinator_guard.wrap(route, handle)
     # In the route itself, which the dispatch site may hold from before this call: from now
     # on every request goes to the handler directly.
-    object.__setattr__(route, "handler", handler)
+    route.handler = handler
     return handler
 
 
@@ -188,7 +190,7 @@ def install(routes: dict[int, tuple[str, range]]) -> None:
     _BY_KEY.clear()
     for api_key, (module, versions) in sorted(routes.items()):
         route = Route(api_key, api_name(module), module, versions, None)  # type: ignore[arg-type]
-        object.__setattr__(route, "handler", _Unloaded(route))
+        route.handler = _Unloaded(route)
         _BY_KEY[api_key] = route
     global _SUPPORTED
     _SUPPORTED = [
