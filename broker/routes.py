@@ -12,9 +12,10 @@ is `broker.handlers.produce`, the route's name is "Produce". Neither is imported
 
 - the message module with the first use of the route's request or response class (the
   API's first request, usually), so a row also states the versions kmock serves, which
-  ApiVersions advertises without importing the ~50 message modules (a fifth of what
-  `kmock serve` would otherwise import before it binds); the message module's VERSIONS
-  are checked against it when it is imported, and for every row by tests/broker/test_routes.py;
+  ApiVersions advertises without importing the ~50 message modules (of which a start now
+  imports only the ~20 the coordinators answer with); the message module's VERSIONS are
+  checked against the row when the route first reads them, and for every row by
+  tests/broker/test_routes.py;
 - the handler with the API's first request: the handlers and what only they use (topic
   config validation, the cluster controls, old message formats) are a quarter of the
   modules start-up would import, and a client calls a handful of APIs. The first call puts
