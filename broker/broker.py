@@ -9,7 +9,6 @@ import it.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 import os
@@ -277,6 +276,6 @@ class Broker:
         """`listeners` with each port 0 replaced by the port it bound, for a restart on the
         same ports."""
         return ",".join(
-            str(dataclasses.replace(e, port=e.port or self.bound_ports[e.listener]))
+            str(e._replace(port=e.port or self.bound_ports[e.listener]))
             for e in self.listener_setup.listeners
         )

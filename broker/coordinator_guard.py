@@ -24,37 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import (
-    consumer_group_describe,
-    delete_groups,
-    describe_groups,
-    describe_transactions,
-    offset_fetch,
-)
-from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
-from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
-from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from protocol.messages.delete_groups import DeleteGroupsRequest
-from protocol.messages.describe_groups import DescribeGroupsRequest
-from protocol.messages.describe_transactions import DescribeTransactionsRequest
-from protocol.messages.end_txn import EndTxnRequest
-from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.init_producer_id import InitProducerIdRequest
-from protocol.messages.join_group import JoinGroupRequest
-from protocol.messages.leave_group import LeaveGroupRequest
-from protocol.messages.list_groups import ListGroupsRequest
-from protocol.messages.list_transactions import ListTransactionsRequest
-from protocol.messages.offset_commit import OffsetCommitRequest
-from protocol.messages.offset_delete import OffsetDeleteRequest
-from protocol.messages.offset_fetch import OffsetFetchRequest
-from protocol.messages.sync_group import SyncGroupRequest
-from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
-from protocol.schema import Message
 
 __all__ = ["coordinator_check", "wrap"]
 
@@ -79,70 +52,56 @@ def _transactional_id(r: Any, v: int) -> list[str]:
     return [] if r.transactional_id is None else [r.transactional_id]
 
 
-# request class -> (coordinator kind, the keys it names)
-KEYS: dict[type[Message], tuple[str, Callable[[Any, int], list[str]]]] = {
-    JoinGroupRequest: (GROUP, _one_group),
-    SyncGroupRequest: (GROUP, _one_group),
-    HeartbeatRequest: (GROUP, _one_group),
-    LeaveGroupRequest: (GROUP, _one_group),
-    OffsetCommitRequest: (GROUP, _one_group),
-    OffsetDeleteRequest: (GROUP, _one_group),
-    TxnOffsetCommitRequest: (GROUP, _one_group),
-    ConsumerGroupHeartbeatRequest: (GROUP, _one_group),
-    OffsetFetchRequest: (GROUP, _offset_fetch),
-    DescribeGroupsRequest: (GROUP, lambda r, v: list(r.groups)),
-    DeleteGroupsRequest: (GROUP, lambda r, v: list(r.groups_names)),
-    ConsumerGroupDescribeRequest: (GROUP, lambda r, v: list(r.group_ids)),
-    InitProducerIdRequest: (TRANSACTION, _transactional_id),
-    AddPartitionsToTxnRequest: (TRANSACTION, _add_partitions),
-    AddOffsetsToTxnRequest: (TRANSACTION, _transactional_id),
-    EndTxnRequest: (TRANSACTION, _transactional_id),
-    DescribeTransactionsRequest: (TRANSACTION, lambda r, v: list(r.transactional_ids)),
+# route name (broker.routes) -> (coordinator kind, the keys its request names)
+KEYS: dict[str, tuple[str, Callable[[Any, int], list[str]]]] = {
+    "JoinGroup": (GROUP, _one_group),
+    "SyncGroup": (GROUP, _one_group),
+    "Heartbeat": (GROUP, _one_group),
+    "LeaveGroup": (GROUP, _one_group),
+    "OffsetCommit": (GROUP, _one_group),
+    "OffsetDelete": (GROUP, _one_group),
+    "TxnOffsetCommit": (GROUP, _one_group),
+    "ConsumerGroupHeartbeat": (GROUP, _one_group),
+    "OffsetFetch": (GROUP, _offset_fetch),
+    "DescribeGroups": (GROUP, lambda r, v: list(r.groups)),
+    "DeleteGroups": (GROUP, lambda r, v: list(r.groups_names)),
+    "ConsumerGroupDescribe": (GROUP, lambda r, v: list(r.group_ids)),
+    "InitProducerId": (TRANSACTION, _transactional_id),
+    "AddPartitionsToTxn": (TRANSACTION, _add_partitions),
+    "AddOffsetsToTxn": (TRANSACTION, _transactional_id),
+    "EndTxn": (TRANSACTION, _transactional_id),
+    "DescribeTransactions": (TRANSACTION, lambda r, v: list(r.transactional_ids)),
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class PerKey:
+class PerKey(NamedTuple):
     """An API answered per key: the request's list of keys (entries with `item_key`, or the
-    keys themselves), the response's list of entries and their key field, the error
-    response that builds an entry for a refused key."""
+    keys themselves), the response's list of entries and their key field. An entry for a
+    refused key is built by the API's error response (the route's)."""
 
     request_field: str
     item_key: str | None
     response_field: str
     response_key: str
-    error_response: Callable[[Any, ErrorCode, int], Any]
     since: int = 0  # OffsetFetch names several groups from v8
 
 
-PER_KEY: dict[type[Message], PerKey] = {
-    DescribeGroupsRequest: PerKey(
-        "groups", None, "groups", "group_id", describe_groups.error_response
-    ),
-    DeleteGroupsRequest: PerKey(
-        "groups_names", None, "results", "group_id", delete_groups.error_response
-    ),
-    ConsumerGroupDescribeRequest: PerKey(
-        "group_ids", None, "groups", "group_id", consumer_group_describe.error_response
-    ),
-    OffsetFetchRequest: PerKey(
-        "groups", "group_id", "groups", "group_id", offset_fetch.error_response, since=8
-    ),
-    DescribeTransactionsRequest: PerKey(
-        "transactional_ids",
-        None,
-        "transaction_states",
-        "transactional_id",
-        describe_transactions.error_response,
+PER_KEY: dict[str, PerKey] = {
+    "DescribeGroups": PerKey("groups", None, "groups", "group_id"),
+    "DeleteGroups": PerKey("groups_names", None, "results", "group_id"),
+    "ConsumerGroupDescribe": PerKey("group_ids", None, "groups", "group_id"),
+    "OffsetFetch": PerKey("groups", "group_id", "groups", "group_id", since=8),
+    "DescribeTransactions": PerKey(
+        "transactional_ids", None, "transaction_states", "transactional_id"
     ),
 }
 
 
-# request class -> (coordinator kind, the response's list field, the key of each entry): the
+# route name -> (coordinator kind, the response's list field, the key of each entry): the
 # listing APIs, whose answers a broker filters down to what it coordinates.
-LISTINGS: dict[type[Message], tuple[str, str, str]] = {
-    ListGroupsRequest: (GROUP, "groups", "group_id"),
-    ListTransactionsRequest: (TRANSACTION, "transaction_states", "transactional_id"),
+LISTINGS: dict[str, tuple[str, str, str]] = {
+    "ListGroups": (GROUP, "groups", "group_id"),
+    "ListTransactions": (TRANSACTION, "transaction_states", "transactional_id"),
 }
 
 
@@ -162,17 +121,18 @@ def coordinator_check(ctx: RequestContext, kind: str, key: str) -> ErrorCode:
     return broker.cluster.coordinator_error(topic.partitions[index], ctx.node_id)
 
 
-def wrap(request: type[Message], handler: Any) -> Any:
-    """`handler`, behind the coordinator check when `request` is a coordinator API."""
-    if request in LISTINGS:
-        return _listing(handler, *LISTINGS[request])
-    entry = KEYS.get(request)
+def wrap(route: Any, handler: Any) -> Any:
+    """`handler`, behind the coordinator check when `route` (broker.routes.Route) is a
+    coordinator API's."""
+    if route.name in LISTINGS:
+        return _listing(handler, *LISTINGS[route.name])
+    entry = KEYS.get(route.name)
     if entry is None:
         return handler
     kind, keys = entry
-    per_key = PER_KEY.get(request)
+    per_key = PER_KEY.get(route.name)
     if per_key is not None:
-        return _per_key(handler, kind, per_key)
+        return _per_key(handler, kind, per_key, route.error_response)
 
     async def guarded(ctx: RequestContext, body: Any) -> Any:
         if ctx.broker.cluster.multi:
@@ -183,7 +143,12 @@ def wrap(request: type[Message], handler: Any) -> Any:
     return guarded
 
 
-def _per_key(handler: Any, kind: str, spec: PerKey) -> Any:
+def _per_key(
+    handler: Any,
+    kind: str,
+    spec: PerKey,
+    error_response: Callable[[Any, ErrorCode, int], Any],
+) -> Any:
     """`handler` for an API answered per key: the keys this broker coordinates go to the
     handler (which is not called when there are none), the others are answered with their
     own code."""
@@ -204,7 +169,7 @@ def _per_key(handler: Any, kind: str, spec: PerKey) -> Any:
             for entry in getattr(response, spec.response_field):
                 answered.setdefault(getattr(entry, spec.response_key), []).append(entry)
         if response is None:
-            response = spec.error_response(body, ErrorCode.NONE, version)
+            response = error_response(body, ErrorCode.NONE, version)
         entries = []
         for item, code in zip(items, codes, strict=True):
             key = _item_key(spec, item)
@@ -212,7 +177,7 @@ def _per_key(handler: Any, kind: str, spec: PerKey) -> Any:
                 entries.append(answered[key].pop(0))
                 continue
             one = dataclasses.replace(body, **{spec.request_field: [item]})
-            entries.extend(getattr(spec.error_response(one, code, version), spec.response_field))
+            entries.extend(getattr(error_response(one, code, version), spec.response_field))
         return dataclasses.replace(response, **{spec.response_field: entries})
 
     per_key.__wrapped__ = handler  # type: ignore[attr-defined]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_PROTOCOL_MAP",
@@ -50,8 +50,8 @@ _URI = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
 _WILDCARDS = ("", "0.0.0.0", "::")
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
+# NamedTuples rather than frozen dataclasses: made in a fifth of the time, at every start.
+class Endpoint(NamedTuple):
     listener: str  # the listener name, upper case
     host: str  # "" = every interface
     port: int
@@ -62,8 +62,7 @@ class Endpoint:
         return f"{self.listener}://{host}:{self.port}"
 
 
-@dataclass(frozen=True, slots=True)
-class ListenerSetup:
+class ListenerSetup(NamedTuple):
     # In the order given: the first is the fixture's. With kmock.brokers, each broker binds
     # every one at its port + the broker's rank (broker.server.bind_node).
     listeners: tuple[Endpoint, ...]

@@ -17,7 +17,6 @@ has one line per connection opened or closed and per rebalance; DEBUG adds one p
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -48,6 +47,8 @@ def _extras(record: logging.LogRecord) -> dict[str, Any]:
 def _text_value(value: Any) -> str:
     s = str(value)
     if not s or any(c.isspace() or c in '"=' for c in s):
+        import json  # here: a start logs no value that needs quoting
+
         return json.dumps(s)
     return s
 
@@ -81,6 +82,8 @@ class JsonFormatter(logging.Formatter):
             out.setdefault(k, v)
         if record.exc_info:
             out["exc_info"] = self.formatException(record.exc_info)
+        import json  # here, as in _text_value: only --log-format json needs it
+
         return json.dumps(out, default=str)
 
 

@@ -1,82 +1,39 @@
-"""ROUTES: request class -> handler. The one list of the APIs kmock speaks.
+"""ROUTES: API key -> the API's module and versions. The one list of the APIs kmock speaks.
 
-It feeds both the decoder (api key -> request class) and ApiVersions (every routed class
-advertises its VERSIONS: `supported_versions()`, which the ApiVersions handler reads through
-its RequestContext rather than by importing this module). An API that is not here is not
+It feeds both the decoder (api key -> request class) and ApiVersions (every row advertises
+its versions: `supported_versions()`, which the ApiVersions handler reads through its
+RequestContext rather than by importing this module). An API that is not here is not
 advertised, and a request for it closes the connection, as Kafka does for an unknown key.
 Sorted by API key.
 
-A row names its handler's module in broker.handlers (`ProduceRequest: "produce"`), which
-is imported on the API's first request, not at start: the handlers and what only they use
-(topic config validation, the cluster controls, old message formats) are a quarter of the
-modules `kmock serve` would otherwise import before it binds, and a client calls a handful
-of APIs. The first call puts the imported handler in the route itself, so the
-request path is the same as with an imported one.
+A row names the module of its API, Kafka's name in snake_case (`0: ("produce", ...)`): the
+messages are `protocol.messages.produce` (`ProduceRequest`, `ProduceResponse`), the handler
+is `broker.handlers.produce`, the route's name is "Produce". Neither is imported at start:
+
+- the message module with the first use of the route's request or response class (the
+  API's first request, usually), so a row also states the versions kmock serves, which
+  ApiVersions advertises without importing the ~50 message modules (of which a start now
+  imports only the ~20 the coordinators answer with); the message module's VERSIONS are
+  checked against the row when the route first reads them, and for every row by
+  tests/broker/test_routes.py;
+- the handler with the API's first request: the handlers and what only they use (topic
+  config validation, the cluster controls, old message formats) are a quarter of the
+  modules start-up would import, and a client calls a handful of APIs. The first call puts
+  the handler in the route itself, so the request path is the same as with an imported one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from broker import coordinator_guard
 from broker.context import RequestContext
 from broker.handlers import Deferred, Encoded
 from protocol.errors import ErrorCode
-from protocol.messages import response_class
-from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
-from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
-from protocol.messages.alter_configs import AlterConfigsRequest
-from protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
-from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
-from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
-from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest
-from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from protocol.messages.create_acls import CreateAclsRequest
-from protocol.messages.create_partitions import CreatePartitionsRequest
-from protocol.messages.create_topics import CreateTopicsRequest
-from protocol.messages.delete_acls import DeleteAclsRequest
-from protocol.messages.delete_groups import DeleteGroupsRequest
-from protocol.messages.delete_records import DeleteRecordsRequest
-from protocol.messages.delete_topics import DeleteTopicsRequest
-from protocol.messages.describe_acls import DescribeAclsRequest
-from protocol.messages.describe_cluster import DescribeClusterRequest
-from protocol.messages.describe_configs import DescribeConfigsRequest
-from protocol.messages.describe_groups import DescribeGroupsRequest
-from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
-from protocol.messages.describe_producers import DescribeProducersRequest
-from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
-from protocol.messages.describe_transactions import DescribeTransactionsRequest
-from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
-from protocol.messages.elect_leaders import ElectLeadersRequest
-from protocol.messages.end_txn import EndTxnRequest
-from protocol.messages.fetch import FetchRequest
-from protocol.messages.find_coordinator import FindCoordinatorRequest
-from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
-from protocol.messages.init_producer_id import InitProducerIdRequest
-from protocol.messages.join_group import JoinGroupRequest
-from protocol.messages.leave_group import LeaveGroupRequest
-from protocol.messages.list_groups import ListGroupsRequest
-from protocol.messages.list_offsets import ListOffsetsRequest
-from protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
-from protocol.messages.list_transactions import ListTransactionsRequest
-from protocol.messages.metadata import MetadataRequest
-from protocol.messages.offset_commit import OffsetCommitRequest
-from protocol.messages.offset_delete import OffsetDeleteRequest
-from protocol.messages.offset_fetch import OffsetFetchRequest
-from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
-from protocol.messages.produce import ProduceRequest
-from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
-from protocol.messages.sasl_handshake import SaslHandshakeRequest
-from protocol.messages.sync_group import SyncGroupRequest
-from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
-from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from protocol.messages.api_versions import ApiVersion
 from protocol.schema import Message
 
 # `async def handle(ctx, request) -> response`: the response, a Deferred one, an Encoded one
@@ -85,130 +42,160 @@ from protocol.schema import Message
 # every API.
 Handler = Callable[[RequestContext, Any], Awaitable[Message | Deferred | Encoded | None]]
 
-ROUTES: dict[type[Message], str] = {
-    ProduceRequest: "produce",  # 0
-    FetchRequest: "fetch",  # 1
-    ListOffsetsRequest: "list_offsets",  # 2
-    MetadataRequest: "metadata",  # 3
-    OffsetCommitRequest: "offset_commit",  # 8
-    OffsetFetchRequest: "offset_fetch",  # 9
-    FindCoordinatorRequest: "find_coordinator",  # 10
-    JoinGroupRequest: "join_group",  # 11
-    HeartbeatRequest: "heartbeat",  # 12
-    LeaveGroupRequest: "leave_group",  # 13
-    SyncGroupRequest: "sync_group",  # 14
-    DescribeGroupsRequest: "describe_groups",  # 15
-    ListGroupsRequest: "list_groups",  # 16
-    SaslHandshakeRequest: "sasl_handshake",  # 17
-    ApiVersionsRequest: "api_versions",  # 18
-    CreateTopicsRequest: "create_topics",  # 19
-    DeleteTopicsRequest: "delete_topics",  # 20
-    DeleteRecordsRequest: "delete_records",  # 21
-    InitProducerIdRequest: "init_producer_id",  # 22
-    OffsetForLeaderEpochRequest: "offset_for_leader_epoch",  # 23
-    AddPartitionsToTxnRequest: "add_partitions_to_txn",  # 24
-    AddOffsetsToTxnRequest: "add_offsets_to_txn",  # 25
-    EndTxnRequest: "end_txn",  # 26
-    WriteTxnMarkersRequest: "write_txn_markers",  # 27
-    TxnOffsetCommitRequest: "txn_offset_commit",  # 28
-    DescribeAclsRequest: "describe_acls",  # 29
-    CreateAclsRequest: "create_acls",  # 30
-    DeleteAclsRequest: "delete_acls",  # 31
-    DescribeConfigsRequest: "describe_configs",  # 32
-    AlterConfigsRequest: "alter_configs",  # 33
-    AlterReplicaLogDirsRequest: "alter_replica_log_dirs",  # 34
-    DescribeLogDirsRequest: "describe_log_dirs",  # 35
-    SaslAuthenticateRequest: "sasl_authenticate",  # 36
-    CreatePartitionsRequest: "create_partitions",  # 37
-    DeleteGroupsRequest: "delete_groups",  # 42
-    ElectLeadersRequest: "elect_leaders",  # 43
-    IncrementalAlterConfigsRequest: "incremental_alter_configs",  # 44
-    AlterPartitionReassignmentsRequest: "alter_partition_reassignments",  # 45
-    ListPartitionReassignmentsRequest: "list_partition_reassignments",  # 46
-    OffsetDeleteRequest: "offset_delete",  # 47
-    DescribeUserScramCredentialsRequest: "describe_user_scram_credentials",  # 50
-    AlterUserScramCredentialsRequest: "alter_user_scram_credentials",  # 51
-    DescribeClusterRequest: "describe_cluster",  # 60
-    DescribeProducersRequest: "describe_producers",  # 61
-    DescribeTransactionsRequest: "describe_transactions",  # 65
-    ListTransactionsRequest: "list_transactions",  # 66
-    ConsumerGroupHeartbeatRequest: "consumer_group_heartbeat",  # 68
-    ConsumerGroupDescribeRequest: "consumer_group_describe",  # 69
-    DescribeTopicPartitionsRequest: "describe_topic_partitions",  # 75
+# API key -> (module, versions served): what the message module's VERSIONS says, stated
+# here so that ApiVersions needs no message module.
+ROUTES: dict[int, tuple[str, range]] = {
+    0: ("produce", range(0, 14)),
+    1: ("fetch", range(0, 19)),
+    2: ("list_offsets", range(1, 11)),
+    3: ("metadata", range(0, 14)),
+    8: ("offset_commit", range(1, 10)),
+    9: ("offset_fetch", range(1, 10)),
+    10: ("find_coordinator", range(0, 7)),
+    11: ("join_group", range(0, 10)),
+    12: ("heartbeat", range(0, 5)),
+    13: ("leave_group", range(0, 6)),
+    14: ("sync_group", range(0, 6)),
+    15: ("describe_groups", range(0, 7)),
+    16: ("list_groups", range(0, 6)),
+    17: ("sasl_handshake", range(0, 2)),
+    18: ("api_versions", range(0, 5)),
+    19: ("create_topics", range(2, 8)),
+    20: ("delete_topics", range(1, 7)),
+    21: ("delete_records", range(0, 3)),
+    22: ("init_producer_id", range(0, 6)),
+    23: ("offset_for_leader_epoch", range(2, 5)),
+    24: ("add_partitions_to_txn", range(0, 6)),
+    25: ("add_offsets_to_txn", range(0, 5)),
+    26: ("end_txn", range(0, 6)),
+    27: ("write_txn_markers", range(0, 2)),
+    28: ("txn_offset_commit", range(0, 5)),
+    29: ("describe_acls", range(0, 4)),
+    30: ("create_acls", range(0, 4)),
+    31: ("delete_acls", range(0, 4)),
+    32: ("describe_configs", range(0, 5)),
+    33: ("alter_configs", range(0, 3)),
+    34: ("alter_replica_log_dirs", range(1, 3)),
+    35: ("describe_log_dirs", range(1, 5)),
+    36: ("sasl_authenticate", range(0, 3)),
+    37: ("create_partitions", range(0, 4)),
+    42: ("delete_groups", range(0, 3)),
+    43: ("elect_leaders", range(0, 3)),
+    44: ("incremental_alter_configs", range(0, 2)),
+    45: ("alter_partition_reassignments", range(0, 2)),
+    46: ("list_partition_reassignments", range(0, 1)),
+    47: ("offset_delete", range(0, 1)),
+    50: ("describe_user_scram_credentials", range(0, 1)),
+    51: ("alter_user_scram_credentials", range(0, 1)),
+    60: ("describe_cluster", range(0, 3)),
+    61: ("describe_producers", range(0, 1)),
+    65: ("describe_transactions", range(0, 1)),
+    66: ("list_transactions", range(0, 2)),
+    68: ("consumer_group_heartbeat", range(0, 2)),
+    69: ("consumer_group_describe", range(0, 2)),
+    75: ("describe_topic_partitions", range(0, 1)),
 }
 
 
-@dataclass(frozen=True, slots=True)
+def api_name(module: str) -> str:
+    """Kafka's name of the API whose module is `module`: "offset_commit" -> "OffsetCommit"."""
+    return "".join(part.capitalize() for part in module.split("_"))
+
+
+# What a Route reads from its message module on first use.
+_FROM_MESSAGES = frozenset({"request", "response", "error_response"})
+
+
+@dataclass(slots=True, eq=False)
 class Route:
+    """One API. `request`, `response` and `error_response` are its message module's
+    (`protocol.messages.<module>`), imported by the first read of any of them; `handler`
+    is a stand-in that imports the handler's module on the first call (`load`), which puts
+    the handler here. Nothing else changes a route (not frozen: a frozen dataclass takes
+    twice as long to make, at every start)."""
+
     api_key: int
     name: str
-    request: type[Message]
-    response: type[Message]
+    module: str
+    versions: range
     handler: Handler
-    error_response: Callable[[Any, ErrorCode, int], Message]
+    request: type[Message] = dataclasses.field(init=False, repr=False)
+    response: type[Message] = dataclasses.field(init=False, repr=False)
+    error_response: Callable[[Any, ErrorCode, int], Message] = dataclasses.field(
+        init=False, repr=False
+    )
 
-
-def _route(request: type[Message], handler: Handler) -> Route:
-    module = sys.modules[request.__module__]
-    stem = request.__name__.removesuffix("Request")
-    response = response_class(request)
-    assert response.VERSIONS == request.VERSIONS, f"{stem}: request/response versions differ"
-    return Route(request.API_KEY, stem, request, response, handler, module.error_response)
+    def __getattr__(self, attr: str) -> Any:
+        # Reached only when a slot is not set yet: the three read from the message module.
+        if attr not in _FROM_MESSAGES:
+            raise AttributeError(f"'Route' object has no attribute {attr!r}")
+        messages = importlib.import_module(f"protocol.messages.{self.module}")
+        request = getattr(messages, f"{self.name}Request")
+        response = getattr(messages, f"{self.name}Response")
+        if self.api_key != request.API_KEY or not (
+            request.VERSIONS == response.VERSIONS == self.versions
+        ):
+            raise RuntimeError(
+                f"route {self.api_key} ({self.name}) serves versions {self.versions}, but "
+                f"{messages.__name__} declares key {request.API_KEY}, request versions "
+                f"{request.VERSIONS} and response versions {response.VERSIONS}"
+            )
+        self.request = request
+        self.response = response
+        self.error_response = messages.error_response
+        return getattr(self, attr)
 
 
 class _Unloaded:
-    """A route's handler until its first call: imports `broker.handlers.<module>`, puts
-    its `handle` in the route (behind the coordinator check, as `install` does), and runs
-    it. Calls through a Route read before that (ctx.routes, the journal) land here and are
-    passed on."""
+    """A route's handler until its first call, which imports `broker.handlers.<module>` and
+    puts its `handle` in the route (`load`), then runs it. A caller that read the handler
+    before that (the journal) lands here and is passed on."""
 
-    __slots__ = ("handle", "module", "request")
+    __slots__ = ("route",)
 
-    def __init__(self, request: type[Message], module: str) -> None:
-        self.request = request
-        self.module = module
-        self.handle: Handler | None = None
+    def __init__(self, route: Route) -> None:
+        self.route = route
 
     def __call__(self, ctx: RequestContext, body: Any) -> Awaitable[Any]:
-        handle = self.handle
-        if handle is None:
-            handle = self.handle = load(self.request, self.module)
-        return handle(ctx, body)
+        return _load(self.route)(ctx, body)
 
 
-def load(request: type[Message], module: str) -> Handler:
-    """Import `broker.handlers.<module>` and route `request` to its `handle`; returns the
-    handler as routed (wrapped by broker.coordinator_guard for group and transaction APIs):
-    once loaded, the same handler every time."""
-    route = _BY_KEY.get(request.API_KEY)
-    if route is not None and not isinstance(route.handler, _Unloaded):
+def _load(route: Route) -> Handler:
+    if not isinstance(route.handler, _Unloaded):
         return route.handler
-    handle = importlib.import_module(f"broker.handlers.{module}").handle
-    handler: Handler = coordinator_guard.wrap(request, handle)
-    if route is not None:
-        _BY_KEY[request.API_KEY] = dataclasses.replace(route, handler=handler)
+    # broker.coordinator_guard with the first handler: the routes need nothing of it before.
+    from broker import coordinator_guard
+
+    handle = importlib.import_module(f"broker.handlers.{route.module}").handle
+    handler: Handler = coordinator_guard.wrap(route, handle)
+    # In the route itself, which the dispatch site may hold from before this call: from now
+    # on every request goes to the handler directly.
+    route.handler = handler
     return handler
+
+
+def load(api_key: int) -> Handler:
+    """Import the handler of the API `api_key` if not yet done; returns the handler as routed
+    (wrapped by broker.coordinator_guard for group and transaction APIs): once loaded, the
+    same handler every time."""
+    return _load(_BY_KEY[api_key])
 
 
 _BY_KEY: dict[int, Route] = {}
 _SUPPORTED: list[ApiVersion] = []
 
 
-def install(routes: dict[type[Message], str]) -> None:
-    """Build the key -> route index from ROUTES (called once at import); every handler is
-    still to be imported."""
+def install(routes: dict[int, tuple[str, range]]) -> None:
+    """Build the key -> route index from ROUTES (called once at import); no message or
+    handler module is imported."""
     _BY_KEY.clear()
-    for request, module in sorted(routes.items(), key=lambda kv: kv[0].API_KEY):
-        route = _route(request, _Unloaded(request, module))
-        assert route.api_key not in _BY_KEY, f"API key {route.api_key} routed twice"
-        _BY_KEY[route.api_key] = route
+    for api_key, (module, versions) in sorted(routes.items()):
+        route = Route(api_key, api_name(module), module, versions, None)  # type: ignore[arg-type]
+        route.handler = _Unloaded(route)
+        _BY_KEY[api_key] = route
     global _SUPPORTED
     _SUPPORTED = [
-        ApiVersion(
-            api_key=r.api_key,
-            min_version=r.request.VERSIONS.start,
-            max_version=r.request.VERSIONS.stop - 1,
-        )
+        ApiVersion(api_key=r.api_key, min_version=r.versions.start, max_version=r.versions.stop - 1)
         for r in _BY_KEY.values()
     ]
 

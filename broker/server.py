@@ -250,7 +250,7 @@ def settle_gc() -> None:
 
 async def _housekeeping(broker: Broker) -> None:
     """Retention and compaction, every log.retention.check.interval.ms / log.cleaner.backoff.ms."""
-    from storage import apply_retention, compact
+    from storage import apply_retention
 
     retention_every = broker.config["log.retention.check.interval.ms"] / 1000
     compaction_every = broker.config["log.cleaner.backoff.ms"] / 1000
@@ -267,6 +267,8 @@ async def _housekeeping(broker: Broker) -> None:
                     if now >= next_retention and "delete" in policy:
                         apply_retention(p.log, clock.wall_ms())
                     if now >= next_compaction and "compact" in policy:
+                        from storage.compaction import compact  # with the first compaction
+
                         report = compact(p.log, clock.wall_ms())
                         if report.records_removed or report.tombstones_removed:
                             log.info("compacted %s-%d: %s", topic.name, p.index, report)

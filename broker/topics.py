@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import logging
 import os
 import re
@@ -302,6 +301,8 @@ class TopicRegistry:
         if self.cluster.multi:
             for t in self.topics.values():
                 table[t.name]["cluster"] = self.cluster.to_json(t)
+        import json  # here and in load: a start on an empty data dir writes no topics.json
+
         tmp = self._table_path().with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(table, f, indent=1, sort_keys=True)
@@ -326,7 +327,11 @@ class TopicRegistry:
           ValueError: topics.json was written by a cluster of another kmock.brokers.
         """
         path = self._table_path()
-        table = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        table: dict[str, Any] = {}
+        if path.exists():
+            import json
+
+            table = json.loads(path.read_text(encoding="utf-8"))
         placed = {name: self.cluster.replicas_from_json(name, e) for name, e in table.items()}
         for name, entry in table.items():
             topic = Topic(

@@ -34,7 +34,6 @@ __transaction_state partition, which grows with every new leader.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 import os
@@ -163,9 +162,7 @@ class TransactionRuntime:
                 config.transaction_state_log_num_partitions,
                 len(existing.partitions),
             )
-            config = dataclasses.replace(
-                config, transaction_state_log_num_partitions=len(existing.partitions)
-            )
+            config = config._replace(transaction_state_log_num_partitions=len(existing.partitions))
         self.config = config
         self.coordinator = TransactionCoordinator(
             self.config,

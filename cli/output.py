@@ -18,7 +18,6 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -99,6 +98,8 @@ class Output:
         self.stderr.flush()
 
     def json(self, obj: Any, *, lines: bool = False) -> None:
+        import json  # here: `kmock serve` prints no JSON, and need not import it at start
+
         if lines:
             self.stdout.write(json.dumps(obj, default=_json_default) + "\n")
         else:

@@ -8,7 +8,7 @@ that the broker's settings can take their defaults from here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from coordinator.config import CoordinatorSetting
 
@@ -44,8 +44,8 @@ TRANSACTION_SETTINGS: dict[str, CoordinatorSetting] = {
 _DEFAULTS = {s.field: s.default for s in TRANSACTION_SETTINGS.values()}
 
 
-@dataclass(frozen=True, slots=True)
-class TransactionConfig:
+# A NamedTuple, as CoordinatorConfig.
+class TransactionConfig(NamedTuple):
     transaction_max_timeout_ms: int = _DEFAULTS["transaction_max_timeout_ms"]
     transactional_id_expiration_ms: int = _DEFAULTS["transactional_id_expiration_ms"]
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _DEFAULTS[
@@ -64,4 +64,4 @@ class TransactionConfig:
 
 
 # Every field has its row, and every row its field.
-assert {f.name for f in fields(TransactionConfig)} == set(_DEFAULTS)
+assert set(TransactionConfig._fields) == set(_DEFAULTS)

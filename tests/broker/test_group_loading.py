@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from broker import routes
 from broker.broker import Broker
 from broker.config import SETTINGS, load_config
 from broker.context import RequestContext
@@ -25,7 +26,6 @@ from broker.handlers import (
     offset_fetch,
     sync_group,
 )
-from broker.routes import ROUTES
 from broker.runtime import CoordinatorRuntime
 from coordinator.config import COORDINATOR_SETTINGS, CoordinatorConfig
 from protocol.errors import ErrorCode, KafkaError
@@ -60,7 +60,7 @@ def _unloaded_broker(tmp_path: Path) -> Broker:
 
 
 def _ctx(broker: Broker, version: int) -> RequestContext:
-    return RequestContext(broker, version, "client", "/127.0.0.1", 1, ROUTES)
+    return RequestContext(broker, version, "client", "/127.0.0.1", 1, routes)
 
 
 async def test_heartbeat_while_loading_is_let_through(tmp_path: Path) -> None:
