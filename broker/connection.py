@@ -52,6 +52,7 @@ progress.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 from typing import TYPE_CHECKING, Any
@@ -528,14 +529,13 @@ class _Connection:
         buffer, got = started
         already = got
         view = memoryview(buffer)
-        try:
+        # BlockingIOError: the rest has not arrived yet; a task waits for it (below).
+        with contextlib.suppress(BlockingIOError):
             while got < size:
                 n = os.readv(fd, [view[got:]])
                 if n == 0:  # closed by the client: _receive_large ends the connection
                     break
                 got += n
-        except BlockingIOError:
-            pass
         if got < size:
             self.large = (buffer, got, already)
             self.mid_frame = True
