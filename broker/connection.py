@@ -345,16 +345,8 @@ class _Connection:
                             self.again = True
                             return AGAIN
                         continue
-                    size = sum(map(len, out))
-                    try:
-                        sent = os.writev(fd, out if len(out) <= IOV_MAX else out[:IOV_MAX])
-                    except BlockingIOError:
-                        sent = 0
-                    if sent < size:  # the socket took part of it: a task sends the rest
-                        metrics.bytes_sent += sent
-                        self.enqueue(_unsent(out, sent))
+                    if not self._send_now(fd, out):
                         return TASK
-                    metrics.bytes_sent += size  # metrics.bytes_out, inline
                 left -= 1
                 if not left:
                     self.again = True
@@ -374,21 +366,26 @@ class _Connection:
         if out is None:
             return PARKED
         try:
-            size = sum(map(len, out))
-            try:
-                sent = os.writev(self._fd(), out if len(out) <= IOV_MAX else out[:IOV_MAX])
-            except BlockingIOError:
-                sent = 0
-            if sent < size:
-                self.metrics.bytes_sent += sent
-                self.enqueue(_unsent(out, sent))
-                return TASK
-            self.metrics.bytes_sent += size  # metrics.bytes_out, inline
-            return PARKED
+            return PARKED if self._send_now(self._fd(), out) else TASK
         except (trio.ClosedResourceError, OSError) as e:
             self.end(_reason(e))
             self.aborted = True
             return ENDED
+
+    def _send_now(self, fd: int, out: list[Any]) -> bool:
+        """Write `out` to the socket without waiting: True when it took all of it; False
+        when it took part (or none), the rest then queued for a task to send, in order."""
+        size = sum(map(len, out))
+        try:
+            sent = os.writev(fd, out if len(out) <= IOV_MAX else out[:IOV_MAX])
+        except BlockingIOError:
+            sent = 0
+        if sent < size:
+            self.metrics.bytes_sent += sent
+            self.enqueue(_unsent(out, sent))
+            return False
+        self.metrics.bytes_sent += size  # metrics.bytes_out, inline
+        return True
 
     # -- served by a task of its own ------------------------------------------------------
 
