@@ -140,7 +140,7 @@ class OffsetManager:
         `standalone`: commit as generation -1 without a member id or instance id, whatever
         the request says (a consumer group's commit, its member checked already).
         """
-        self.clock.seen(now_ms, wall_ms)
+        self.clock.offset_ms = wall_ms - now_ms  # clock.seen(now_ms, wall_ms), without its call
         version = ctx.api_version
         group_id = request.group_id
         generation_id = -1 if standalone else request.generation_id_or_member_epoch
@@ -157,8 +157,9 @@ class OffsetManager:
             if member is not None:
                 touch(member, now_ms)
 
-        retention_ms = request.retention_time_ms if 2 <= version <= 4 else -1
-        expire_ms = None if retention_ms == -1 else wall_ms + retention_ms
+        expire_ms = None
+        if 2 <= version <= 4 and request.retention_time_ms != -1:
+            expire_ms = wall_ms + request.retention_time_ms
         # The Outcome is built here rather than by an OutcomeBuilder, and the offset inline
         # (`_offset`'s check): the path of every commit, kept to the objects it answers with.
         # The answer is made from the request once the records are: only partitions
@@ -199,9 +200,11 @@ class OffsetManager:
                 record = OffsetCommitRecord(group_id, name, index, offset)
                 records.append(record)
                 track(record, CommitWrite(group, partition, offset, token))
-        if refused is None and len(records) == 1 and len(topics) == 1:
+        if len(records) == 1 and refused is None and len(topics) == 1:
             # One partition committed, the usual request: its answer is made once.
-            response = _one_partition_answer(name, index)
+            response = _ONE_PARTITION_ANSWERS.get(partition)
+            if response is None:
+                response = _one_partition_answer(partition)
         else:
             response = OffsetCommitResponse(topics=_answer_topics(topics, refused))
         return Outcome((_new_reply(Reply, (token, response)),), tuple(records))
@@ -663,16 +666,14 @@ _ONE_PARTITION_ANSWERS: dict[TopicPartition, OffsetCommitResponse] = {}
 _ONE_PARTITION_ANSWERS_KEPT = 10_000
 
 
-def _one_partition_answer(topic: str, partition: int) -> OffsetCommitResponse:
-    key = (topic, partition)
-    response = _ONE_PARTITION_ANSWERS.get(key)
-    if response is None:
-        if len(_ONE_PARTITION_ANSWERS) >= _ONE_PARTITION_ANSWERS_KEPT:
-            _ONE_PARTITION_ANSWERS.clear()
-        answer = OffsetCommitResponsePartition(partition_index=partition, error_code=_E.NONE)
-        response = _ONE_PARTITION_ANSWERS[key] = OffsetCommitResponse(
-            topics=[OffsetCommitResponseTopic(name=topic, partitions=[answer])]
-        )
+def _one_partition_answer(partition: TopicPartition) -> OffsetCommitResponse:
+    if len(_ONE_PARTITION_ANSWERS) >= _ONE_PARTITION_ANSWERS_KEPT:
+        _ONE_PARTITION_ANSWERS.clear()
+    topic, index = partition
+    answer = OffsetCommitResponsePartition(partition_index=index, error_code=_E.NONE)
+    response = _ONE_PARTITION_ANSWERS[partition] = OffsetCommitResponse(
+        topics=[OffsetCommitResponseTopic(name=topic, partitions=[answer])]
+    )
     return response
 
 
