@@ -36,11 +36,11 @@ _ENCODED_KEPT = 10_000
 async def handle(
     ctx: RequestContext, request: OffsetCommitRequest
 ) -> OffsetCommitResponse | Encoded:
-    registry = ctx.broker.topics
+    topics = ctx.broker.topics.topics  # TopicRegistry.get's dict, without its call
     if not request.topics:
         return await _with_unknown(ctx, request)
     for topic in request.topics:
-        found = registry.get(topic.name)
+        found = topics.get(topic.name)
         count = 0 if found is None else len(found.partitions)
         for p in topic.partitions:  # missing_partitions' check, without its lists
             if not 0 <= p.partition_index < count:
@@ -50,10 +50,10 @@ async def handle(
     kept = _ENCODED.get((id(response), ctx.api_version))
     if kept is not None:
         return kept
-    topics = response.topics
+    answers = response.topics
     if (
-        len(topics) == 1
-        and len(partitions := topics[0].partitions) == 1
+        len(answers) == 1
+        and len(partitions := answers[0].partitions) == 1
         and partitions[0].error_code == ErrorCode.NONE
     ):
         if len(_ENCODED) >= _ENCODED_KEPT:
