@@ -633,8 +633,7 @@ class CoordinatorRuntime:
             ):
                 # A commit of one partition: `append_records` below, without its loops.
                 try:
-                    # broker.wall_ms(), a call less: the date written into records
-                    wall_ms = self.broker.clock.record_ms()
+                    wall_ms = self.broker.clock.record_ms()  # broker.wall_ms(), a call less
                     plog = append_one(self.broker.topics, wall_ms, pid, record)
                 except (KafkaError, OSError) as e:
                     self._append_failed(_Appended(outcome, {pid}), False, e)
