@@ -61,7 +61,12 @@ CONTROLS = {
 
 
 def _client(
-    api: str, n: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
+    api: str,
+    n: int,
+    conns: int = 1,
+    one_partition: bool = False,
+    controls: str = "off",
+    records: int = 1,
 ) -> None:
     """The process callgrind runs: broker and client on one trio loop, `n` round trips
     (with `conns` > 1: over that many connections at once, one request in flight on each,
@@ -113,7 +118,7 @@ def _client(
             if api == "commit":
                 request, version = side_by_side._commit_requests(1, "instructions", 9)[0]
             elif api == "produce":
-                request, version = _produce_request(), 9
+                request, version = _produce_request(records), 9
             else:
                 request, version = side_by_side._metadata_request(), side_by_side.METADATA_VERSION
             frame = kwire.request_bytes(request, version)
@@ -148,11 +153,14 @@ def _client(
     trio.run(main)
 
 
-def _produce_request() -> Any:
+def _produce_request(records: int = 1) -> Any:
     from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
     from protocol.records import build_batch
 
-    batch = build_batch([(None, b"x" * 100, (), 1_700_000_000_000)])
+    # A millisecond per 1,000 records, as a client filling a batch for linger.ms would.
+    batch = build_batch(
+        [(None, b"x" * 100, (), 1_700_000_000_000 + i // 1000) for i in range(records)]
+    )
     data = PartitionProduceData(index=0, records=batch)
     return ProduceRequest(
         acks=-1,
@@ -162,7 +170,13 @@ def _produce_request() -> Any:
 
 
 def _bytecodes(
-    api: str, n: int, top: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
+    api: str,
+    n: int,
+    top: int,
+    conns: int = 1,
+    one_partition: bool = False,
+    controls: str = "off",
+    records: int = 1,
 ) -> None:
     """Print where one round trip's Python bytecodes go, per function: a `sys.settrace`
     count of opcode events of a run of `n` requests minus one of none (both after a first,
@@ -182,14 +196,14 @@ def _bytecodes(
             calls[frame.f_code] += 1
         return trace
 
-    _client(api, 0, conns, one_partition, controls)  # the imports, untraced
+    _client(api, 0, conns, one_partition, controls, records)  # the imports, untraced
     runs = []
     for requests in (0, n):
         opcodes.clear()
         calls.clear()
         sys.settrace(trace)
         try:
-            _client(api, requests, conns, one_partition, controls)
+            _client(api, requests, conns, one_partition, controls, records)
         finally:
             sys.settrace(None)
         runs.append((opcodes.copy(), calls.copy()))
@@ -209,7 +223,13 @@ def _bytecodes(
 
 
 def _count(
-    tree: Path, api: str, n: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
+    tree: Path,
+    api: str,
+    n: int,
+    conns: int = 1,
+    one_partition: bool = False,
+    controls: str = "off",
+    records: int = 1,
 ) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{tree / 'bench'}")
     out = subprocess.run(
@@ -228,6 +248,8 @@ def _count(
             *(["--one-partition"] if one_partition else []),
             "--controls",
             controls,
+            "--records",
+            str(records),
         ],
         cwd=tree,
         env=env,
@@ -274,19 +296,28 @@ def main() -> None:
         action="store_true",
         help="with --conns: groups whose offsets all go to one __consumer_offsets partition",
     )
+    ap.add_argument(
+        "--records",
+        type=int,
+        default=1,
+        help="produce: that many 100-byte records in the batch (4,400: ~480 KB, what "
+        "confluent-kafka sends in §2's 100 B produce)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _client(a.api, a.requests, a.conns, a.one_partition, a.controls)
+        _client(a.api, a.requests, a.conns, a.one_partition, a.controls, a.records)
         return
     if a.bytecodes is not None:
-        _bytecodes(a.api, a.requests, a.bytecodes, a.conns, a.one_partition, a.controls)
+        _bytecodes(a.api, a.requests, a.bytecodes, a.conns, a.one_partition, a.controls, a.records)
         return
     tree = a.tree.resolve()
     if a.one_partition and a.api != "commit":
         ap.error("--one-partition is for commit only")
-    base = _count(tree, a.api, 0, a.conns, a.one_partition, a.controls)
-    loaded = _count(tree, a.api, a.requests, a.conns, a.one_partition, a.controls)
+    if a.records != 1 and a.api != "produce":
+        ap.error("--records is for produce only")
+    base = _count(tree, a.api, 0, a.conns, a.one_partition, a.controls, a.records)
+    loaded = _count(tree, a.api, a.requests, a.conns, a.one_partition, a.controls, a.records)
     print(
         f"{a.api} (controls {a.controls}): {(loaded - base) / a.requests:,.0f} instructions "
         f"per round trip ({tree})"
