@@ -67,8 +67,9 @@ from broker.limits import DIRECT_FRAME_BYTES, direct_frame_buffer, frame_buffer
 from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
 from broker.routes import route_for
 from broker.security.authz import authz
+from broker.sendfile import write_chunks
 from protocol.frames import FrameBuffer, FrameTooLarge
-from storage.segment import IOV_MAX
+from storage.segment import IOV_MAX, FileSlice
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -387,6 +388,8 @@ class _Connection:
             sent = os.writev(fd, out if len(out) <= IOV_MAX else out[:IOV_MAX])
         except BlockingIOError:
             sent = 0
+        except TypeError:  # records sent from their file (broker.sendfile)
+            sent = write_chunks(fd, out)
         if sent < size:
             self.metrics.bytes_sent += sent
             self.enqueue(_unsent(out, sent))
@@ -675,6 +678,12 @@ class _Connection:
             try:
                 sent = os.writev(self._fd(), chunks if len(chunks) <= IOV_MAX else chunks[:IOV_MAX])
             except BlockingIOError:
+                sent = 0
+            except TypeError:  # records sent from their file (broker.sendfile)
+                sent = write_chunks(self._fd(), chunks)
+            if sent == total:  # the usual case: all of it at once
+                break
+            if not sent:
                 # A client that stops reading its responses makes no progress either: it is
                 # closed after connections.max.idle.ms like one that stops sending, so it
                 # cannot pin a task, a descriptor and a response forever.
@@ -684,8 +693,6 @@ class _Connection:
                 finally:
                     self.write_since = None
                 continue
-            if sent == total:  # the usual case: all of it at once
-                break
             total -= sent
             chunks = _unsent(chunks, sent)
         self.metrics.bytes_out(size)
@@ -699,7 +706,8 @@ def _unsent(chunks: list[Any], sent: int) -> list[Any]:
         i += 1
     rest = chunks[i:]
     if sent:
-        rest[0] = memoryview(rest[0])[sent:]
+        first = rest[0]
+        rest[0] = first.after(sent) if type(first) is FileSlice else memoryview(first)[sent:]
     return rest
 
 
