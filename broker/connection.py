@@ -52,7 +52,6 @@ progress.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import os
 import struct
@@ -557,13 +556,14 @@ class _Connection:
             memoryview(buffer)[:got] = memoryview(first)[4:]
         already = got
         view = memoryview(buffer)
-        # BlockingIOError: the rest has not arrived yet; a task waits for it (below).
-        with contextlib.suppress(BlockingIOError):
-            while got < size:
+        while got < size:
+            try:
                 n = os.readv(fd, [view[got:]])
-                if n == 0:  # closed by the client: _receive_large ends the connection
-                    break
-                got += n
+            except BlockingIOError:  # the rest has not arrived yet: a task waits for it
+                break
+            if n == 0:  # closed by the client: _receive_large ends the connection
+                break
+            got += n
         if got < size:
             self.large = (buffer, got, already)
             self.mid_frame = True
