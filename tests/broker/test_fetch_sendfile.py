@@ -11,8 +11,10 @@ a stop where the socket is full, and a file that ends inside its slice.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,6 @@ from broker.sendfile import SENDFILE_MIN_BYTES, write_chunks
 from protocol.errors import ErrorCode
 from protocol.frames import decode_response, frame_size
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
-from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.records import build_batch
 from storage.segment import FileHandle, FileSlice
 from tests.reliability.inproc import create_topics_request, running
@@ -65,23 +66,21 @@ def _fetch(isolation_level: int = 0, *, max_bytes: int = 4 * 1024 * KIB, offset:
     )
 
 
-async def _fill(broker: Any, batches: list[bytes]) -> None:
-    client = await WireClient.connect(broker)
-    response = await client.call(create_topics_request("big", 1), 7)
-    assert response.topics[0].error_code == ErrorCode.NONE
-    for batch in batches:
-        produce = ProduceRequest(
-            acks=1,
-            timeout_ms=5000,
-            topic_data=[
-                TopicProduceData(
-                    name="big", partition_data=[PartitionProduceData(index=0, records=batch)]
-                )
-            ],
-        )
-        response = await client.call(produce, 9)
-        assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
-    await client.aclose()
+@contextlib.asynccontextmanager
+async def _filled(tmp_path: Path, batches: list[bytes]) -> AsyncIterator[tuple[Any, bytes]]:
+    """A broker whose topic "big" holds `batches` (appended to its log directly), and the
+    bytes of its segment file."""
+    data_dir = tmp_path / "data"
+    with trio.fail_after(30):
+        async with running(data_dir) as broker:
+            client = await WireClient.connect(broker)
+            response = await client.call(create_topics_request("big", 1), 7)
+            assert response.topics[0].error_code == ErrorCode.NONE
+            await client.aclose()
+            partition = broker.topics.partition("big", 0)
+            for batch in batches:
+                partition.append(batch, wall_ms=broker.wall_ms())
+            yield broker, (data_dir / "big-0" / f"{0:020d}.log").read_bytes()
 
 
 class _Sent:
@@ -108,68 +107,60 @@ class _Sent:
 async def test_records_sent_from_the_file_are_the_logs_bytes_as_the_general_path_reads_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data_dir = tmp_path / "data"
-    with trio.fail_after(30):
-        async with running(data_dir) as broker:
-            await _fill(broker, [*_batches(), _small_batch()])
-            log_file = (data_dir / "big-0" / f"{0:020d}.log").read_bytes()
-            sent = _Sent(monkeypatch)
-            client = await WireClient.connect(broker)
-            sent_from_file = [await client.call(_fetch(level), 11) for level in (0, 1)]
-            assert (sent.count > 0, sent.reads) == (True, 0)
-            sends = sent.count
-            # The general path: records read into memory, then written with the response.
-            monkeypatch.setattr(fetch, "SENDFILE_MIN_BYTES", 1 << 40)
-            read = [await client.call(_fetch(level), 11) for level in (0, 1)]
-            assert (sent.count, sent.reads) == (sends, 2)
-            monkeypatch.undo()
-            sent = _Sent(monkeypatch)
-            for from_file, from_memory in zip(sent_from_file, read, strict=True):
-                assert from_file == from_memory
-                assert bytes(from_file.responses[0].partitions[0].records) == log_file
-            # read_committed: no aborted transaction, none listed (the batches not read).
-            assert sent_from_file[1].responses[0].partitions[0].aborted_transactions == []
-            # Records under SENDFILE_MIN_BYTES (the last, small batch alone) are read too.
-            small = await client.call(_fetch(offset=BATCHES * RECORDS), 11)
-            assert (sent.count, sent.reads) == (0, 1)
-            last = bytes(small.responses[0].partitions[0].records)
-            assert 0 < len(last) < SENDFILE_MIN_BYTES
-            assert log_file.endswith(last)
-            await client.aclose()
+    async with _filled(tmp_path, [*_batches(), _small_batch()]) as (broker, log_file):
+        sent = _Sent(monkeypatch)
+        client = await WireClient.connect(broker)
+        sent_from_file = [await client.call(_fetch(level), 11) for level in (0, 1)]
+        assert (sent.count > 0, sent.reads) == (True, 0)
+        sends = sent.count
+        # The general path: records read into memory, then written with the response.
+        monkeypatch.setattr(fetch, "SENDFILE_MIN_BYTES", 1 << 40)
+        read = [await client.call(_fetch(level), 11) for level in (0, 1)]
+        assert (sent.count, sent.reads) == (sends, 2)
+        monkeypatch.undo()
+        sent = _Sent(monkeypatch)
+        for from_file, from_memory in zip(sent_from_file, read, strict=True):
+            assert from_file == from_memory
+            assert bytes(from_file.responses[0].partitions[0].records) == log_file
+        # read_committed: no aborted transaction, none listed (the batches not read).
+        assert sent_from_file[1].responses[0].partitions[0].aborted_transactions == []
+        # Records under SENDFILE_MIN_BYTES (the last, small batch alone) are read too.
+        small = await client.call(_fetch(offset=BATCHES * RECORDS), 11)
+        assert (sent.count, sent.reads) == (0, 1)
+        last = bytes(small.responses[0].partitions[0].records)
+        assert 0 < len(last) < SENDFILE_MIN_BYTES
+        assert log_file.endswith(last)
+        await client.aclose()
 
 
 async def test_a_response_the_client_takes_slowly_is_sent_whole_and_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data_dir = tmp_path / "data"
-    with trio.fail_after(30):
-        async with running(data_dir) as broker:
-            await _fill(broker, _batches())
-            log_file = (data_dir / "big-0" / f"{0:020d}.log").read_bytes()
-            sent = _Sent(monkeypatch)
-            sock = socket.create_connection(broker.addresses[0], timeout=5)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * KIB)
-            # Two fetches at once: the first response fills the socket and stops, the rest
-            # of it goes from the file later, then the second response.
-            sock.sendall(
-                request_bytes(_fetch(), 11, correlation_id=1)
-                + request_bytes(_fetch(offset=RECORDS), 11, correlation_id=2)
-            )
-            await trio.testing.wait_all_tasks_blocked(0.01)
-            assert any(c.queue for c in broker.connections)
-            sock.setblocking(False)
-            got = bytearray()
-            for correlation_id, expected in ((1, log_file), (2, log_file[len(log_file) // 4 :])):
-                while len(got) < 4 or len(got) < 4 + frame_size(bytes(got[:4])):
-                    await trio.lowlevel.wait_readable(sock)
-                    got += sock.recv(1 << 20)
-                size = 4 + frame_size(bytes(got[:4]))
-                frame, got = bytes(got[4:size]), got[size:]
-                answered, response = decode_response(FetchResponse, 11, frame)
-                assert answered == correlation_id
-                assert bytes(response.responses[0].partitions[0].records) == expected
-            assert sent.count >= 3  # each response's first send, and the rest of the first
-            sock.close()
+    async with _filled(tmp_path, _batches()) as (broker, log_file):
+        sent = _Sent(monkeypatch)
+        sock = socket.create_connection(broker.addresses[0], timeout=5)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * KIB)
+        # Two fetches at once: the first response fills the socket and stops, the rest
+        # of it goes from the file later, then the second response.
+        sock.sendall(
+            request_bytes(_fetch(), 11, correlation_id=1)
+            + request_bytes(_fetch(offset=RECORDS), 11, correlation_id=2)
+        )
+        await trio.testing.wait_all_tasks_blocked(0.01)
+        assert any(c.queue for c in broker.connections)
+        sock.setblocking(False)
+        got = bytearray()
+        for correlation_id, expected in ((1, log_file), (2, log_file[len(log_file) // 4 :])):
+            while len(got) < 4 or len(got) < 4 + frame_size(bytes(got[:4])):
+                await trio.lowlevel.wait_readable(sock)
+                got += sock.recv(1 << 20)
+            size = 4 + frame_size(bytes(got[:4]))
+            frame, got = bytes(got[4:size]), got[size:]
+            answered, response = decode_response(FetchResponse, 11, frame)
+            assert answered == correlation_id
+            assert bytes(response.responses[0].partitions[0].records) == expected
+        assert sent.count >= 3  # each response's first send, and the rest of the first
+        sock.close()
 
 
 def _file(tmp_path: Path, data: bytes) -> FileHandle:
