@@ -196,6 +196,7 @@ def _every_version(cls: type[Message], mutate: set[int]) -> None:
             msg = _struct(codec.defersubcon, variant)
             data = encode(msg, version)
             assert decode(cls, version, data) == msg
+            assert decode(cls, version, memoryview(b"head" + data), 4) == msg
             _check(codec, msg, data, 0, mutate=variant == "full" and version in mutate)
             _check(codec, msg, b"head" + data, 4, mutate=False)
 
