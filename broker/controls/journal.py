@@ -8,8 +8,11 @@ when somebody reads the journal. Bytes, not the decoded objects: 10,000 decoded 
 and responses kept alive are a few hundred thousand objects for Python's cyclic garbage
 collector to walk again and again (a third more CPU per request, measured), while a tuple
 of ints, strings and bytes is not tracked by it at all. So a broker whose journal nobody
-reads pays for one tuple per request (bench/run.py, §10). Three kinds of message are not
-kept as they came:
+reads pays for one tuple per request (bench/run.py, §10). Most requests, a small frame
+answered NONE with a body of one `bytes`, are kept as references alone (`record`: the
+frame and the body themselves, not copies; the header's facts are read from the frame when
+the journal is read); the others as every fact in a tuple of its own (`record_as`). Four
+kinds of message are not kept as they came:
 
   * Produce requests: their record batches could keep gigabytes alive. The response names
     every partition, its error code and base offset, which is what the journal shows.
@@ -36,9 +39,14 @@ from typing import Any
 import trio
 
 from broker.controls.summary import error_codes, group_ids, summarise, topic_partitions
-from broker.routes import all_routes
 from protocol.errors import ErrorCode
 from protocol.frames import parse_request_header, peek_request_key, request_client_id
+from protocol.messages.alter_configs import AlterConfigsRequest
+from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest
+from protocol.messages.fetch import FetchRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from protocol.messages.produce import ProduceRequest
 from protocol.schema import DecodeError, decode
 
 __all__ = ["Journal"]
@@ -53,8 +61,18 @@ _EAGER: dict[str, tuple[bool, bool]] = {
 }
 _DROP_REQUEST = frozenset({"Produce"})
 _SPECIAL = _DROP_REQUEST | _EAGER.keys()
-# Their request classes: what `record` tells them by (a route's name is a slow read).
-_SPECIAL_REQUESTS = frozenset(r.request for r in all_routes() if r.name in _SPECIAL)
+# Their request classes, what `record` tells them by (a route's name is a slow read; the
+# same APIs: tests/broker/test_journal.py).
+_SPECIAL_REQUESTS = frozenset(
+    {
+        AlterConfigsRequest,
+        CreateTopicsRequest,
+        DescribeConfigsRequest,
+        FetchRequest,
+        IncrementalAlterConfigsRequest,
+        ProduceRequest,
+    }
+)
 MAX_KEPT_BYTES = 65536
 # A response body longer than this may be part of a response longer than MAX_KEPT_BYTES:
 # its header (size, correlation id, tagged fields) is 8 or 9 bytes.

@@ -157,3 +157,10 @@ async def test_no_entry_holds_more_than_the_bound() -> None:
         assert first["response"] == {"error_code": 0}
         assert second["request"]["group_id"] == "g"
         assert second["response"] == {"omitted_bytes": len(large_body) + 8, "error_codes": [0]}
+
+
+def test_the_apis_kept_otherwise_are_told_by_their_request_class() -> None:
+    from broker.controls.journal import _SPECIAL, _SPECIAL_REQUESTS
+
+    assert {route_for(c.API_KEY).name for c in _SPECIAL_REQUESTS} == _SPECIAL
+    assert all(route_for(c.API_KEY).request is c for c in _SPECIAL_REQUESTS)
