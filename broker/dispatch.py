@@ -95,7 +95,7 @@ class Call(NamedTuple):
     # are views of it) in memory: 256 waiting 1 MB Produce requests would hold 256 MB.
     request: Any
     fault: int | None = None  # the id of the fault that answered it (broker.controls.faults)
-    frame: bytes | None = None  # the request as it came, for the journal (None: not kept)
+    frame: bytes | bytearray | None = None  # the request as it came, for the journal
     flexible_header: bool = False  # whether the response header is v1
 
 
@@ -186,9 +186,7 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
         conn,
         request,
         None,
-        # The journal keeps request frames (broker.controls.journal); a large frame is a
-        # bytearray of its own, copied so that nothing can change it afterwards.
-        None if broker.journal is None else frame if type(frame) is bytes else bytes(frame),
+        frame,  # for the journal (broker.controls.journal decides what it keeps of it)
         flexible_header,
     )
     # The one place faults are consulted (broker.controls.faults), for an API one names.
@@ -272,7 +270,7 @@ def _log_fault(call: Call, fault_id: int, what: str) -> None:
 def _journal(call: Call, code: int, out: list[Any] | None, outcome: str) -> None:
     journal = call.broker.journal
     if journal is not None:
-        journal.record(call, code, None, out, outcome, trio.current_time())
+        journal.record_as(call, code, None, out, outcome, trio.current_time())
 
 
 class _Authenticating:
@@ -350,7 +348,7 @@ def _answer(
     """Encode a handler's response (None: Produce with acks=0, no response at all);
     `body`: the response already encoded (broker.handlers.Encoded)."""
     # One unpacking rather than a generic attribute lookup per field (see Journal.record).
-    broker, route, version, correlation_id, client_id, started, conn, _, _, _, flexible = call
+    broker, route, version, correlation_id, client_id, started, conn, req, fault, frame, flex = call
     try:
         # Encoding is inside the dispatch site too: a response that cannot be encoded is a
         # bug reported with its API, version and client, like any other.
@@ -358,14 +356,14 @@ def _answer(
             out = None
         else:
             chunks = encode_chunks(response, version) if body is None else [body]
-            out = frame_response(correlation_id, chunks, flexible)
+            out = frame_response(correlation_id, chunks, flex)
     except Exception:
         return _failed(call)
     ended = conn.now()
     broker.metrics.request_done(route.name, code, ended - started)
-    if broker.journal is not None:
-        outcome = "answered" if out is not None else "no response"
-        broker.journal.record(call, code, response, out, outcome, ended)
+    journal = broker.journal
+    if journal is not None:
+        journal.record(call, code, response, out, ended, started, conn, req, fault, frame)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "%s v%d corr=%d from %s -> %s",

@@ -8,8 +8,11 @@ when somebody reads the journal. Bytes, not the decoded objects: 10,000 decoded 
 and responses kept alive are a few hundred thousand objects for Python's cyclic garbage
 collector to walk again and again (a third more CPU per request, measured), while a tuple
 of ints, strings and bytes is not tracked by it at all. So a broker whose journal nobody
-reads pays for one tuple per request (bench/run.py, §10). Three kinds of message are not
-kept as they came:
+reads pays for one tuple per request (bench/run.py, §10). Most requests, a small frame
+answered NONE with a body of one `bytes`, are kept as references alone (`record`: the
+frame and the body themselves, not copies; the header's facts are read from the frame when
+the journal is read); the others as every fact in a tuple of its own (`record_as`). Four
+kinds of message are not kept as they came:
 
   * Produce requests: their record batches could keep gigabytes alive. The response names
     every partition, its error code and base offset, which is what the journal shows.
@@ -37,7 +40,13 @@ import trio
 
 from broker.controls.summary import error_codes, group_ids, summarise, topic_partitions
 from protocol.errors import ErrorCode
-from protocol.frames import parse_request_header
+from protocol.frames import parse_request_header, peek_request_key, request_client_id
+from protocol.messages.alter_configs import AlterConfigsRequest
+from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest
+from protocol.messages.fetch import FetchRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from protocol.messages.produce import ProduceRequest
 from protocol.schema import DecodeError, decode
 
 __all__ = ["Journal"]
@@ -52,6 +61,18 @@ _EAGER: dict[str, tuple[bool, bool]] = {
 }
 _DROP_REQUEST = frozenset({"Produce"})
 _SPECIAL = _DROP_REQUEST | _EAGER.keys()
+# Their request classes, what `record` tells them by (a route's name is a slow read; the
+# same APIs: tests/broker/test_journal.py).
+_SPECIAL_REQUESTS = frozenset(
+    {
+        AlterConfigsRequest,
+        CreateTopicsRequest,
+        DescribeConfigsRequest,
+        FetchRequest,
+        IncrementalAlterConfigsRequest,
+        ProduceRequest,
+    }
+)
 MAX_KEPT_BYTES = 65536
 # A response body longer than this may be part of a response longer than MAX_KEPT_BYTES:
 # its header (size, correlation id, tagged fields) is 8 or 9 bytes.
@@ -79,24 +100,63 @@ class Journal:
         code: int,
         response: Any,
         out: list[Any] | None,
+        ended: float,
+        started: float,
+        conn: Any,
+        request: Any,
+        fault: int | None,
+        frame: Any,
+    ) -> None:
+        """Keep one answered request (called by the dispatch site; see the module docstring).
+
+        `call` is the dispatch site's record of the request (broker.dispatch.Call), and
+        `started`, `conn`, `request`, `fault` and `frame` are its fields (the dispatch site
+        has unpacked them already: a named tuple is unpacked through its iterator, and its
+        fields read by name are generic lookups); `response` is the decoded response and
+        `out` its encoded chunks (None: acks=0, no answer), `ended` when it was answered.
+
+        This runs for every request the broker answers. What most requests are, a small
+        frame answered NONE with a body of one `bytes`, is kept as references alone, in a
+        7-tuple: the frame (its header holds the API, version, correlation id and client
+        id, read again when the journal is read), the body, the connection's id and host,
+        the times and the fault. Everything else goes to `record_as`. Nothing is read from
+        the route (its class's `__getattr__` makes every attribute read of it a generic
+        lookup). No entry holds an object the garbage collector tracks (an error-code
+        enum, a list, the connection): 10,000 tracked entries would be walked again and
+        again. The two bounds keep what a kept reference holds within MAX_KEPT_BYTES: a
+        frame larger than that is a buffer of its own (broker.connection), never kept.
+        """
+        if (
+            code
+            or out is None
+            or frame is None  # a deferred answer's (broker.dispatch.Pending)
+            or type(request) in _SPECIAL_REQUESTS
+            or len(frame) > MAX_KEPT_BYTES
+            or len(out) != 2
+            or type(body := out[1]) is not bytes
+            or len(body) > _BODY_MAX_KEPT_BYTES
+        ):
+            self.record_as(call, code, response, out, "answered" if out else "no response", ended)
+            return
+        self._ring.append(
+            (frame, body, conn.connection_id, conn.client_host, started, ended, fault)
+        )
+        self._seq += 1
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def record_as(
+        self,
+        call: Any,
+        code: int,
+        response: Any,
+        out: list[Any] | None,
         outcome: str,
         ended: float,
     ) -> None:
-        """Keep one request (called by the dispatch site; see the module docstring).
-
-        `call` is the dispatch site's record of the request (broker.dispatch.Call),
-        `response` the decoded response and `out` its encoded chunks (None: no answer).
-
-        This runs for every request the broker answers, so it does no more than copy
-        references into one tuple of untracked values: no sequence number (an entry's is
-        its place in the ring), no response header (its one fact, the correlation id, is
-        in the entry), no copy of a response body that is one `bytes` already (Metadata's,
-        kept encoded by its handler), no error-code enum (an enum member is an object the
-        garbage collector tracks: the tuple would stay tracked with it). `call` is
-        unpacked in one step: each of a named tuple's fields read by name is a generic
-        attribute lookup (CPython 3.11 does not specialise them), most of what recording
-        cost (tests/broker/test_controls.py checks the fields' order).
-        """
+        """Keep one request with its outcome, whatever it is (see `record`): lightened as
+        the module docstring says, every fact in a 13-tuple of its own."""
         (_, route, version, correlation_id, client_id, started, conn, request, fault, frame, _) = (
             call
         )
@@ -105,14 +165,11 @@ class Journal:
             request_data, response_data = self._lighten(name, request, frame, response, out)
         else:
             request_data = frame
-            if out is None:
-                response_data = None
-            elif len(out) == 2 and type(out[1]) is bytes:  # _body, inline
-                response_data = out[1]
-            else:
-                response_data = b"".join(out[1:])
+            response_data = None if out is None else _body(out)
         if request_data is not None and len(request_data) > MAX_KEPT_BYTES:
             request_data = _json({"omitted_bytes": len(request_data)})
+        elif isinstance(request_data, bytearray | memoryview):
+            request_data = bytes(request_data)  # a small frame not in `bytes` (none yet)
         if response_data is not None and len(response_data) > _BODY_MAX_KEPT_BYTES:
             # The size shown is the response's as it went out, header included (a summary
             # kept as JSON: the summary's).
@@ -188,7 +245,8 @@ class Journal:
     ) -> list[dict[str, Any]]:
         """The summaries of the kept entries after `since` that match every filter given."""
         out = []
-        for seq, entry in self._after(since):
+        for seq, kept in self._after(since):
+            entry = kept if len(kept) == 13 else self._expand(kept)
             if api is not None and self._name(entry[0]) != api:
                 continue
             if client_id is not None and entry[3] != client_id:
@@ -215,6 +273,31 @@ class Journal:
         oldest = self._seq - len(ring) + 1
         first = max(0, since - oldest + 1)
         return ((oldest + i, ring[i]) for i in range(first, len(ring)))
+
+    def _expand(self, kept: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A request `record` kept as references, as `record_as` keeps the others: its
+        header read again from its frame."""
+        frame, body, conn_id, client_host, started, ended, fault = kept
+        api_key, version, correlation_id = peek_request_key(frame)
+        route = self.routes.get(api_key)
+        client_id = None
+        if route is not None:
+            client_id, _ = request_client_id(frame, route.request.is_flexible(version))
+        return (
+            api_key,
+            version,
+            correlation_id,
+            client_id,
+            conn_id,
+            client_host,
+            started,
+            ended,
+            0,
+            "answered",
+            fault,
+            frame,
+            body,
+        )
 
     def _name(self, api_key: int) -> str:
         route = self.routes.get(api_key)
