@@ -149,18 +149,22 @@ class Reactor:
         """Step the ready connections while this task is the leader."""
         epoll, watched, again = self.epoll, self.watched, self.again
         poll, fileno, wait_readable = epoll.poll, epoll.fileno(), trio.lowlevel.wait_readable
-        outgoing = self.outgoing
+        ready, outgoing = self.ready, self.outgoing  # changed in place, never replaced
         steps = 0
         now = None  # the clock at this round's poll, once a connection parks
         while True:
-            if not self.ready:
+            if not ready:
                 if outgoing:  # the end of a pass
                     self._send_outgoing()
+                if not self.deferring and not again:
+                    # The pass stepped one connection (or none): a poll now would find
+                    # nothing more, most likely (a connection alone: its client has its
+                    # answer to read first). Wait for trio to say there is something.
+                    await wait_readable(fileno)
                 events = poll(0, POLL_EVENTS)
                 if not events and not again:
-                    await wait_readable(fileno)
+                    self.deferring = False
                     continue
-                ready = []
                 for fd, _ in events:
                     conn = watched.get(fd)
                     if conn is not None:
@@ -169,10 +173,9 @@ class Reactor:
                     ready.extend(again)
                     again.clear()
                 ready.reverse()  # popped from the end: served in the order reported
-                self.ready = ready
                 self.deferring = len(ready) > 1
                 now = None
-            conn = self.ready.pop()
+            conn = ready.pop()
             if conn.reactor is not self:  # forgotten meanwhile (closed, or taken by a task)
                 continue
             try:
