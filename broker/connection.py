@@ -137,8 +137,9 @@ class _Connection:
         self.client_host = client_host
         self.clock = broker.clock  # idle times are measured on the broker's clock
         self.metrics = broker.metrics
-        # What GET /v1/connections shows: the client id of the last request, the version of
-        # each API used (the last one), the requests read.
+        # What GET /v1/connections shows (kept with the admin endpoint on, which serves it):
+        # the client id of the last request, the version of each API used (the last one),
+        # the requests read.
         self.client_id: str | None = None
         self.api_versions: dict[int, int] = {}
         self.requests = 0

@@ -187,16 +187,20 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
                 route.error_response(route.request(), ErrorCode.INVALID_REQUEST, version),
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
-    conn.client_id = client_id
-    conn.api_versions[api_key] = version
-    conn.requests += 1
+    now = conn.now
+    if now is None:
+        started = None
+    else:  # the admin endpoint is on: its GET /v1/connections shows these
+        started = now()
+        conn.client_id = client_id
+        conn.api_versions[api_key] = version
+        conn.requests += 1
     security = conn.authz
     ctx = conn.contexts.get(version)  # none kept with an authorizer (below)
     if ctx is None or ctx.client_id != (client_id or ""):
         ctx = _new_context(conn, version, client_id)
         if not security.enabled:  # with an authorizer, broker.security.enforce writes to it
             conn.contexts[version] = ctx
-    now = conn.now
     call = _new_call(
         (
             broker,
@@ -204,7 +208,7 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
             version,
             correlation_id,
             client_id,
-            None if now is None else now(),
+            started,
             conn,
             request,
             None,

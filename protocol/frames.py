@@ -53,6 +53,7 @@ API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 _CLIENT_ID_SIZE = struct.Struct(">h")
+_pack_size = _SIZE.pack
 # Read or written once per request: the struct's method, looked up once.
 _request_header_v1 = struct.Struct(">hhih").unpack_from  # up to the client id's length
 _response_header_v0 = struct.Struct(">ii").pack  # size, correlation_id
@@ -120,7 +121,7 @@ def request_client_id(
 def header_tags_end(frame: bytes | bytearray | memoryview, pos: int) -> int:
     """Where the body of a request with header v2 starts: after the tagged-field section
     at `pos` (empty, nearly always: none is defined for request headers)."""
-    if pos < len(frame) and frame[pos] == 0:
+    if frame[pos : pos + 1] == b"\x00":
         return pos + 1
     try:
         r = Reader(frame, pos)
@@ -287,9 +288,11 @@ class FrameBuffer:
         Raises:
           FrameTooLarge: as `next_frame`.
         """
-        if not self.buffer and len(data) >= 4:
-            (size,) = _SIZE.unpack_from(data, 0)
-            if len(data) - 4 == size <= self.max_frame_bytes:
+        if not self.buffer:
+            size = len(data) - 4
+            # The prefix says so: `data` is all of one frame. (Fewer than 4 bytes: a
+            # shorter prefix, not equal to any packed size.)
+            if data[:4] == _pack_size(size) and size <= self.max_frame_bytes:
                 return data[4:]
         self.feed(data)
         return self.next_frame()

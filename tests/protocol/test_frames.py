@@ -228,3 +228,29 @@ def test_feed_next_gives_the_frames_feed_and_next_frame_give() -> None:
         frames.feed_next(framed(b"x" * 17))  # over the limit, whole or not
     with pytest.raises(FrameTooLarge):
         FrameBuffer(16).feed_next(struct.pack(">i", -1))
+    frames = FrameBuffer(16)
+    assert frames.feed_next(b"\x00\x00") is None  # part of a size prefix: buffered
+    assert frames.feed_next(b"\x00\x01x") == b"x"
+    assert frames.feed_next(framed(b"y" * 16)) == b"y" * 16  # at the limit
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=6), st.lists(st.integers(1, 50), max_size=12))
+def test_feed_next_cuts_any_chunking_into_the_frames_sent(bodies, cuts):
+    """Read as Connection.step reads: feed_next for each chunk received, then next_frame
+    while the buffer holds bytes; `not buffer` says exactly when nothing is buffered."""
+    stream = b"".join(struct.pack(">i", len(b)) + b for b in bodies)
+    chunks, pos = [], 0
+    for n in cuts:
+        chunks.append(stream[pos : pos + n])
+        pos += n
+    chunks = [c for c in [*chunks, stream[pos:]] if c]
+    frames, got = FrameBuffer(64), []
+    for chunk in chunks:
+        frame = frames.feed_next(chunk)
+        while frame is not None:
+            got.append(frame)
+            frame = frames.next_frame() if frames.buffer else None
+        assert bool(frames.buffer) == (len(frames) > 0)
+    assert got == bodies
+    assert not frames.buffer
