@@ -338,13 +338,11 @@ class _Connection:
                             reactor.outgoing.append(self)
                         else:
                             outbox += out
-                        left -= 1
-                        if not left:
-                            return AGAIN
-                        continue
-                    if not self._send_now(fd, out):
+                    elif not self._send_now(fd, out):
                         return TASK
                 left -= 1
+                if received and not frames.buffer:  # read, and all of it answered
+                    return PARKED
                 if not left:
                     return AGAIN
         except (FrameTooLarge, CloseConnection) as e:
@@ -361,8 +359,8 @@ class _Connection:
         out, self.outbox = self.outbox, None
         if out is None:
             return PARKED
-        try:
-            return PARKED if self._send_now(self._fd(), out) else TASK
+        try:  # a closed socket's fileno() is -1: the writev raises OSError (EBADF)
+            return PARKED if self._send_now(self.sock.fileno(), out) else TASK
         except (trio.ClosedResourceError, OSError) as e:
             self.end(_reason(e))
             self.aborted = True

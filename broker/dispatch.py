@@ -112,7 +112,8 @@ class Call(NamedTuple):
     flexible_header: bool = False  # whether the response header is v1
 
 
-# Call(*fields) without the Python function namedtuple's __new__ is: once per request.
+# Call(*fields) without calling namedtuple's generated __new__, a Python function: this
+# runs once per request.
 _new_call = functools.partial(tuple.__new__, Call)
 
 
