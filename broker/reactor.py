@@ -171,7 +171,7 @@ class Reactor:
                     self._send_outgoing()
                 if lone and skip and not again:
                     skip -= 1  # straight to trio
-                    events = None
+                    events = []
                 else:
                     events = poll(0, POLL_EVENTS)
                     if lone:
