@@ -61,7 +61,12 @@ CONTROLS = {
 
 
 def _client(
-    api: str, n: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
+    api: str,
+    n: int,
+    conns: int = 1,
+    one_partition: bool = False,
+    controls: str = "off",
+    records: int = 1,
 ) -> None:
     """The process callgrind runs: broker and client on one trio loop, `n` round trips
     (with `conns` > 1: over that many connections at once, one request in flight on each,
@@ -113,7 +118,7 @@ def _client(
             if api == "commit":
                 request, version = side_by_side._commit_requests(1, "instructions", 9)[0]
             elif api == "produce":
-                request, version = _produce_request(), 9
+                request, version = _produce_request(records), 9
             else:
                 request, version = side_by_side._metadata_request(), side_by_side.METADATA_VERSION
             frame = kwire.request_bytes(request, version)
@@ -148,11 +153,14 @@ def _client(
     trio.run(main)
 
 
-def _produce_request() -> Any:
+def _produce_request(records: int = 1) -> Any:
     from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
     from protocol.records import build_batch
 
-    batch = build_batch([(None, b"x" * 100, (), 1_700_000_000_000)])
+    # A millisecond per 1,000 records, as a client filling a batch for linger.ms would.
+    batch = build_batch(
+        [(None, b"x" * 100, (), 1_700_000_000_000 + i // 1000) for i in range(records)]
+    )
     data = PartitionProduceData(index=0, records=batch)
     return ProduceRequest(
         acks=-1,
@@ -161,9 +169,7 @@ def _produce_request() -> Any:
     )
 
 
-def _bytecodes(
-    api: str, n: int, top: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
-) -> None:
+def _bytecodes(api: str, n: int, top: int, **load: Any) -> None:
     """Print where one round trip's Python bytecodes go, per function: a `sys.settrace`
     count of opcode events of a run of `n` requests minus one of none (both after a first,
     untraced run, so that neither pays the imports). Deterministic like callgrind's count,
@@ -182,14 +188,14 @@ def _bytecodes(
             calls[frame.f_code] += 1
         return trace
 
-    _client(api, 0, conns, one_partition, controls)  # the imports, untraced
+    _client(api, 0, **load)  # the imports, untraced
     runs = []
     for requests in (0, n):
         opcodes.clear()
         calls.clear()
         sys.settrace(trace)
         try:
-            _client(api, requests, conns, one_partition, controls)
+            _client(api, requests, **load)
         finally:
             sys.settrace(None)
         runs.append((opcodes.copy(), calls.copy()))
@@ -197,7 +203,7 @@ def _bytecodes(
     per = {code: (op1[code] - op0[code]) / n for code in op1}
     per_calls = {code: (calls1[code] - calls0[code]) / n for code in calls1}
     print(
-        f"{api} (controls {controls}): {sum(per.values()):,.0f} bytecodes, "
+        f"{api} (controls {load.get('controls', 'off')}): {sum(per.values()):,.0f} bytecodes, "
         f"{sum(per_calls.values()):,.1f} Python calls per round trip\n"
         "  bytecodes  calls  function"
     )
@@ -208,9 +214,15 @@ def _bytecodes(
         print(f"  {count:9.1f} {per_calls.get(code, 0):6.1f}  {name}")
 
 
-def _count(
-    tree: Path, api: str, n: int, conns: int = 1, one_partition: bool = False, controls: str = "off"
-) -> int:
+def _count(tree: Path, api: str, n: int, **load: Any) -> int:
+    # `load`: _client's options, passed to the counted process as its command line's.
+    options = []
+    for name, value in load.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            options.append(flag)
+        elif value is not False:
+            options += [flag, str(value)]
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{tree / 'bench'}")
     out = subprocess.run(
         [
@@ -223,11 +235,7 @@ def _count(
             api,
             "--requests",
             str(n),
-            "--conns",
-            str(conns),
-            *(["--one-partition"] if one_partition else []),
-            "--controls",
-            controls,
+            *options,
         ],
         cwd=tree,
         env=env,
@@ -274,19 +282,34 @@ def main() -> None:
         action="store_true",
         help="with --conns: groups whose offsets all go to one __consumer_offsets partition",
     )
+    ap.add_argument(
+        "--records",
+        type=int,
+        default=1,
+        help="produce: that many 100-byte records in the batch (4,400: ~480 KB, what "
+        "confluent-kafka sends in §2's 100 B produce)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    load = {
+        "conns": a.conns,
+        "one_partition": a.one_partition,
+        "controls": a.controls,
+        "records": a.records,
+    }
     if a.child:
-        _client(a.api, a.requests, a.conns, a.one_partition, a.controls)
+        _client(a.api, a.requests, **load)
         return
     if a.bytecodes is not None:
-        _bytecodes(a.api, a.requests, a.bytecodes, a.conns, a.one_partition, a.controls)
+        _bytecodes(a.api, a.requests, a.bytecodes, **load)
         return
     tree = a.tree.resolve()
     if a.one_partition and a.api != "commit":
         ap.error("--one-partition is for commit only")
-    base = _count(tree, a.api, 0, a.conns, a.one_partition, a.controls)
-    loaded = _count(tree, a.api, a.requests, a.conns, a.one_partition, a.controls)
+    if a.records != 1 and a.api != "produce":
+        ap.error("--records is for produce only")
+    base = _count(tree, a.api, 0, **load)
+    loaded = _count(tree, a.api, a.requests, **load)
     print(
         f"{a.api} (controls {a.controls}): {(loaded - base) / a.requests:,.0f} instructions "
         f"per round trip ({tree})"

@@ -18,6 +18,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from coordinator.records import PLAIN_VALUE_FORMAT, PLAIN_VALUE_SIZE, OffsetCommitRecord
 from protocol.primitives import uvarint_bytes
 from protocol.records import BATCH_HEADER_SIZE, MAGIC, BatchHeader, build_batch, crc32c
 
@@ -62,7 +63,11 @@ def append_one(topics: TopicRegistry, wall_ms: int, pid: int, record: AnyRecord)
     """`append_records` of one record to partition `pid`, no producer: the log written.
     The batch goes with the header it was packed from, which the log would parse again."""
     partition = topics.offsets_topic(now_wall_ms=wall_ms).partitions[pid]
-    batch, header = _one_record_batch(record.key_bytes(), record.value_bytes(), wall_ms)
+    plain = record.plain_value() if type(record) is OffsetCommitRecord else None
+    if plain is None:
+        batch, header = _one_record_batch(record.key_bytes(), record.value_bytes(), wall_ms)
+    else:
+        batch, header = _commit_batch(record.key_bytes(), plain, wall_ms)
     partition.append(batch, wall_ms=wall_ms, header=header)
     return partition.log
 
@@ -162,4 +167,53 @@ def _one_record_batch(key: bytes, value: bytes | None, timestamp: int) -> tuple[
     length = BATCH_HEADER_SIZE - 12 + len(body)
     header = (0, length, -1, MAGIC, crc, 0, 0, timestamp, timestamp, -1, -1, -1, 1)
     batch = b"".join((_PREFIX.pack(0, length, -1, MAGIC, crc), tail, body))
+    return batch, _new_header(BatchHeader, header)
+
+
+# The batch of a commit whose value is plain (coordinator.records.PLAIN_VALUE_FORMAT), by
+# its key: everything after the CRC is one struct per key, whose fields are the two
+# timestamps, the constant run from the producer fields to the value (no producer,
+# recordsCount 1, the record's length, start and key, the value's length), and the value's
+# fields; attributes and lastOffsetDelta (0) and the record's headers (none) are its pad
+# bytes. Made once per key (at most ~10,000 kept, emptied when full), as the keys are.
+_COMMIT_TEMPLATES: dict[bytes, tuple[struct.Struct, int, bytes]] = {}
+_COMMIT_TEMPLATES_KEPT = 10_000
+
+
+def _commit_template(key: bytes) -> tuple[struct.Struct, int, bytes]:
+    key_length = _varint(len(key))
+    value_length = _varint(PLAIN_VALUE_SIZE)
+    record_length = len(_ONE_RECORD_START) + len(key_length) + len(key) + len(value_length)
+    record_length += PLAIN_VALUE_SIZE + len(_NO_HEADERS)
+    run = b"".join(
+        (
+            _NO_PRODUCER,
+            _COUNT.pack(1),
+            _varint(record_length),
+            _ONE_RECORD_START,
+            key_length,
+            key,
+            value_length,
+        )
+    )
+    body = struct.Struct(f">6xqq{len(run)}s{PLAIN_VALUE_FORMAT}x")
+    if len(_COMMIT_TEMPLATES) >= _COMMIT_TEMPLATES_KEPT:
+        _COMMIT_TEMPLATES.clear()
+    template = _COMMIT_TEMPLATES[key] = (body, _PREFIX.size - 12 + body.size, run)
+    return template
+
+
+def _commit_batch(
+    key: bytes, plain: tuple[int, int, int, int, int], timestamp: int
+) -> tuple[bytes, BatchHeader]:
+    """`_one_record_batch(key, value, timestamp)` of a commit whose value is plain, from the
+    key's template: one pack and one CRC."""
+    template = _COMMIT_TEMPLATES.get(key)
+    if template is None:
+        template = _commit_template(key)
+    body, length, run = template
+    after_crc = body.pack(timestamp, timestamp, run, *plain)
+    crc = crc32c(after_crc)
+    header = (0, length, -1, MAGIC, crc, 0, 0, timestamp, timestamp, -1, -1, -1, 1)
+    batch = _PREFIX.pack(0, length, -1, MAGIC, crc) + after_crc
     return batch, _new_header(BatchHeader, header)

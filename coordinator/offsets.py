@@ -47,6 +47,7 @@ from protocol.messages import offset_delete
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
@@ -139,7 +140,7 @@ class OffsetManager:
         `standalone`: commit as generation -1 without a member id or instance id, whatever
         the request says (a consumer group's commit, its member checked already).
         """
-        self.clock.seen(now_ms, wall_ms)
+        self.clock.offset_ms = wall_ms - now_ms  # clock.seen(now_ms, wall_ms), without its call
         version = ctx.api_version
         group_id = request.group_id
         generation_id = -1 if standalone else request.generation_id_or_member_epoch
@@ -156,48 +157,57 @@ class OffsetManager:
             if member is not None:
                 touch(member, now_ms)
 
-        retention_ms = request.retention_time_ms if 2 <= version <= 4 else -1
-        expire_ms = None if retention_ms == -1 else wall_ms + retention_ms
+        expire_ms = None
+        if 2 <= version <= 4 and request.retention_time_ms != -1:
+            expire_ms = wall_ms + request.retention_time_ms
         # The Outcome is built here rather than by an OutcomeBuilder, and the offset inline
         # (`_offset`'s check): the path of every commit, kept to the objects it answers with.
+        # The answer is made from the request once the records are: only partitions
+        # refused for their metadata (`refused`) differ from the request's shape.
         records: list[AnyRecord] = []
+        refused: set[int] | None = None  # ids of the request's partitions refused
         track = self.writes.track
         pending = group.pending_offset_commits
         max_metadata = self.config.offset_metadata_max_bytes
-        topics = []
-        for topic in request.topics:
+        topics = request.topics
+        for topic in topics:
             name = topic.name
-            partitions = []
             for p in topic.partitions:
                 index = p.partition_index
                 metadata = p.committed_metadata
-                # len() bounds Java's length from below: the call only for non-ASCII text.
-                if metadata is not None and (
-                    len(metadata) > max_metadata
-                    or (not metadata.isascii() and _java_length(metadata) > max_metadata)
-                ):
-                    code = _E.OFFSET_METADATA_TOO_LARGE
+                if metadata:
+                    # len() bounds Java's length from below: the call only for non-ASCII text.
+                    if len(metadata) > max_metadata or (
+                        not metadata.isascii() and _java_length(metadata) > max_metadata
+                    ):
+                        refused = refused or set()
+                        refused.add(id(p))
+                        continue
                 else:
-                    code = _E.NONE
-                    # v1 may name the commit time; -1 (and every later version): now.
-                    offset = OffsetAndMetadata(
-                        p.committed_offset,
-                        p.committed_leader_epoch,
-                        metadata or "",
-                        wall_ms if version != 1 or p.commit_timestamp == -1 else p.commit_timestamp,
-                        expire_ms,
-                    )
-                    partition = (name, index)
-                    # dict.get, not Counter's `+= 1`: its __missing__ is a Python call.
-                    pending[partition] = pending.get(partition, 0) + 1
-                    record = OffsetCommitRecord(group_id, name, index, offset)
-                    records.append(record)
-                    track(record, CommitWrite(group, partition, offset, token))
-                partitions.append(
-                    OffsetCommitResponsePartition(partition_index=index, error_code=code)
+                    metadata = ""
+                # v1 may name the commit time; -1 (and every later version): now.
+                fields = (
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    metadata,
+                    wall_ms if version != 1 or p.commit_timestamp == -1 else p.commit_timestamp,
+                    expire_ms,
                 )
-            topics.append(OffsetCommitResponseTopic(name=name, partitions=partitions))
-        return Outcome((Reply(token, OffsetCommitResponse(topics=topics)),), tuple(records))
+                offset = _new_offset(OffsetAndMetadata, fields)
+                partition = (name, index)
+                # dict.get, not Counter's `+= 1`: its __missing__ is a Python call.
+                pending[partition] = pending.get(partition, 0) + 1
+                record = OffsetCommitRecord(group_id, name, index, offset)
+                records.append(record)
+                track(record, CommitWrite(group, partition, offset, token))
+        if len(records) == 1 and refused is None and len(topics) == 1:
+            # One partition committed, the usual request: its answer is made once.
+            response = _ONE_PARTITION_ANSWERS.get(partition)
+            if response is None:
+                response = _one_partition_answer(partition)
+        else:
+            response = OffsetCommitResponse(topics=_answer_topics(topics, refused))
+        return Outcome((_new_reply(Reply, (token, response)),), tuple(records))
 
     def _offset(
         self,
@@ -645,6 +655,48 @@ class OffsetManager:
 
 def _no_subscriptions(group_id: str) -> frozenset[str] | None:
     return None
+
+
+# NamedTuples made without their Python-level __new__ (one of each per commit).
+_new_offset = tuple.__new__
+_new_reply = tuple.__new__
+# The answer of a commit of one partition, by (topic, partition): responses are immutable,
+# so one object serves every such commit (at most ~10,000 kept, emptied when full).
+_ONE_PARTITION_ANSWERS: dict[TopicPartition, OffsetCommitResponse] = {}
+_ONE_PARTITION_ANSWERS_KEPT = 10_000
+
+
+def _one_partition_answer(partition: TopicPartition) -> OffsetCommitResponse:
+    if len(_ONE_PARTITION_ANSWERS) >= _ONE_PARTITION_ANSWERS_KEPT:
+        _ONE_PARTITION_ANSWERS.clear()
+    topic, index = partition
+    answer = OffsetCommitResponsePartition(partition_index=index, error_code=_E.NONE)
+    response = _ONE_PARTITION_ANSWERS[partition] = OffsetCommitResponse(
+        topics=[OffsetCommitResponseTopic(name=topic, partitions=[answer])]
+    )
+    return response
+
+
+def _answer_topics(
+    topics: Sequence[OffsetCommitRequestTopic], refused: set[int] | None
+) -> list[OffsetCommitResponseTopic]:
+    """An OffsetCommit's answer per topic: NONE, or OFFSET_METADATA_TOO_LARGE for the
+    request's partitions in `refused` (by id)."""
+    return [
+        OffsetCommitResponseTopic(
+            name=topic.name,
+            partitions=[
+                OffsetCommitResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=_E.NONE
+                    if refused is None or id(p) not in refused
+                    else _E.OFFSET_METADATA_TOO_LARGE,
+                )
+                for p in topic.partitions
+            ],
+        )
+        for topic in topics
+    ]
 
 
 def _wanted(

@@ -90,6 +90,12 @@ _KEY_VERSION = struct.pack(">h", 1)
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _VALUE_HEAD = struct.Struct(">hqih")  # version 3, offset, leader epoch, metadata length
+# OffsetCommitValue v3 of an offset without metadata or expire timestamp (almost every
+# commit), as a struct format without its byte order: version 3, offset, leader epoch,
+# metadata length 0, commit timestamp. For writers that pack the value inside a larger
+# struct: `OffsetCommitRecord.plain_value` gives its fields.
+PLAIN_VALUE_FORMAT = "hqihq"
+PLAIN_VALUE_SIZE = struct.calcsize(">" + PLAIN_VALUE_FORMAT)
 _VALUE_HEAD_V1 = struct.Struct(">hqh")  # version 1, offset, metadata length
 _I64 = struct.Struct(">q")
 _I64_PAIR = struct.Struct(">qq")
@@ -171,6 +177,20 @@ class OffsetCommitRecord:
                 )
             )
         return key
+
+    def plain_value(self) -> tuple[int, int, int, int, int] | None:
+        """The fields of the value in PLAIN_VALUE_FORMAT, or None when the offset has
+        metadata or an expire timestamp (then only `value_bytes` writes it)."""
+        offset = self.offset
+        if offset.metadata or offset.expire_timestamp_ms is not None:
+            return None
+        return (
+            OFFSET_COMMIT_VALUE_VERSION,
+            offset.offset,
+            offset.leader_epoch,
+            0,
+            offset.commit_timestamp_ms,
+        )
 
     def value_bytes(self) -> bytes:
         offset = self.offset

@@ -256,13 +256,17 @@ def read_records(r: Reader) -> memoryview | None:
 
 
 def read_compact_records(r: Reader) -> memoryview | None:
-    # One per partition of a Produce: read_uvarint's two-byte case (the length of a batch
-    # of 127 B to 16 KiB) and _take, inline.
+    # One per partition of a Produce: read_uvarint's two- and three-byte cases (the length
+    # of a batch of 127 B to 16 KiB, and to 2 MiB: a producer's large batch, whose read in
+    # read_uvarint's loop cost 145 bytecodes) and _take, inline.
     buf = r.buf
     pos = r.pos
     if pos + 1 < len(buf) and buf[pos + 1] < 0x80 <= buf[pos]:
         n = (buf[pos] & 0x7F) + (buf[pos + 1] << 7) - 1
         pos += 2
+    elif pos + 2 < len(buf) and buf[pos + 2] < 0x80 <= buf[pos + 1] and buf[pos] >= 0x80:
+        n = (buf[pos] & 0x7F) + ((buf[pos + 1] & 0x7F) << 7) + (buf[pos + 2] << 14) - 1
+        pos += 3
     else:
         n = read_uvarint(r) - 1
         pos = r.pos

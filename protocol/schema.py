@@ -20,8 +20,11 @@ both are decided per version here, as in Kafka's JSON (`flexibleVersions`,
 `nullableVersions`). Unknown tagged fields are skipped, as Kafka does.
 
 `decode`/`encode` use the compiled construct for (class, version), built lazily on first
-use (about 2 ms each; most pairs are never used). Decoding checks that the whole buffer was
-consumed, and every failure of malformed input surfaces as `DecodeError`.
+use (about 2 ms each; most pairs are never used; protocol.codegen writes its code). Decoding
+checks that the whole buffer was consumed, and every failure of malformed input surfaces
+as `DecodeError`: bytes the generated parser refuses are read again by the interpreted
+construct, whose error is the one raised (as is its error for a value the generated
+builder cannot write).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import dataclasses
 import inspect
 import struct
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from construct import Construct, ConstructError
@@ -433,26 +437,6 @@ class KStruct(CompiledStruct):
             p.write_tagged(stream, tags)
         return obj
 
-    def _runs(self) -> list[tuple[int, int, struct.Struct | None]]:
-        """The fields in order as (first index, count, codec): each run of consecutive
-        fixed-width fields is one struct.Struct, so that the generated code reads or writes
-        it with one unpack_from/pack instead of a call per field; any other field is alone,
-        with codec None."""
-        runs: list[tuple[int, int, struct.Struct | None]] = []
-        fmt = ""
-        for i, (_, c) in enumerate(self.fields):
-            code = c.fixed_format if isinstance(c, p.Leaf) else None
-            if code is not None:
-                fmt += code
-                continue
-            if fmt:
-                runs.append((i - len(fmt), len(fmt), struct.Struct(">" + fmt)))
-                fmt = ""
-            runs.append((i, 1, None))
-        if fmt:
-            runs.append((len(self.fields) - len(fmt), len(fmt), struct.Struct(">" + fmt)))
-        return runs
-
 
 def build_struct(cls: type[Struct], version: int, flexible: bool | None = None) -> KStruct:
     """The (interpreted) construct for `cls` at `version`; nested structs inherit `flexible`."""
@@ -482,12 +466,21 @@ def build_struct(cls: type[Struct], version: int, flexible: bool | None = None) 
 # --- encode / decode ----------------------------------------------------------------------
 
 _COMPILED: dict[tuple[type[Message], int], Any] = {}
+# The compiled functions of _COMPILED's codecs, looked up by `decode` and `encode_chunks`.
+_DECODERS: dict[tuple[type[Message], int], Callable[[Any, int], tuple[Any, int]]] = {}
+_BUILDERS: dict[tuple[type[Message], int], Callable[[Any, list[Any], Any], Any]] = {}
 
 # What a malformed buffer can raise from inside the generated code: our own DecodeError,
 # struct.error from unpack_from past the end, UnicodeDecodeError (a ValueError) from a bad
 # string, IndexError from a byte read past the end, and construct's own errors. Nothing
 # else is caught: anything else is a bug.
 _MALFORMED = (DecodeError, struct.error, ValueError, IndexError, ConstructError)
+# What `decode` hands to `_refused`: those, and a string sliced from a memoryview (which
+# has no decode()): the generated parser reads bytes and bytearrays.
+_REFUSED = (*_MALFORMED, AttributeError)
+# What the generated builder raises for a value it cannot write (None where the field is
+# not nullable: `len(None)`, `None.encode()`; a number out of range: struct.error).
+_UNWRITABLE = (AttributeError, TypeError, ValueError, OverflowError, struct.error)
 
 
 def _compiled(cls: type[Message], version: int) -> Any:
@@ -499,17 +492,46 @@ def _compiled(cls: type[Message], version: int) -> Any:
         if cls.KEEP_DECODED:
             c = _Kept(c)
         _COMPILED[(cls, version)] = c
+        _DECODERS[(cls, version)] = c.decode if cls.KEEP_DECODED else c.decodefunc
+        _BUILDERS[(cls, version)] = c.buildfunc
     return c
 
 
-def _parse(parsefunc: Any, r: Reader, cls: type[Message], version: int) -> Any:
-    """A message parsed by its compiled construct; what fails is a DecodeError."""
+def _refused(cls: type[Message], version: int, buf: Any, pos: int) -> tuple[Any, int]:
+    """`decode`'s answer to bytes the generated parser refused (it raised, or ended past
+    the end of the frame): a view is read again as bytes; otherwise the interpreted
+    construct's error, as a DecodeError (or, should it read them after all, its message
+    and the count of bytes left over)."""
+    codec = _compiled(cls, version)
+    if buf.__class__ is not bytes and buf.__class__ is not bytearray:
+        buf = bytes(buf)
+        try:
+            msg, end = codec.decodefunc(buf, pos)
+        except _MALFORMED:
+            end = len(buf) + 1  # refused: the interpreted construct's error, below
+        if end <= len(buf):
+            return msg, len(buf) - end
+    return _general_decode(codec, f"{cls.__name__} v{version}", buf, pos)
+
+
+def _general_decode(codec: Any, name: str, buf: Any, pos: int) -> tuple[Any, int]:
+    """What the interpreted construct makes of `buf[pos:]`: its error, as a DecodeError,
+    or its message and the count of bytes left over."""
+    r = Reader(buf, pos)
     try:
-        return parsefunc(r, None)
+        msg = codec.defersubcon._parse(r, None, "(decode)")
     except _MALFORMED as e:
         if isinstance(e, DecodeError):
             raise
-        raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
+        raise DecodeError(f"{name}: {e}") from e
+    return msg, len(r.buf) - r.pos
+
+
+def _general_encode(codec: Any, obj: Any, error: Exception) -> None:
+    """Raises the interpreted construct's error for a value the generated builder could not
+    write (`error`, raised again should the interpreted construct write it)."""
+    codec.defersubcon._build(obj, [], None, "(encode)")
+    raise error
 
 
 KEPT_DECODED = 64  # messages kept per (class, version) by _Kept (all dropped when full)
@@ -524,31 +546,30 @@ class _Kept:
     handler may then recognise the message itself (broker.handlers.metadata keeps its
     answer to it). The message is shared, so nobody may change it: a Struct is frozen, and
     its lists are left as they are (what the broker needs changed it copies, as
-    dataclasses.replace does). Encoding, and decoding a body longer than KEPT_MAX_BYTES,
-    are the compiled construct's."""
+    dataclasses.replace does). A body longer than KEPT_MAX_BYTES is decoded, not kept."""
 
-    __slots__ = ("buildfunc", "codec", "kept", "parsefunc", "source")
+    __slots__ = ("buildfunc", "codec", "decodefunc", "defersubcon", "kept", "parsefunc", "source")
 
     def __init__(self, codec: Any) -> None:
         self.codec = codec
         self.parsefunc = codec.parsefunc
+        self.decodefunc = codec.decodefunc
         self.buildfunc = codec.buildfunc
+        self.defersubcon = codec.defersubcon
         self.source = codec.source  # the generated code, as tests read it
-        self.kept: dict[bytes, tuple[Any, int]] = {}  # body -> (message, bytes left over)
+        self.kept: dict[bytes, tuple[Any, int]] = {}  # body -> (message, its end in body)
 
-    def decode(
-        self, cls: type[Message], version: int, buf: bytes | bytearray | memoryview, pos: int
-    ) -> tuple[Any, int]:
-        """`decode`'s message and the count of bytes left over after it."""
+    def decode(self, buf: Any, pos: int) -> tuple[Any, int]:
+        """The compiled parser's (message, end), kept for the same bytes."""
         body = bytes(buf[pos:])
         kept = self.kept.get(body)
         if kept is None:
-            r = Reader(body)
-            msg = _parse(self.parsefunc, r, cls, version)
-            if len(self.kept) >= KEPT_DECODED:
-                self.kept.clear()
-            kept = self.kept[body] = (msg, len(body) - r.pos)
-        return kept
+            kept = self.decodefunc(body, 0)  # (message, end in body)
+            if len(body) <= KEPT_MAX_BYTES and kept[1] <= len(body):  # not refused
+                if len(self.kept) >= KEPT_DECODED:
+                    self.kept.clear()
+                self.kept[body] = kept
+        return kept[0], pos + kept[1]
 
 
 def decode(
@@ -565,33 +586,34 @@ def decode(
     Raises:
       DecodeError: the bytes are short, have bytes left over, or hold an invalid value.
     """
-    codec = _COMPILED.get((cls, version))
-    if codec is None:
-        codec = _compiled(cls, version)
-    if type(codec) is _Kept and len(buf) - pos <= KEPT_MAX_BYTES:
-        msg, left = codec.decode(cls, version, buf, pos)
-    else:
-        r = Reader(buf, pos)
-        try:  # _parse, inline
-            msg = codec.parsefunc(r, None)
-        except _MALFORMED as e:
-            if isinstance(e, DecodeError):
-                raise
-            raise DecodeError(f"{cls.__name__} v{version}: {e}") from e
-        left = len(r.buf) - r.pos
-    if left and not allow_trailing:
-        raise DecodeError(f"{cls.__name__} v{version}: {left} bytes left over")
+    decoder = _DECODERS.get((cls, version))
+    if decoder is None:
+        _compiled(cls, version)
+        decoder = _DECODERS[(cls, version)]
+    try:
+        msg, end = decoder(buf, pos)
+        left = len(buf) - end
+    except _REFUSED:
+        left = -1
+    if left:
+        if left < 0:  # refused, or read past the end
+            msg, left = _refused(cls, version, buf, pos)
+        if left and not allow_trailing:
+            raise DecodeError(f"{cls.__name__} v{version}: {left} bytes left over")
     return msg
 
 
 def encode_chunks(msg: Message, version: int) -> list[Any]:
     """Encode `msg` at `version` as a list of byte chunks (memoryviews are not copied)."""
     chunks: list[Any] = []
-    cls = type(msg)
-    codec = _COMPILED.get((cls, version))
-    if codec is None:
-        codec = _compiled(cls, version)
-    codec.buildfunc(msg, chunks, None)
+    builder = _BUILDERS.get((msg.__class__, version))
+    if builder is None:
+        _compiled(type(msg), version)
+        builder = _BUILDERS[(msg.__class__, version)]
+    try:
+        builder(msg, chunks, None)
+    except _UNWRITABLE as e:
+        _general_encode(_compiled(type(msg), version), msg, e)
     return chunks
 
 
@@ -627,7 +649,10 @@ def encode_versioned(obj: Struct, version: int) -> bytes:
             raise ValueError(f"{cls.__name__} has no version {version}")
         codec = _versioned_codec(cls, version)
     chunks: list[Any] = [_VERSION.pack(version)]
-    codec.buildfunc(obj, chunks, None)
+    try:
+        codec.buildfunc(obj, chunks, None)
+    except _UNWRITABLE as e:
+        _general_encode(codec, obj, e)
     return b"".join(chunks)
 
 
@@ -640,18 +665,23 @@ def decode_versioned(cls: type[Struct], data: bytes | memoryview) -> Any:
       DecodeError: short, invalid, an unknown old version, or bytes left over.
     """
     versions: range = cls.VERSIONS  # type: ignore[attr-defined]
-    r = Reader(data)
+    if data.__class__ is not bytes:
+        data = bytes(data)
     try:
-        (version,) = _VERSION.unpack_from(r.buf, 0)
-        r.pos = 2
-        if version < versions.start:
-            raise DecodeError(f"{cls.__name__}: unknown version {version}")
-        newer = version >= versions.stop
-        obj = _versioned_codec(cls, versions.stop - 1 if newer else version).parsefunc(r, None)
-    except _MALFORMED as e:
-        if isinstance(e, DecodeError):
-            raise
+        (version,) = _VERSION.unpack_from(data, 0)
+    except struct.error as e:
         raise DecodeError(f"{cls.__name__}: {e}") from e
-    if r.remaining() and not newer:
-        raise DecodeError(f"{cls.__name__} v{version}: {r.remaining()} bytes left over")
+    if version < versions.start:
+        raise DecodeError(f"{cls.__name__}: unknown version {version}")
+    newer = version >= versions.stop
+    codec = _versioned_codec(cls, versions.stop - 1 if newer else version)
+    try:
+        obj, end = codec.decodefunc(data, 2)
+        left = len(data) - end
+    except _MALFORMED:
+        left = -1
+    if left < 0:
+        obj, left = _general_decode(codec, cls.__name__, data, 2)
+    if left and not newer:
+        raise DecodeError(f"{cls.__name__} v{version}: {left} bytes left over")
     return obj

@@ -48,7 +48,6 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from protocol.errors import KafkaError
 from protocol.records import (
@@ -105,16 +104,27 @@ class FileHandle:
         _close(self.fd)
 
 
-class FileSlice(NamedTuple):
+class FileSlice:
     """A run of whole batches in one segment file: what a Fetch sends (os.sendfile on `fd`).
 
     Holding the slice keeps the file open, so it stays readable even if the segment is
-    deleted or replaced meanwhile.
+    deleted or replaced meanwhile. Its length is its size, so that it can stand as a
+    chunk of a response among the bytes that encode the rest (Kafka's FileRecords, which
+    its network layer writes with FileChannel.transferTo: broker.sendfile).
     """
 
-    handle: FileHandle | None
-    position: int
-    size: int
+    __slots__ = ("handle", "position", "size")
+
+    def __init__(self, handle: FileHandle | None, position: int, size: int) -> None:
+        self.handle = handle
+        self.position = position
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __repr__(self) -> str:
+        return f"FileSlice(position={self.position}, size={self.size})"
 
     @property
     def fd(self) -> int:
@@ -126,6 +136,10 @@ class FileSlice(NamedTuple):
         if self.handle is None or self.size == 0:
             return b""
         return _pread_exact(self.handle.fd, self.size, self.position)
+
+    def after(self, n: int) -> FileSlice:
+        """What is left of the slice after its first `n` bytes."""
+        return FileSlice(self.handle, self.position + n, self.size - n)
 
 
 EMPTY_SLICE = FileSlice(None, 0, 0)

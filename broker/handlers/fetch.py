@@ -25,6 +25,13 @@ it is NOT_LEADER_OR_FOLLOWER; from v16 that and FENCED_LEADER_EPOCH carry the cu
 leader and its endpoint (KIP-951, KafkaApis.handleFetchRequest). A consumer fetch is
 answered by the leader only, as Kafka does without a replica.selector.class (KIP-392).
 
+Records of 64 KiB or more (SENDFILE_MIN_BYTES) are answered as the slice of the segment file
+that holds them, which the connection sends with sendfile(2), as Kafka sends its
+FileRecords (broker.sendfile); smaller ones, those of a read_committed fetch of a partition
+with aborted transactions up to its LSO (whose batches are read to bound the aborted
+transactions listed) and those of the down-conversion below are read into memory. So are
+all of them while the request journal (broker.controls) keeps the responses' bytes.
+
 Fetch sessions (KIP-227, v7+) are not kept: every response carries session_id 0, which tells
 the client to send full fetch requests, as a Kafka broker with no free session slots does.
 """
@@ -37,6 +44,7 @@ import trio
 
 from broker.cluster import leader_endpoints, serving_error
 from broker.context import RequestContext
+from broker.sendfile import SENDFILE_MIN_BYTES
 from protocol.compression import CompressionType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.legacy_records import LegacyRecord, build_message_set
@@ -50,6 +58,7 @@ from protocol.messages.fetch import (
     PartitionData,
 )
 from protocol.records import decode_records, iter_batches
+from storage.segment import FileSlice
 
 READ_COMMITTED = 1
 _NEW_LEADER = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
@@ -90,21 +99,38 @@ def _partition_data(
     if not plog.log_start_offset <= fp.fetch_offset <= plog.log_end_offset:
         return PartitionData(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, **base), 0
     limit = min(fp.partition_max_bytes, budget)
-    data = b""
+    data: bytes | FileSlice = b""
     committed = isolation_level == READ_COMMITTED
     end = lso if committed else plog.log_end_offset
     if fp.fetch_offset < end and (limit > 0 or first):
-        data = plog.read_bytes(fp.fetch_offset, limit, max_offset=end, min_one=first)
+        found = plog.read(fp.fetch_offset, limit, max_offset=end, min_one=first)
+        # Records that are sent as they are in the file go from there (broker.sendfile),
+        # unless the journal keeps the responses' bytes.
+        if found.size >= SENDFILE_MIN_BYTES and ctx.api_version >= 4 and ctx.broker.journal is None:
+            data = found
+        else:
+            data = found.read_bytes()
     aborted = None
     if committed:
-        upper = fp.fetch_offset
-        for _, header in iter_batches(data):
-            upper = max(upper, header.next_offset)
-        aborted = [
-            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-            for a in plog.transactions.aborted_transactions(fp.fetch_offset, upper)
-        ]
-    if ctx.api_version < 4 and data:  # no isolation level below v4: aborted is None
+        # The aborted transactions that overlap the batches returned, which bound them at the
+        # offset after the last one. Records sent from the file are read for that bound only
+        # when some transaction up to the LSO was aborted: else none overlaps them either.
+        if isinstance(data, FileSlice) and plog.transactions.aborted_transactions(
+            fp.fetch_offset, end
+        ):
+            data = data.read_bytes()
+        if isinstance(data, FileSlice):
+            aborted = []
+        else:
+            upper = fp.fetch_offset
+            for _, header in iter_batches(data):
+                upper = max(upper, header.next_offset)
+            aborted = [
+                AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                for a in plog.transactions.aborted_transactions(fp.fetch_offset, upper)
+            ]
+    # No isolation level below v4 (aborted is None), and the records were read.
+    if ctx.api_version < 4 and isinstance(data, bytes) and data:
         try:
             data = _down_convert(data, 0 if ctx.api_version <= 1 else 1, fp.fetch_offset)
         except KafkaError as e:

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from broker.coordinator_batch import _SMALL, _one_record_batch, _varint, build_coordinator_batch
+from broker.coordinator_batch import (
+    _SMALL,
+    _commit_batch,
+    _one_record_batch,
+    _varint,
+    build_coordinator_batch,
+)
+from coordinator.classic.group import OffsetAndMetadata
+from coordinator.records import OffsetCommitRecord
 from protocol.primitives import uvarint_bytes
 from protocol.records import build_batch, decode_records, parse_batch_header, validate_batch
 
@@ -47,3 +55,34 @@ def test_one_record_header_is_the_parsed_one(records: list[tuple[bytes, bytes | 
     assert header == parse_batch_header(batch)
     assert type(header) is type(parse_batch_header(batch))
     assert header.size == len(batch)
+
+
+@pytest.mark.parametrize("group_id", ["g", "g" * 40, "g" * 63, "é" * 70, "g" * 300])
+@pytest.mark.parametrize(
+    ("offset", "leader_epoch", "timestamp"),
+    [(0, -1, 0), (1000, 7, 1_700_000_000_000), (2**63 - 1, 2**31 - 1, -1)],
+)
+def test_a_plain_commits_template_batch_is_the_general_ones(
+    group_id: str, offset: int, leader_epoch: int, timestamp: int
+) -> None:
+    # Key lengths across the varint steps of the key, record and batch lengths; the same
+    # key twice, the second time from the kept template.
+    record = OffsetCommitRecord(
+        group_id, "topic", 3, OffsetAndMetadata(offset, leader_epoch, "", timestamp)
+    )
+    plain = record.plain_value()
+    assert plain is not None
+    general = _one_record_batch(record.key_bytes(), record.value_bytes(), timestamp)
+    for _ in range(2):
+        batch, header = _commit_batch(record.key_bytes(), plain, timestamp)
+        assert (batch, header) == general
+        assert type(header) is type(general[1])
+
+
+def test_only_a_commit_without_metadata_or_expiry_is_plain() -> None:
+    def record(metadata: str, expire: int | None) -> OffsetCommitRecord:
+        return OffsetCommitRecord("g", "t", 0, OffsetAndMetadata(1, -1, metadata, 5, expire))
+
+    assert record("", None).plain_value() == (3, 1, -1, 0, 5)
+    assert record("m", None).plain_value() is None
+    assert record("", 10).plain_value() is None

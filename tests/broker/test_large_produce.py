@@ -248,3 +248,42 @@ def test_a_direct_frame_buffer_is_a_bytearray_of_its_size_that_takes_every_byte(
     assert buffer == data
     buffer.append(1)  # an ordinary bytearray: it can grow, and is freed like one
     assert len(buffer) == size + 1
+
+
+@pytest.mark.parametrize("buffered", [0, 10])
+async def test_a_large_frame_read_first_goes_straight_to_its_buffer_as_one_begun_buffered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffered: int
+) -> None:
+    # With nothing buffered, the step's first read of a large frame is copied straight into
+    # the frame's own buffer (`_take_first`); when a part of the frame came before it (here
+    # `buffered` bytes, read on their own), the frame is begun from the receive buffer
+    # (FrameBuffer.start_large_frame). The same bytes are stored either way.
+    batches = _batches()
+    data_dir = tmp_path / "data"
+    begun: list[int] = []
+    start_large_frame = connection.FrameBuffer.start_large_frame
+
+    def counted(frames: Any, *args: Any) -> Any:
+        begun.append(len(frames))
+        return start_large_frame(frames, *args)
+
+    with trio.fail_after(30):
+        async with running(data_dir) as broker:
+            await _create(broker)
+            monkeypatch.setattr(connection.FrameBuffer, "start_large_frame", counted)
+            sock = _client(broker)
+            for i, batch in enumerate(batches):
+                frame = _frame(batch, 100 + i)
+                if buffered:
+                    sock.sendall(frame[:buffered])
+                    await trio.testing.wait_all_tasks_blocked(0.01)
+                sock.sendall(frame[buffered:])
+                correlation_id, response = await _receive_response(sock)
+                assert correlation_id == 100 + i
+                _check_response(response, i)
+            assert broker.memory_pool.used == 0
+            sock.close()
+            _check_logs(data_dir, batches)
+    # The frames read first went straight to their buffers; the others were begun from the
+    # receive buffer, holding the bytes read before and a full read after them.
+    assert begun == ([buffered + connection.RECEIVE_BYTES] * REQUESTS if buffered else [])

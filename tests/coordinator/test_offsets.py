@@ -15,6 +15,7 @@ from tests.coordinator.builders import (
     commit,
     commit_errors,
     coordinator,
+    ctx,
     delete_groups,
     fetch,
     fetch_groups,
@@ -24,6 +25,7 @@ from tests.coordinator.builders import (
     new_member_id,
     raised,
     reload,
+    reply,
     stable_group,
     subscription,
 )
@@ -431,3 +433,57 @@ def test_committed_offsets_lists_durable_offsets_of_live_groups_only() -> None:
     ]
     delete_groups(c, 2, "other")  # Dead until its tombstones are written
     assert [o.group_id for o in c.committed_offsets()] == [GROUP, GROUP]
+
+
+def test_a_one_partition_commit_shares_one_answer_equal_to_the_general_one() -> None:
+    from coordinator.offsets import _answer_topics
+    from protocol.messages.offset_commit import (
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+    )
+
+    c = coordinator(offset_metadata_max_bytes=2)
+    token, outcome = commit(c, 0, {("t", 4): 1})
+    again_token, again = commit(c, 1, {("t", 4): 2})
+    answer = reply(outcome, token)
+    assert reply(again, again_token) is answer  # one object per partition
+    request_topic = OffsetCommitRequestTopic(
+        name="t",
+        partitions=[OffsetCommitRequestPartition(partition_index=4, committed_offset=1)],
+    )
+    assert answer == OffsetCommitResponse(topics=_answer_topics([request_topic], None))
+    # Not that object: another partition, two partitions, a partition refused.
+    token, outcome = commit(c, 2, {("t", 5): 1})
+    assert reply(outcome, token) is not answer
+    assert commit_errors(outcome, token) == {("t", 5): E.NONE}
+    token, outcome = commit(c, 2, {("t", 4): 1, ("u", 4): 1})
+    assert reply(outcome, token) is not answer
+    assert commit_errors(outcome, token) == {("t", 4): E.NONE, ("u", 4): E.NONE}
+    token, outcome = commit(c, 2, {("t", 4): 1}, metadata="long")
+    assert commit_errors(outcome, token) == {("t", 4): E.OFFSET_METADATA_TOO_LARGE}
+    assert outcome.records == ()
+
+
+def test_a_partition_named_twice_is_answered_per_entry() -> None:
+    from protocol.messages.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+
+    c = coordinator(offset_metadata_max_bytes=2)
+    entries = [
+        OffsetCommitRequestPartition(partition_index=0, committed_offset=1, committed_metadata=m)
+        for m in ("long", "ok")
+    ]
+    request = OffsetCommitRequest(
+        group_id=GROUP,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=[OffsetCommitRequestTopic(name="t", partitions=entries)],
+    )
+    outcome = c.commit_offsets(ctx(9), request, 77, 0, WALL)
+    codes = [p.error_code for p in reply(outcome, 77).topics[0].partitions]
+    assert codes == [E.OFFSET_METADATA_TOO_LARGE, E.NONE]
+    assert [r.value.metadata for r in outcome.records] == ["ok"]

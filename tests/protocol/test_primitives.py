@@ -42,7 +42,9 @@ def test_compact_string_refuses_null_and_a_cut_off_string():
         write_compact_string([], None)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("size", [0, 1, 126, 127, 128, 170, 16382, 16383, 70000])
+@pytest.mark.parametrize(
+    "size", [0, 1, 126, 127, 128, 170, 16382, 16383, 70000, 480000, 2**21 - 2, 2**21 - 1]
+)
 def test_compact_records_of_every_length_encoding(size):
     body = bytes(range(256)) * (size // 256 + 1)
     data = uvarint_bytes(size + 1) + body[:size]
@@ -58,7 +60,10 @@ def test_compact_records_null_and_cut_off():
     r = Reader(b"\x80\x00rest")  # a two-byte encoding of 0: null as well
     assert read_compact_records(r) is None
     assert r.pos == 2
-    for data in (uvarint_bytes(171) + b"x" * 100, b"\x05ab", b"\xab"):
+    r = Reader(b"\x80\x80\x00rest")  # and a three-byte one
+    assert read_compact_records(r) is None
+    assert r.pos == 3
+    for data in (uvarint_bytes(171) + b"x" * 100, b"\x05ab", b"\xab", uvarint_bytes(20001) + b"x"):
         with pytest.raises(DecodeError):
             read_compact_records(Reader(data))
 

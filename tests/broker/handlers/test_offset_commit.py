@@ -125,3 +125,34 @@ async def test_offset_delete_of_a_missing_topic_is_unknown_topic_or_partition(
             # A group that does not exist: the coordinator's top-level answer alone.
             response = await client.call(replace(request, group_id="nobody"), 0)
             assert (response.error_code, response.topics) == (ErrorCode.GROUP_ID_NOT_FOUND, [])
+
+
+async def test_a_one_partition_answer_kept_encoded_is_the_answer_at_every_version(
+    tmp_path: Any,
+) -> None:
+    """A successful one-partition commit is answered from bytes the handler keeps per
+    answer and version: each version gets its own shape (throttle_time_ms from v3, flexible
+    from v8), the same as the answer encoded afresh, and the commit still takes effect."""
+    from broker.handlers.offset_commit import _ENCODED
+    from protocol.messages.offset_commit import OffsetCommitResponse
+    from protocol.schema import encode_chunks
+
+    with trio.fail_after(30):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            for offset in (5, 6):  # the second time from the kept bytes
+                for version in range(1, 10):
+                    request = commit_request("g", {("t", 0): offset * 10 + version})
+                    response = await client.call(request, version)
+                    assert _codes(response) == {("t", 0): ErrorCode.NONE}, version
+                    assert await committed(broker, "g", "t") == offset * 10 + version
+            kept = [(v, e) for (_, v), e in _ENCODED.items() if e.response.topics[0].name == "t"]
+            assert {v for v, _ in kept} >= set(range(1, 10))
+            for version, encoded in kept:
+                assert isinstance(encoded.response, OffsetCommitResponse)
+                assert encoded.body == b"".join(encode_chunks(encoded.response, version))
+            # An empty commit creates nothing and asks no coordinator, as before.
+            response = await client.call(replace(commit_request("none", {}), topics=[]), 9)
+            assert response.topics == []
+            assert broker.coordinator.coordinator.group("none") is None
