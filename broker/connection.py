@@ -61,7 +61,7 @@ import trio
 
 from broker.context import NODE_ID, RequestContext
 from broker.controls.clock import Clock
-from broker.dispatch import CloseConnection, Pending, dispatch
+from broker.dispatch import CloseConnection, Pending, dispatch, request_clock
 from broker.limits import DIRECT_FRAME_BYTES, direct_frame_buffer, frame_buffer
 from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
 from broker.routes import route_for
@@ -88,7 +88,6 @@ class _Connection:
     __slots__ = (
         "aborted",
         "address",
-        "again",
         "api_versions",
         "authz",
         "broker",
@@ -140,19 +139,20 @@ class _Connection:
         self.client_host = client_host
         self.clock = broker.clock  # idle times are measured on the broker's clock
         self.metrics = broker.metrics
-        # What GET /v1/connections shows: the client id of the last request, the version of
-        # each API used (the last one), the requests read.
+        # What GET /v1/connections shows (kept with the admin endpoint on, which serves it):
+        # the client id of the last request, the version of each API used (the last one),
+        # the requests read.
         self.client_id: str | None = None
         self.api_versions: dict[int, int] = {}
         self.requests = 0
         # What the dispatch site looks up once per connection (broker.dispatch.Caller).
         self.authz = authz(broker)
-        self.now = trio.lowlevel.current_clock().current_time
+        self.now = request_clock(broker)
         self.contexts: dict[int, RequestContext] = {}
         # The reactor stamps a parked connection with clock.now(): for the wall clock (its
         # `now` is trio.current_time()), trio's clock read without the two calls in front.
         wall = type(broker.clock).now is Clock.now
-        self.idle_clock = self.now if wall else broker.clock.now
+        self.idle_clock = trio.lowlevel.current_clock().current_time if wall else broker.clock.now
         self.opened_ms = broker.clock.wall_ms()
         try:
             peer = stream.socket.getpeername()
@@ -192,7 +192,6 @@ class _Connection:
         self.drained_at = self.clock.now()
         self.mid_frame = False
         self.waited = False  # the reader went through the scheduler since its last request
-        self.again = False  # the last step returned AGAIN: frames are waiting in the buffer
         # The responses of the last step, left for the end of the reactor's pass (`outbox`
         # in its `outgoing`): chunks, or None.
         self.outbox: list[Any] | None = None
@@ -280,11 +279,6 @@ class _Connection:
         goes on running it in its own task, broker.reactor.resume)."""
         frames = self.frames
         metrics = self.metrics
-        # Whether the buffer may hold a whole frame or a large one in progress: not after a
-        # step that returned PARKED, nor when a task hands the connection back (both looked
-        # before they parked), so such a step starts with its read; after AGAIN it does.
-        look = self.again
-        self.again = False
         received = False
         left = STEP_REQUESTS
         # In a pass of several connections the responses wait for the end of the pass,
@@ -298,11 +292,16 @@ class _Connection:
             if fd < 0:  # closed by the idle check or a writer
                 raise trio.ClosedResourceError("connection closed")
             while True:
-                frame: Any = frames.next_frame() if look else None
-                if frame is None and look and (large := self._large_frame()) is not None:
-                    frame = self._take_large(fd, large)
-                    if frame is None:
-                        return TASK  # received into a buffer of its own, by `read`
+                # A frame, whole or large, can be in the buffer only if bytes are: after AGAIN
+                # (a client that pipelines), or a frame cut short by a read. Usually there
+                # are none, and the step starts with its read.
+                frame: Any = None
+                if frames.buffer:
+                    frame = frames.next_frame()
+                    if frame is None and (large := self._large_frame()) is not None:
+                        frame = self._take_large(fd, large)
+                        if frame is None:
+                            return TASK  # received into a buffer of its own, by `read`
                 if frame is None:
                     if received:
                         return PARKED
@@ -321,7 +320,6 @@ class _Connection:
                             return TASK
                     else:
                         frame = frames.feed_next(data)
-                    look = True
                     if frame is None:
                         continue
                 coroutine = dispatch(self, frame)
@@ -347,16 +345,12 @@ class _Connection:
                             reactor.outgoing.append(self)
                         else:
                             outbox += out
-                        left -= 1
-                        if not left:
-                            self.again = True
-                            return AGAIN
-                        continue
-                    if not self._send_now(fd, out):
+                    elif not self._send_now(fd, out):
                         return TASK
                 left -= 1
+                if received and not frames.buffer:  # read, and all of it answered
+                    return PARKED
                 if not left:
-                    self.again = True
                     return AGAIN
         except (FrameTooLarge, CloseConnection) as e:
             self.end(_reason(e))
@@ -372,8 +366,8 @@ class _Connection:
         out, self.outbox = self.outbox, None
         if out is None:
             return PARKED
-        try:
-            return PARKED if self._send_now(self._fd(), out) else TASK
+        try:  # a closed socket's fileno() is -1: the writev raises OSError (EBADF)
+            return PARKED if self._send_now(self.sock.fileno(), out) else TASK
         except (trio.ClosedResourceError, OSError) as e:
             self.end(_reason(e))
             self.aborted = True

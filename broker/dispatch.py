@@ -25,6 +25,7 @@ exchange through `handle_frame`):
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -41,8 +42,9 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import (
     API_VERSIONS_KEY,
     frame_response,
-    peek_request_key,
+    header_tags_end,
     request_client_id,
+    request_header,
     response_header_is_flexible,
 )
 from protocol.releases import accepts, intersect
@@ -67,13 +69,24 @@ class Caller(Protocol):
     api_versions: dict[int, int]
     requests: int
     # Looked up once per connection rather than per request: the broker's security state,
-    # trio's clock (`trio.current_time` without the two calls in front of it), and the
-    # request contexts made so far, by version (see `_context`).
+    # the clock requests are timed by (`request_clock`), and the request contexts made so
+    # far, by version (see `_new_context`).
     authz: Authz
-    now: Callable[[], float]
+    now: Callable[[], float] | None
     contexts: dict[int, RequestContext]
 
     async def swallow(self) -> None: ...
+
+
+def request_clock(broker: Broker) -> Callable[[], float] | None:
+    """What a connection times its requests by: trio's clock (`trio.current_time` without
+    the two calls in front of it) when something reads the times, that is with the admin
+    endpoint on (its /metrics, its request journal); else None, and requests are neither
+    timed nor counted in the metrics (two clock reads and a histogram update per request
+    that nobody could see)."""
+    if broker.config["admin.port"] < 0:
+        return None
+    return trio.lowlevel.current_clock().current_time
 
 
 class CloseConnection(Exception):
@@ -88,7 +101,7 @@ class Call(NamedTuple):
     version: int
     correlation_id: int
     client_id: str | None
-    started: float
+    started: float | None  # None: not timed (`request_clock`)
     conn: Caller
     # The decoded request, for the UNKNOWN_SERVER_ERROR answer; None once the response is
     # deferred, so that a Produce waiting for its fsync does not keep its frame (the records
@@ -97,6 +110,11 @@ class Call(NamedTuple):
     fault: int | None = None  # the id of the fault that answered it (broker.controls.faults)
     frame: bytes | bytearray | None = None  # the request as it came, for the journal
     flexible_header: bool = False  # whether the response header is v1
+
+
+# Call(*fields) without calling namedtuple's generated __new__, a Python function: this
+# runs once per request.
+_new_call = functools.partial(tuple.__new__, Call)
 
 
 class Pending:
@@ -142,7 +160,7 @@ def _accepted(broker: Broker, api_key: int, version: int, correlation_id: int) -
 async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pending | None:
     broker = conn.broker
     try:
-        api_key, version, correlation_id = peek_request_key(frame)
+        api_key, version, correlation_id, client_id, body_pos = request_header(frame)
     except DecodeError as e:
         raise CloseConnection(f"unreadable request header: {e}") from None
     accepted = broker.accepted_versions.get((api_key, version))
@@ -152,7 +170,10 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
             return accepted
     route, flexible, flexible_header = accepted
     try:
-        client_id, body_pos = request_client_id(frame, flexible)
+        if body_pos < 0:  # raises what is wrong with the client id
+            client_id, body_pos = request_client_id(frame, flexible)
+        elif flexible:
+            body_pos = header_tags_end(frame, body_pos)
         # Bytes after a well-formed body are ignored, as Kafka's request parser ignores them:
         # librdkafka 2.16 sends three extra bytes after a Metadata v12 for all topics.
         request = decode(route.request, version, frame, body_pos, allow_trailing=True)
@@ -167,27 +188,34 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
                 route.error_response(route.request(), ErrorCode.INVALID_REQUEST, version),
             )
         raise CloseConnection(f"malformed {route.name} v{version}: {e}") from None
-    conn.client_id = client_id
-    conn.api_versions[api_key] = version
-    conn.requests += 1
+    now = conn.now
+    if now is None:
+        started = None
+    else:  # the admin endpoint is on: its GET /v1/connections shows these
+        started = now()
+        conn.client_id = client_id
+        conn.api_versions[api_key] = version
+        conn.requests += 1
     security = conn.authz
-    ctx = None if security.enabled else conn.contexts.get(version)
+    ctx = conn.contexts.get(version)  # none kept with an authorizer (below)
     if ctx is None or ctx.client_id != (client_id or ""):
         ctx = _new_context(conn, version, client_id)
         if not security.enabled:  # with an authorizer, broker.security.enforce writes to it
             conn.contexts[version] = ctx
-    call = Call(
-        broker,
-        route,
-        version,
-        correlation_id,
-        client_id,
-        conn.now(),
-        conn,
-        request,
-        None,
-        frame,  # for the journal (broker.controls.journal decides what it keeps of it)
-        flexible_header,
+    call = _new_call(
+        (
+            broker,
+            route,
+            version,
+            correlation_id,
+            client_id,
+            started,
+            conn,
+            request,
+            None,
+            frame,  # for the journal (broker.controls.journal decides what it keeps of it)
+            flexible_header,
+        )
     )
     # The one place faults are consulted (broker.controls.faults), for an API one names.
     if api_key in broker.faults.armed:
@@ -302,7 +330,7 @@ class _Authenticating:
         self.api_versions: dict[int, int] = {}
         self.requests = 0
         self.authz = authz(broker)
-        self.now = trio.lowlevel.current_clock().current_time
+        self.now = request_clock(broker)
         self.contexts: dict[int, RequestContext] = {}
 
     async def swallow(self) -> None:
@@ -335,7 +363,8 @@ def _failed(call: Call) -> list[Any]:
             out = respond(route, call.version, call.correlation_id, response)
         except Exception:
             log.exception("%s v%d: the error response failed too", route.name, call.version)
-    call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
+    if call.started is not None:
+        call.broker.metrics.request_done(route.name, code, trio.current_time() - call.started)
     _journal(call, code, out, "failed" if out is not None else "failed, connection closed")
     if out is None:
         raise CloseConnection(f"internal error handling {route.name}") from None
@@ -359,8 +388,11 @@ def _answer(
             out = frame_response(correlation_id, chunks, flex)
     except Exception:
         return _failed(call)
-    ended = conn.now()
-    broker.metrics.request_done(route.name, code, ended - started)
+    if started is not None:  # timed (request_clock): the admin endpoint is on
+        ended = conn.now()  # type: ignore[misc]  # not None: it gave `started`
+        broker.metrics.request_done(route.name, code, ended - started)
+    else:
+        ended = 0.0  # nothing reads it: the journal is on only with the admin endpoint
     journal = broker.journal
     if journal is not None:
         journal.record(call, code, response, out, ended, started, conn, req, fault, frame)

@@ -87,25 +87,29 @@ class _Labelled(Generic[_C]):
         self.children.clear()
 
 
-class _Histogram:
-    """Observations of one label set, per bucket (not cumulative); the last is +Inf."""
+class _Requests:
+    """The requests of one API answered with one error (by its name, the label): their
+    latencies per bucket (not cumulative; the last is +Inf) and their sum. Their
+    count is the sum of the buckets: the requests counter and the API's latency histogram
+    are both made from these when rendered, so a request updates two numbers, not four."""
 
-    __slots__ = ("counts", "created", "sum")
+    __slots__ = ("counts", "created", "error", "label", "sum")
 
-    def __init__(self) -> None:
+    def __init__(self, label: str) -> None:
         self.counts = [0] * len(_BOUNDS)
         self.sum = 0.0
         self.created = time.time()
+        self.error: object = None  # as request_done was last given it (its `_done` key)
+        self.label = label
 
 
 class Metrics:
     def __init__(self) -> None:
         now = time.time()
-        # Keyed by (api, error name).
-        self.requests: dict[tuple[str, str], _CounterChild] = {}
-        self.latency: dict[str, _Histogram] = {}
-        # (api, error as given) -> its counter, its API's histogram, the error (request_done)
-        self._done: dict[tuple[str, object], tuple[_CounterChild, _Histogram, object]] = {}
+        # By (api, error name), in the order first seen; and the same by (api, error as
+        # given), which request_done looks up.
+        self._requests: dict[tuple[str, str], _Requests] = {}
+        self._done: dict[tuple[str, object], _Requests] = {}
         self.bytes_received = 0
         self.bytes_sent = 0
         self.connections = 0
@@ -146,28 +150,24 @@ class Metrics:
         self.bytes_sent += n
 
     def request_done(self, api: str, error: object, seconds: float) -> None:
-        # Once per request: the counter and histogram of (api, error) found by one lookup.
-        # An int equal to an ErrorCode finds the ErrorCode's entry: `error is` tells them
-        # apart, and the other one takes the long way (its label is not the same).
+        # Once per request (with the admin endpoint on: broker.dispatch.request_clock), one
+        # lookup. An int equal to an ErrorCode finds the ErrorCode's entry: `error is` tells
+        # them apart, and the other one takes the long way (its label is not the same).
         done = self._done.get((api, error))
-        if done is None or done[2] is not error:
+        if done is None or done.error is not error:
             done = self._request_entry(api, error)
-        done[0].value += 1
-        histogram = done[1]
-        histogram.counts[bisect_left(_BOUNDS, seconds)] += 1
-        histogram.sum += seconds
+        done.counts[bisect_left(_BOUNDS, seconds)] += 1
+        done.sum += seconds
 
-    def _request_entry(self, api: str, error: object) -> tuple[_CounterChild, _Histogram, object]:
+    def _request_entry(self, api: str, error: object) -> _Requests:
         # An ErrorCode's name is its member's `_name_` (enum's `name` is a property).
         name = getattr(error, "_name_", None)
-        key = (api, name if name is not None else getattr(error, "name", None) or str(error))
-        child = self.requests.get(key)
-        if child is None:
-            child = self.requests[key] = _CounterChild()
-        histogram = self.latency.get(api)
-        if histogram is None:
-            histogram = self.latency[api] = _Histogram()
-        done = self._done[(api, error)] = (child, histogram, error)
+        label = name if name is not None else getattr(error, "name", None) or str(error)
+        done = self._requests.get((api, label))
+        if done is None:
+            done = self._requests[(api, label)] = _Requests(label)
+        done.error = error
+        self._done[(api, error)] = done
         return done
 
     def render(self) -> bytes:
@@ -200,25 +200,32 @@ class Metrics:
             if created:
                 out.add_sample(out.name + "_created", labels, since)
 
+        # The latency histogram of each api, from its entries (made with the first).
+        latency: dict[str, tuple[list[int], list[float]]] = {}  # (counts, [sum, created])
+        for (api, _), done in self._requests.items():
+            counts, totals = latency.setdefault(api, ([0] * len(_BOUNDS), [0.0, done.created]))
+            for i, count in enumerate(done.counts):
+                counts[i] += count
+            totals[0] += done.sum
         families: list[Metric] = []
         m = family("kmock_requests", "Requests handled, by API and error code.", "counter")
-        for (api, error), requests in self.requests.items():
-            counter(m, {"api": api, "error": error}, requests.value, requests.created)
+        for (api, error), done in self._requests.items():
+            counter(m, {"api": api, "error": error}, sum(done.counts), done.created)
         m = family(
             "kmock_request_latency_seconds",
             "Time from decoded request to response, by API.",
             "histogram",
         )
         les = [floatToGoString(bound) for bound in _BOUNDS]
-        for api, histogram in self.latency.items():
+        for api, (counts, (total_seconds, since)) in latency.items():
             total = 0
-            for le, count in zip(les, histogram.counts, strict=True):
+            for le, count in zip(les, counts, strict=True):
                 total += count
                 m.add_sample(m.name + "_bucket", {"api": api, "le": le}, float(total))
             m.add_sample(m.name + "_count", {"api": api}, float(total))
-            m.add_sample(m.name + "_sum", {"api": api}, histogram.sum)
+            m.add_sample(m.name + "_sum", {"api": api}, total_seconds)
             if created:
-                m.add_sample(m.name + "_created", {"api": api}, histogram.created)
+                m.add_sample(m.name + "_created", {"api": api}, since)
         m = family("kmock_bytes_in", "Bytes received from clients.", "counter")
         counter(m, {}, self.bytes_received, self.created)
         m = family("kmock_bytes_out", "Bytes sent to clients.", "counter")

@@ -21,6 +21,15 @@ deferred responses) gets one from the connection's own nursery.
 Fairness: a step answers at most broker.connection.STEP_REQUESTS requests before the next
 connection's turn, and the leader lets other tasks run every LEAD_STEPS steps.
 
+Polls. Before waiting in trio (an epoll_ctl to arm the wait, the leader's wake-up and
+scheduling), the leader polls its epoll without waiting: under load, more connections have
+become readable during the pass. After a pass of one connection, that poll most often finds
+nothing (a connection alone: its client has its answer to read before it sends again), and
+costs a system call per request. So after a lone pass whose poll finds nothing, the poll
+is left out after the next lone pass (the leader goes straight to trio), after the next two
+if the one after that finds nothing again, and so on up to MAX_SKIPPED_POLLS; a poll that
+finds something puts it back after every pass.
+
 Replies. In a pass of several connections (one epoll poll's worth), a step does not send
 its responses: it leaves them in its connection's `outbox`, and the leader sends every
 outbox at the end of the pass, before it polls again or lets any other task run (so a
@@ -47,6 +56,7 @@ log = logging.getLogger("broker.connection")
 
 LEAD_STEPS = 64  # connection steps between two checkpoints of the leader
 POLL_EVENTS = 1024  # events taken from the epoll at a time
+MAX_SKIPPED_POLLS = 32  # polls left out in a row after lone passes (see "Polls")
 
 # What a connection's step tells the reactor (broker.connection's `step`).
 PARKED = "parked"  # waiting for its client: the reactor goes on watching it
@@ -149,18 +159,30 @@ class Reactor:
         """Step the ready connections while this task is the leader."""
         epoll, watched, again = self.epoll, self.watched, self.again
         poll, fileno, wait_readable = epoll.poll, epoll.fileno(), trio.lowlevel.wait_readable
-        outgoing = self.outgoing
+        ready, outgoing = self.ready, self.outgoing  # changed in place, never replaced
         steps = 0
         now = None  # the clock at this round's poll, once a connection parks
+        lone = False  # the last pass stepped one connection
+        skip = 0  # polls to leave out after lone passes (see "Polls" above)
+        skips = 0  # ... and that many after the next lone pass whose poll finds nothing
         while True:
-            if not self.ready:
+            if not ready:
                 if outgoing:  # the end of a pass
                     self._send_outgoing()
-                events = poll(0, POLL_EVENTS)
+                if lone and skip and not again:
+                    skip -= 1  # straight to trio
+                    events = []
+                else:
+                    events = poll(0, POLL_EVENTS)
+                    if lone:
+                        skips = 0 if events else min(2 * skips or 1, MAX_SKIPPED_POLLS)
+                        skip = skips
                 if not events and not again:
                     await wait_readable(fileno)
-                    continue
-                ready = []
+                    events = poll(0, POLL_EVENTS)
+                    if not events:
+                        lone = False
+                        continue
                 for fd, _ in events:
                     conn = watched.get(fd)
                     if conn is not None:
@@ -168,11 +190,12 @@ class Reactor:
                 if again:
                     ready.extend(again)
                     again.clear()
-                ready.reverse()  # popped from the end: served in the order reported
-                self.ready = ready
-                self.deferring = len(ready) > 1
+                lone = len(ready) == 1
+                if not lone:
+                    ready.reverse()  # popped from the end: served in the order reported
+                self.deferring = not lone
                 now = None
-            conn = self.ready.pop()
+            conn = ready.pop()
             if conn.reactor is not self:  # forgotten meanwhile (closed, or taken by a task)
                 continue
             try:

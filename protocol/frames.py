@@ -38,11 +38,13 @@ __all__ = [
     "frame_request",
     "frame_response",
     "frame_size",
+    "header_tags_end",
     "parse_request_header",
     "parse_response_frame",
     "parse_response_header",
     "peek_request_key",
     "request_client_id",
+    "request_header",
     "response_header_is_flexible",
 ]
 
@@ -50,8 +52,12 @@ API_VERSIONS_KEY = 18
 
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
-_CORRELATION = struct.Struct(">ii")
 _CLIENT_ID_SIZE = struct.Struct(">h")
+_pack_size = _SIZE.pack
+# Read or written once per request: the struct's method, looked up once.
+_request_header_v1 = struct.Struct(">hhih").unpack_from  # up to the client id's length
+_response_header_v0 = struct.Struct(">ii").pack  # size, correlation_id
+_response_header_v1 = struct.Struct(">iiB").pack  # and an empty tagged-field section
 
 
 class FrameTooLarge(Exception):
@@ -95,9 +101,7 @@ def request_client_id(
     frame: bytes | bytearray | memoryview, flexible: bool
 ) -> tuple[str | None, int]:
     """The client id of a request whose first 8 bytes `peek_request_key` has read, and
-    where the body starts (the rest of `parse_request_header`, for the dispatch site).
-    The nullable string and the empty tagged-field section are read inline: this runs for
-    every request."""
+    where the body starts (the rest of `parse_request_header`)."""
     try:
         (n,) = _CLIENT_ID_SIZE.unpack_from(frame, 8)
         if n < 0:
@@ -107,27 +111,64 @@ def request_client_id(
             if pos > len(frame):
                 raise DecodeError(f"need {n} bytes at 10, frame has {len(frame) - 10}")
             client_id = str(frame[10:pos], "utf-8")
-        if flexible:
-            if pos < len(frame) and frame[pos] == 0:  # no tagged fields: nearly always
-                pos += 1
-            else:
-                r = Reader(frame, pos)
-                read_tagged(r)
-                pos = r.pos
     except (struct.error, ValueError) as e:
         if isinstance(e, DecodeError):
             raise
         raise DecodeError(f"request header: {e}") from e
-    return client_id, pos
+    return client_id, header_tags_end(frame, pos) if flexible else pos
+
+
+def header_tags_end(frame: bytes | bytearray | memoryview, pos: int) -> int:
+    """Where the body of a request with header v2 starts: after the tagged-field section
+    at `pos` (empty, nearly always: none is defined for request headers)."""
+    if frame[pos : pos + 1] == b"\x00":
+        return pos + 1
+    try:
+        r = Reader(frame, pos)
+        read_tagged(r)
+    except (struct.error, ValueError) as e:
+        if isinstance(e, DecodeError):
+            raise
+        raise DecodeError(f"request header: {e}") from e
+    return r.pos
+
+
+def request_header(
+    frame: bytes | bytearray | memoryview,
+) -> tuple[int, int, int, str | None, int]:
+    """(api_key, api_version, correlation_id, client_id, end) of a request: its header v1,
+    which header v2 begins with (the tagged fields that follow it then end where
+    `header_tags_end(frame, end)` says). The dispatch site's one read of a header, the fields
+    of `peek_request_key` and `request_client_id` in one unpack.
+
+    `end` is -1 when the client id is cut short or not UTF-8: `request_client_id` then
+    says what is wrong, once the caller knows which API is asking (an ApiVersions is
+    answered, KIP-511).
+
+    Raises:
+      DecodeError: fewer than 8 bytes (as `peek_request_key`).
+    """
+    try:
+        key, version, correlation_id, n = _request_header_v1(frame)
+    except struct.error:  # fewer than 10 bytes
+        key, version, correlation_id = peek_request_key(frame)
+        return key, version, correlation_id, None, -1
+    if n < 0:
+        return key, version, correlation_id, None, 10
+    if n > len(frame) - 10:
+        return key, version, correlation_id, None, -1
+    try:
+        client_id = str(frame[10 : 10 + n], "utf-8")
+    except UnicodeDecodeError:
+        return key, version, correlation_id, None, -1
+    return key, version, correlation_id, client_id, 10 + n
 
 
 def frame_response(correlation_id: int, body: list[Any], flexible_header: bool) -> list[Any]:
     """Prefix body chunks with the size and response header (v1 when `flexible_header`)."""
-    size = 4 + (1 if flexible_header else 0) + sum(map(len, body))
-    head = _CORRELATION.pack(size, correlation_id)
     if flexible_header:
-        head += b"\x00"
-    return [head, *body]
+        return [_response_header_v1(5 + sum(map(len, body)), correlation_id, 0), *body]
+    return [_response_header_v0(4 + sum(map(len, body)), correlation_id), *body]
 
 
 def frame_request(
@@ -224,17 +265,20 @@ class FrameBuffer:
 
     def __init__(self, max_frame_bytes: int) -> None:
         self.max_frame_bytes = max_frame_bytes
-        self._data = bytearray()
+        # The bytes received and not returned as frames yet, from `_start` on. Empty when
+        # there are none (it is cleared whenever it has all been returned), so a reader can
+        # tell that nothing is buffered from `not buffer`, without a call.
+        self.buffer = bytearray()
         self._start = 0
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        if self._start and self._start == len(self._data):
-            self._data.clear()
+        if self._start and self._start == len(self.buffer):
+            self.buffer.clear()
             self._start = 0
-        self._data += data
+        self.buffer += data
 
     def __len__(self) -> int:
-        return len(self._data) - self._start
+        return len(self.buffer) - self._start
 
     def feed_next(self, data: bytes) -> bytes | None:
         """`feed(data)`, then `next_frame()`; when nothing is buffered and `data` is one
@@ -244,9 +288,11 @@ class FrameBuffer:
         Raises:
           FrameTooLarge: as `next_frame`.
         """
-        if self._start == len(self._data) and len(data) >= 4:
-            (size,) = _SIZE.unpack_from(data, 0)
-            if len(data) == 4 + size and size <= self.max_frame_bytes:
+        if not self.buffer:
+            size = len(data) - 4
+            # The prefix says so: `data` is all of one frame. (Fewer than 4 bytes: a
+            # shorter prefix, not equal to any packed size.)
+            if data[:4] == _pack_size(size) and size <= self.max_frame_bytes:
                 return data[4:]
         self.feed(data)
         return self.next_frame()
@@ -257,9 +303,9 @@ class FrameBuffer:
         Raises:
           FrameTooLarge: the size is negative or above max_frame_bytes.
         """
-        if len(self._data) - self._start < 4:
+        if len(self.buffer) - self._start < 4:
             return None
-        (size,) = _SIZE.unpack_from(self._data, self._start)
+        (size,) = _SIZE.unpack_from(self.buffer, self._start)
         if size < 0 or size > self.max_frame_bytes:
             raise FrameTooLarge(f"frame of {size} bytes (limit {self.max_frame_bytes})")
         return int(size)
@@ -270,7 +316,7 @@ class FrameBuffer:
         Raises:
           FrameTooLarge: the announced size is negative or above max_frame_bytes.
         """
-        data, start = self._data, self._start
+        data, start = self.buffer, self._start
         if len(data) - start < 4:  # the common case after a frame: nothing buffered
             return None
         (size,) = _SIZE.unpack_from(data, start)  # _announced_size, inline
@@ -281,12 +327,12 @@ class FrameBuffer:
         begin = start + 4
         frame = bytes(data[begin : begin + size])
         self._start = begin + size
-        if self._start == len(self._data):
+        if self._start == len(self.buffer):
             # Nothing buffered: an idle connection keeps no receive buffer.
-            self._data.clear()
+            self.buffer.clear()
             self._start = 0
-        elif self._start > 1 << 20 and self._start * 2 > len(self._data):
-            del self._data[: self._start]
+        elif self._start > 1 << 20 and self._start * 2 > len(self.buffer):
+            del self.buffer[: self._start]
             self._start = 0
         return frame
 
@@ -303,20 +349,20 @@ class FrameBuffer:
           FrameTooLarge: as `next_frame`.
         """
         size = self._announced_size()
-        avail = len(self._data) - self._start
+        avail = len(self.buffer) - self._start
         if size is None or size <= threshold or avail >= 4 + size:
             return None
         frame = allocate(size)
         got = avail - 4
-        memoryview(frame)[:got] = memoryview(self._data)[self._start + 4 :]
-        self._data.clear()
+        memoryview(frame)[:got] = memoryview(self.buffer)[self._start + 4 :]
+        self.buffer.clear()
         self._start = 0
         return frame, got
 
     def bytes_needed(self) -> int:
         """How many more bytes complete the frame in progress (at least 1)."""
-        avail = len(self._data) - self._start
+        avail = len(self.buffer) - self._start
         if avail < 4:
             return 4 - avail
-        size: int = _SIZE.unpack_from(self._data, self._start)[0]
+        size: int = _SIZE.unpack_from(self.buffer, self._start)[0]
         return max(1, 4 + size - avail)

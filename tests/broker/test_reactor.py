@@ -2,7 +2,8 @@
 connection that waits for its client. A request whose handler waits hands the reactor on
 and holds no other connection; its connection is answered in order and goes back to the
 reactor afterwards; a client that pipelines more requests than one step answers, or one
-that stops reading, is served as before.
+that stops reading, is served as before; a connection alone, whose leader then waits in
+trio without polling first, is served like others when they come.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import trio
 import trio.testing
 
 from broker.connection import STEP_REQUESTS
+from broker.reactor import MAX_SKIPPED_POLLS
 from protocol.errors import ErrorCode
 from protocol.frames import parse_response_header
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -66,6 +68,32 @@ async def test_a_request_that_waits_holds_no_other_connection(
         await _answered(waiter)
         for other in others:
             await _answered(other)
+
+
+async def test_connections_are_answered_when_the_leader_leaves_out_its_polls(
+    broker: Any,
+) -> None:
+    """A connection alone for longer than the back-off takes to leave out every poll it
+    may (broker.reactor, "Polls"), then others with it, turn about and all at once, then
+    it alone again: each request answered, in order."""
+    with trio.fail_after(30):
+        alone = await WireClient.connect(broker)
+        for _ in range(4 * MAX_SKIPPED_POLLS):
+            await _answered(alone)
+        others = [await WireClient.connect(broker) for _ in range(3)]
+        for _ in range(20):
+            for client in [alone, *others]:
+                await _answered(client)
+        for n in range(20):  # every connection's request in before any answer is read
+            for client in [alone, *others]:
+                await client.send_raw(request_bytes(ApiVersionsRequest(), 3, correlation_id=n))
+            for client in [alone, *others]:
+                assert parse_response_header(await read_frame(client.stream), False)[0] == n
+        for client in others:
+            await client.aclose()
+        for _ in range(4 * MAX_SKIPPED_POLLS):
+            await _answered(alone)
+        await alone.aclose()
 
 
 async def test_requests_beyond_one_step_are_answered_in_order_without_more_bytes(

@@ -4,6 +4,8 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocol.errors import ErrorCode
 from protocol.frames import (
@@ -13,9 +15,12 @@ from protocol.frames import (
     encode_request,
     frame_response,
     frame_size,
+    header_tags_end,
     parse_request_header,
     parse_response_frame,
+    peek_request_key,
     request_client_id,
+    request_header,
 )
 from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -81,6 +86,75 @@ def test_a_truncated_or_invalid_client_id_is_a_decode_error(after_key, flexible,
     frame = struct.pack(">hhi", 3, 9, 7) + after_key
     with pytest.raises(DecodeError, match=message):
         request_client_id(frame, flexible)
+
+
+def _header_the_long_way(frame: bytes, flexible: bool) -> tuple[object, ...]:
+    """What `request_header` (then `header_tags_end` when flexible) shortcuts: the header
+    read field by field, or the DecodeError it raises."""
+    try:
+        key, version, correlation_id = peek_request_key(frame)
+    except DecodeError:
+        return ("unreadable",)
+    try:
+        client_id, end = request_client_id(frame, flexible)
+    except DecodeError as e:
+        return key, version, correlation_id, "malformed", str(e)
+    return key, version, correlation_id, client_id, end
+
+
+def _header_the_short_way(frame: bytes, flexible: bool) -> tuple[object, ...]:
+    try:
+        key, version, correlation_id, client_id, end = request_header(frame)
+    except DecodeError:
+        return ("unreadable",)
+    try:
+        if end < 0:  # as the dispatch site: the long way says what is wrong
+            client_id, end = request_client_id(frame, flexible)
+        elif flexible:
+            end = header_tags_end(frame, end)
+    except DecodeError as e:
+        return key, version, correlation_id, "malformed", str(e)
+    return key, version, correlation_id, client_id, end
+
+
+@pytest.mark.parametrize("flexible", [False, True])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"",
+        b"\x00\x03\x00\x09\x00\x00",  # no correlation id
+        b"\x00\x03\x00\x09\x00\x00\x00\x07",  # nothing after it
+        b"\x00\x03\x00\x09\x00\x00\x00\x07\x00",  # half a client id length
+        b"\x00\x03\x00\x09\x00\x00\x00\x07\xff\xff",  # null, and no tagged fields
+        b"\x00\x03\x00\x09\x00\x00\x00\x07\xff\xfb\x00body",  # negative: null too
+        b"\x00\x03\x00\x09\x00\x00\x00\x07\x00\x03abc\x00body",
+        b"\x00\x03\x00\x09\x00\x00\x00\x07\x00\x05abc",  # cut short
+        b"\x00\x03\x00\x09\x00\x00\x00\x07\x00\x02\xff\xfe\x00",  # not UTF-8
+        b"\x00\x03\x00\x09\x00\x00\x00\x07\x00\x01a\x01\x05\x02xy",  # a tagged field
+    ],
+)
+def test_request_header_reads_what_the_field_by_field_functions_read(frame, flexible):
+    expected = _header_the_long_way(frame, flexible)
+    assert _header_the_short_way(frame, flexible) == expected
+    assert _header_the_short_way(bytearray(frame), flexible) == expected
+    assert _header_the_short_way(memoryview(frame), flexible) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.binary(min_size=8, max_size=8),
+    st.one_of(st.integers(-3, 40), st.just(-1)),
+    st.one_of(st.text(max_size=20).map(str.encode), st.binary(max_size=20)),
+    st.binary(max_size=8),
+    st.booleans(),
+)
+def test_request_header_agrees_with_the_field_by_field_read_on_any_bytes(
+    head, n, client_id, rest, flexible
+):
+    frame = head + struct.pack(">h", n) + client_id + rest
+    assert _header_the_short_way(frame, flexible) == _header_the_long_way(frame, flexible)
+    cut = frame[: len(frame) // 2]
+    assert _header_the_short_way(cut, flexible) == _header_the_long_way(cut, flexible)
 
 
 @pytest.mark.parametrize("prefix", [b"", b"\x00\x00\x01", b"\xff\xff\xff\xfe"])
@@ -154,3 +228,29 @@ def test_feed_next_gives_the_frames_feed_and_next_frame_give() -> None:
         frames.feed_next(framed(b"x" * 17))  # over the limit, whole or not
     with pytest.raises(FrameTooLarge):
         FrameBuffer(16).feed_next(struct.pack(">i", -1))
+    frames = FrameBuffer(16)
+    assert frames.feed_next(b"\x00\x00") is None  # part of a size prefix: buffered
+    assert frames.feed_next(b"\x00\x01x") == b"x"
+    assert frames.feed_next(framed(b"y" * 16)) == b"y" * 16  # at the limit
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=6), st.lists(st.integers(1, 50), max_size=12))
+def test_feed_next_cuts_any_chunking_into_the_frames_sent(bodies, cuts):
+    """Read as Connection.step reads: feed_next for each chunk received, then next_frame
+    while the buffer holds bytes; `not buffer` says exactly when nothing is buffered."""
+    stream = b"".join(struct.pack(">i", len(b)) + b for b in bodies)
+    chunks, pos = [], 0
+    for n in cuts:
+        chunks.append(stream[pos : pos + n])
+        pos += n
+    chunks = [c for c in [*chunks, stream[pos:]] if c]
+    frames, got = FrameBuffer(64), []
+    for chunk in chunks:
+        frame = frames.feed_next(chunk)
+        while frame is not None:
+            got.append(frame)
+            frame = frames.next_frame() if frames.buffer else None
+        assert bool(frames.buffer) == (len(frames) > 0)
+    assert got == bodies
+    assert not frames.buffer
