@@ -79,6 +79,7 @@ class BrokerProcess:
         overrides: dict[str, Any] | None = None,
         log_level: str = "WARNING",
         max_open_files: int | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.log_dir = Path(log_dir)
@@ -86,6 +87,7 @@ class BrokerProcess:
         self.overrides = dict(overrides or {})
         self.log_level = log_level
         self.max_open_files = max_open_files  # RLIMIT_NOFILE of the broker process
+        self.env = dict(env or {})  # added to child_env() for the broker process
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.log_path: Path | None = None
@@ -128,7 +130,7 @@ class BrokerProcess:
             self.proc = subprocess.Popen(
                 self.command(),
                 cwd=ROOT,
-                env=child_env(),
+                env={**child_env(), **self.env},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
