@@ -391,11 +391,11 @@ def _answer(
     if started is not None:  # timed (request_clock): the admin endpoint is on
         ended = conn.now()  # type: ignore[misc]  # not None: it gave `started`
         broker.metrics.request_done(route.name, code, ended - started)
-    else:
-        ended = 0.0  # nothing reads it: the journal is on only with the admin endpoint
-    journal = broker.journal
-    if journal is not None:
-        journal.record(call, code, response, out, ended, started, conn, req, fault, frame)
+        # The journal is kept only with the admin endpoint too (Broker.__init__), so only
+        # for timed requests.
+        journal = broker.journal
+        if journal is not None:
+            journal.record(call, code, response, out, ended, started, conn, req, fault, frame)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "%s v%d corr=%d from %s -> %s",
