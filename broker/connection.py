@@ -66,9 +66,9 @@ from broker.limits import DIRECT_FRAME_BYTES, direct_frame_buffer, frame_buffer
 from broker.reactor import AGAIN, ENDED, PARKED, TASK, resume
 from broker.routes import route_for
 from broker.security.authz import authz
-from broker.sendfile import write_chunks
+from broker.sendfile import write_some
 from protocol.frames import FrameBuffer, FrameTooLarge
-from storage.segment import IOV_MAX, FileSlice
+from storage.segment import FileSlice
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -377,12 +377,7 @@ class _Connection:
         """Write `out` to the socket without waiting: True when it took all of it; False
         when it took part (or none), the rest then queued for a task to send, in order."""
         size = sum(map(len, out))
-        try:
-            sent = os.writev(fd, out if len(out) <= IOV_MAX else out[:IOV_MAX])
-        except BlockingIOError:
-            sent = 0
-        except TypeError:  # records sent from their file (broker.sendfile)
-            sent = write_chunks(fd, out)
+        sent = write_some(fd, out)
         if sent < size:
             self.metrics.bytes_sent += sent
             self.enqueue(_unsent(out, sent))
@@ -669,12 +664,7 @@ class _Connection:
         total = size  # what is left to send
         chunks = out
         while True:
-            try:
-                sent = os.writev(self._fd(), chunks if len(chunks) <= IOV_MAX else chunks[:IOV_MAX])
-            except BlockingIOError:
-                sent = 0
-            except TypeError:  # records sent from their file (broker.sendfile)
-                sent = write_chunks(self._fd(), chunks)
+            sent = write_some(self._fd(), chunks)
             if sent == total:  # the usual case: all of it at once
                 break
             if not sent:

@@ -8,10 +8,11 @@ page cache to the socket without either copy, as Kafka's network layer does for 
 FileRecords (FileRecords.writeTo -> FileChannel.transferTo, which is sendfile(2) on Linux).
 
 A response is a list of chunks that `os.writev` takes in one call. When a FileSlice is
-among them, writev refuses the list (TypeError, before it writes anything), and the
-connection's send falls back to `write_chunks` here: writev for the bytes before the
-slice, sendfile for the slice, and so on. That costs two more system calls per slice than
-one writev, so the fetch handler sends small runs of records as bytes (SENDFILE_MIN_BYTES).
+among them, writev refuses the list (TypeError, before it writes anything), and
+`write_some`, which the connection sends every response with, falls back to
+`write_chunks`: writev for the bytes before the slice, sendfile for the slice, and so on.
+That costs two more system calls per slice than one writev, so the fetch handler sends
+small runs of records as bytes (SENDFILE_MIN_BYTES).
 """
 
 from __future__ import annotations
@@ -21,11 +22,27 @@ from typing import Any
 
 from storage.segment import IOV_MAX, FileSlice
 
-__all__ = ["SENDFILE_MIN_BYTES", "write_chunks"]
+__all__ = ["SENDFILE_MIN_BYTES", "write_chunks", "write_some"]
 
 # Records below this size go out as bytes: a pread and one writev cost less than the
 # writev, sendfile and writev a slice among the chunks takes.
 SENDFILE_MIN_BYTES = 64 * 1024
+
+
+def write_some(fd: int, chunks: list[Any]) -> int:
+    """Write what the non-blocking socket `fd` takes now of `chunks` (a response: buffers,
+    and FileSlices among them for records sent from their file): the bytes written, 0 when
+    it took nothing. One writev when the chunks are all buffers, as nearly always.
+
+    Raises:
+      OSError: as `write_chunks`, or the socket is gone.
+    """
+    try:
+        return os.writev(fd, chunks if len(chunks) <= IOV_MAX else chunks[:IOV_MAX])
+    except BlockingIOError:
+        return 0
+    except TypeError:  # a FileSlice among them: writev refused the list, writing nothing
+        return write_chunks(fd, chunks)
 
 
 def write_chunks(fd: int, chunks: list[Any]) -> int:

@@ -22,7 +22,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker import connection
+from broker import connection, sendfile
 from broker.handlers import fetch
 from broker.sendfile import SENDFILE_MIN_BYTES, write_chunks
 from protocol.errors import ErrorCode
@@ -100,7 +100,7 @@ class _Sent:
             self.reads += 1
             return read_bytes(piece)
 
-        monkeypatch.setattr(connection, "write_chunks", counted)
+        monkeypatch.setattr(sendfile, "write_chunks", counted)
         monkeypatch.setattr(FileSlice, "read_bytes", counted_read)
 
 
