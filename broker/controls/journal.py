@@ -40,7 +40,7 @@ import trio
 
 from broker.controls.summary import error_codes, group_ids, summarise, topic_partitions
 from protocol.errors import ErrorCode
-from protocol.frames import parse_request_header, peek_request_key, request_client_id
+from protocol.frames import parse_request_header, request_header
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
@@ -273,11 +273,8 @@ class Journal:
         """A request `record` kept as references, as `record_as` keeps the others: its
         header read again from its frame."""
         frame, body, conn_id, client_host, started, ended, fault = kept
-        api_key, version, correlation_id = peek_request_key(frame)
-        route = self.routes.get(api_key)
-        client_id = None
-        if route is not None:
-            client_id, _ = request_client_id(frame, route.request.is_flexible(version))
+        # The frame was decoded when it came: its header is whole.
+        api_key, version, correlation_id, client_id, _ = request_header(frame)
         return (
             api_key,
             version,
