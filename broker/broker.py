@@ -141,6 +141,9 @@ class Broker:
         self.durability: Durability
         self.coordinator: CoordinatorRuntime
         self.transactions: TransactionRuntime
+        # Whether this broker serves the admin endpoint (admin.port; -1: none), and with it
+        # what only it reads: the request journal, request times and metrics.
+        self.admin_endpoint = config["admin.port"] >= 0
         self.admin_address: tuple[str, int] | None = None  # set by broker.admin_http
         # set by broker.schema_registry_http
         self.schema_registry_address: tuple[str, int] | None = None
@@ -164,7 +167,7 @@ class Broker:
         self.faults = FaultTable()
         size = config["kmock.journal.size"]
         self.journal: Journal | None = None
-        if size > 0 and config["admin.port"] >= 0:
+        if size > 0 and self.admin_endpoint:
             from broker.controls.journal import Journal  # with the admin endpoint only
 
             self.journal = Journal(size, self.topic_name)

@@ -84,7 +84,7 @@ def request_clock(broker: Broker) -> Callable[[], float] | None:
     endpoint on (its /metrics, its request journal); else None, and requests are neither
     timed nor counted in the metrics (two clock reads and a histogram update per request
     that nobody could see)."""
-    if broker.config["admin.port"] < 0:
+    if not broker.admin_endpoint:
         return None
     return trio.lowlevel.current_clock().current_time
 
@@ -391,8 +391,8 @@ def _answer(
     if started is not None:  # timed (request_clock): the admin endpoint is on
         ended = conn.now()  # type: ignore[misc]  # not None: it gave `started`
         broker.metrics.request_done(route.name, code, ended - started)
-        # The journal is kept only with the admin endpoint too (Broker.__init__), so only
-        # for timed requests.
+        # The journal is kept only with the admin endpoint too (Broker.admin_endpoint), so
+        # only for timed requests.
         journal = broker.journal
         if journal is not None:
             journal.record(call, code, response, out, ended, started, conn, req, fault, frame)

@@ -147,7 +147,7 @@ async def serve(
                 nursery.start_soon(_ready, broker, own_process)
                 nursery.start_soon(_housekeeping, broker)
                 nursery.start_soon(expire_idle_connections, broker)
-                if config["admin.port"] >= 0:
+                if broker.admin_endpoint:
                     from broker.admin_http import serve_admin
 
                     await nursery.start(serve_admin, broker)
