@@ -91,10 +91,10 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _VALUE_HEAD = struct.Struct(">hqih")  # version 3, offset, leader epoch, metadata length
 # OffsetCommitValue v3 of an offset without metadata or expire timestamp (almost every
-# commit), as a struct format without its byte order: version 3, offset, leader epoch,
-# metadata length 0, commit timestamp. For writers that pack the value inside a larger
-# struct: `OffsetCommitRecord.plain_value` gives its fields.
-PLAIN_VALUE_FORMAT = "hqihq"
+# commit), as a struct format without its byte order: the head above (metadata length 0),
+# then the commit timestamp. For writers that pack the value inside a larger struct:
+# `OffsetCommitRecord.plain_value` gives its fields.
+PLAIN_VALUE_FORMAT = _VALUE_HEAD.format.removeprefix(">") + "q"
 PLAIN_VALUE_SIZE = struct.calcsize(">" + PLAIN_VALUE_FORMAT)
 _VALUE_HEAD_V1 = struct.Struct(">hqh")  # version 1, offset, metadata length
 _I64 = struct.Struct(">q")
