@@ -144,6 +144,38 @@ def kafka_python_group_consumer(topic: str, **options: Any) -> Any:
     return consumer
 
 
+# A kafka-python group member in a process of its own, as kafka_python_group_consumer makes
+# one: `python -c KAFKA_PYTHON_MEMBER OPTIONS_JSON TOPIC`. It learns the topic's partitions
+# before it subscribes and polls for KAFKA_PYTHON_POLL_MS (the client race above), prints
+# {"event": "assigned", "partitions": [...]} at each change of its assignment, and on SIGTERM
+# closes (LeaveGroup) and prints {"event": "closed"}.
+KAFKA_PYTHON_MEMBER = f"POLL_MS = {KAFKA_PYTHON_POLL_MS}\n" + (
+    r"""
+import json, signal, sys, time
+from kafka import KafkaConsumer
+options, topic = json.loads(sys.argv[1]), sys.argv[2]
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+c = KafkaConsumer(**options)
+deadline = time.monotonic() + 30
+while not c.partitions_for_topic(topic):
+    if time.monotonic() > deadline:
+        sys.exit(f"{topic} is not in the metadata after 30 s")
+    time.sleep(0.1)
+c.subscribe([topic])
+last = None
+while not stop:
+    c.poll(timeout_ms=POLL_MS)
+    now = sorted(tp.partition for tp in c.assignment())
+    if now != last:
+        print(json.dumps({"event": "assigned", "partitions": now}), flush=True)
+        last = now
+c.close()
+print(json.dumps({"event": "closed"}), flush=True)
+"""
+)
+
+
 def kafka_python_rec(r: Any) -> Rec:
     """A kafka-python ConsumerRecord (aiokafka's has the same fields) as a Rec."""
     return Rec(

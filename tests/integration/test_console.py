@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import (
+    KAFKA_PYTHON_MEMBER,
     Proc,
     confluent_conf,
     deadline,
@@ -43,25 +44,6 @@ ARTIFACTS = Path(os.environ.get("KMOCK_CONSOLE_ARTIFACTS", CONSOLE_DIR / "artifa
 CHROMIUM = os.environ.get("KMOCK_CHROMIUM", "/usr/bin/chromium")
 BROWSER_TIMEOUT_S = 120
 N = 6  # records per partition
-
-# A kafka-python member in its own process: prints each assignment, and on SIGTERM closes
-# (LeaveGroup) and exits.
-MEMBER = r"""
-import json, signal, sys
-from kafka import KafkaConsumer
-stop = []
-signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
-c = KafkaConsumer(sys.argv[2], **json.loads(sys.argv[1]))
-last = None
-while not stop:
-    c.poll(timeout_ms=200)
-    now = sorted(tp.partition for tp in c.assignment())
-    if now != last:
-        print(json.dumps({"event": "assigned", "partitions": now}), flush=True)
-        last = now
-c.close()
-print(json.dumps({"event": "closed"}), flush=True)
-"""
 
 
 @pytest.fixture(scope="session")
@@ -162,7 +144,7 @@ def test_console_in_a_browser(fresh_broker: Any, console_check: list[str]) -> No
         opts = kafka_python_consumer_options(
             bootstrap, "console-b", group_id=group, heartbeat_interval_ms=500
         )
-        b = Proc([sys.executable, "-c", MEMBER, json.dumps(opts), topic], "console-b")
+        b = Proc([sys.executable, "-c", KAFKA_PYTHON_MEMBER, json.dumps(opts), topic], "console-b")
         with explain(b):
 
             def b_partitions() -> list[int] | None:

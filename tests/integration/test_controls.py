@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import (
+    KAFKA_PYTHON_MEMBER,
     Proc,
     check_idempotent,
     confluent_conf,
@@ -33,6 +34,7 @@ from tests.integration.harness import (
     deadline,
     explain,
     kafka_python_consumer_options,
+    kafka_python_group_consumer,
     unique,
     wait_until,
 )
@@ -100,31 +102,16 @@ def test_confluent_idempotent_producer_rides_out_not_leader(fresh_broker: Any) -
 
 # --- virtual clock: a killed member's session expires on advance ------------------------
 
-MEMBER = r"""
-import json, sys
-from kafka import KafkaConsumer
-opts = json.loads(sys.argv[1])
-c = KafkaConsumer(sys.argv[2], **opts)
-last = None
-while True:
-    c.poll(timeout_ms=200)
-    now = sorted(tp.partition for tp in c.assignment())
-    if now != last:
-        print(json.dumps({"event": "assigned", "partitions": now}), flush=True)
-        last = now
-"""
-
 
 @deadline(90)
 def test_kafka_python_member_killed_expires_on_virtual_advance(fresh_broker: Any) -> None:
-    from kafka import KafkaConsumer
     from kafka.admin import KafkaAdminClient, NewTopic
 
     broker = fresh_broker(**CONTROLS, **{"kmock.clock": "virtual"})
     topic, group = unique("controls-clock"), unique("controls-clock-g")
-    # The topic exists before the first member subscribes: an auto-created one can reach
-    # kafka-python after its first join (assigned nothing), and it learns of the partitions
-    # only at its next metadata refresh, minutes later.
+    # The topic exists, and both members have its partitions in their metadata, before they
+    # subscribe: a kafka-python leader that joins without them assigns nothing, and its
+    # rejoin can be lost (the client race KAFKA_PYTHON_POLL_MS describes).
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, client_id="setup")
     try:
         admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])
@@ -136,7 +123,9 @@ def test_kafka_python_member_killed_expires_on_virtual_advance(fresh_broker: Any
     doomed_opts = kafka_python_consumer_options(
         broker.bootstrap_servers, "doomed", session_timeout_ms=6000, **base
     )
-    doomed = Proc([sys.executable, "-c", MEMBER, json.dumps(doomed_opts), topic], "doomed")
+    doomed = Proc(
+        [sys.executable, "-c", KAFKA_PYTHON_MEMBER, json.dumps(doomed_opts), topic], "doomed"
+    )
     with explain(doomed):
 
         def doomed_partitions() -> list[int] | None:
@@ -144,7 +133,7 @@ def test_kafka_python_member_killed_expires_on_virtual_advance(fresh_broker: Any
             return events[-1]["partitions"] if events else None
 
         wait_until(lambda: doomed_partitions() == [0, 1, 2, 3], 30, "the first member's join")
-        survivor = KafkaConsumer(
+        survivor = kafka_python_group_consumer(
             topic,
             **kafka_python_consumer_options(
                 broker.bootstrap_servers, "survivor", session_timeout_ms=30000, **base
