@@ -158,10 +158,10 @@ stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 c = KafkaConsumer(**options)
 deadline = time.monotonic() + 30
+# Each call waits for a metadata answer from the broker (kafka-python's blocking fetch).
 while not c.partitions_for_topic(topic):
     if time.monotonic() > deadline:
         sys.exit(f"{topic} is not in the metadata after 30 s")
-    time.sleep(0.1)
 c.subscribe([topic])
 last = None
 while not stop:
