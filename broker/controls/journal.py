@@ -72,6 +72,9 @@ MAX_KEPT_BYTES = 65536
 # A response body longer than this may be part of a response longer than MAX_KEPT_BYTES:
 # its header (size, correlation id, tagged fields) is 8 or 9 bytes.
 _BODY_MAX_KEPT_BYTES = MAX_KEPT_BYTES - 9
+# The length of an entry `record` keeps as references (`_expand` reads it); the others,
+# `record_as`'s, are longer.
+_REFERENCES = 7
 
 
 class Journal:
@@ -163,8 +166,6 @@ class Journal:
             response_data = None if out is None else _body(out)
         if request_data is not None and len(request_data) > MAX_KEPT_BYTES:
             request_data = _json({"omitted_bytes": len(request_data)})
-        elif isinstance(request_data, bytearray | memoryview):
-            request_data = bytes(request_data)  # a small frame not in `bytes` (none yet)
         if response_data is not None and len(response_data) > _BODY_MAX_KEPT_BYTES:
             # The size shown is the response's as it went out, header included (a summary
             # kept as JSON: the summary's).
@@ -241,7 +242,7 @@ class Journal:
         """The summaries of the kept entries after `since` that match every filter given."""
         out = []
         for seq, kept in self._after(since):
-            entry = kept if len(kept) == 13 else self._expand(kept)
+            entry = self._expand(kept) if len(kept) == _REFERENCES else kept
             if api is not None and self._name(entry[0]) != api:
                 continue
             if client_id is not None and entry[3] != client_id:
