@@ -114,6 +114,10 @@ class Broker:
         # with kmock.brokers; `node_id` is the first, which also acts as the controller.
         self.cluster = self.topics.cluster
         self.node_id: int = self.cluster.node_ids[0]
+        # No other broker (kmock.brokers=1): a request for a group or a transaction is this
+        # broker's to coordinate, and the dispatch site calls a route's handler without the
+        # check that a cluster needs (`Route.alone`).
+        self.alone = not self.cluster.multi
         # Per node: each listener's advertised address; set by `advertise`.
         self.node_advertised: dict[int, dict[str, tuple[str, int]]] = {}
         self.node_bound_ports: dict[int, dict[str, int]] = {}

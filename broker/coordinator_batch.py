@@ -61,18 +61,22 @@ def append_records(
 
 def append_one(topics: TopicRegistry, wall_ms: int, pid: int, record: AnyRecord) -> Log:
     """`append_records` of one record to partition `pid`, no producer: the log written.
-    The batch goes with the header it was packed from, which the log would parse again."""
+    The batch is packed at the log end offset, with the header it was packed from, so the
+    log writes it as it is (`Log.append_stamped`) instead of parsing and stamping it."""
     partition = topics.offsets_topic(now_wall_ms=wall_ms).partitions[pid]
+    log = partition.log
+    base_offset = log.log_end_offset
     plain = record.plain_value() if type(record) is OffsetCommitRecord else None
     if plain is None:
-        batch, header = _one_record_batch(record.key_bytes(), record.value_bytes(), wall_ms)
+        key, value = record.key_bytes(), record.value_bytes()
+        batch, header = _one_record_batch(key, value, wall_ms, base_offset)
     else:
-        batch, header = _commit_batch(record.key_bytes(), plain, wall_ms)
-    partition.append(batch, wall_ms=wall_ms, header=header)
-    return partition.log
+        batch, header = _commit_batch(record.key_bytes(), plain, wall_ms, base_offset)
+    partition.append_stamped(batch, header, wall_ms=wall_ms)
+    return log
 
 
-# baseOffset 0 (the log assigns it), batchLength, partitionLeaderEpoch -1, magic 2, crc.
+# baseOffset, batchLength, partitionLeaderEpoch -1, magic 2, crc.
 _PREFIX = struct.Struct(">qiibI")
 # attributes 0, lastOffsetDelta, baseTimestamp, maxTimestamp, then the constant rest.
 _TAIL = struct.Struct(">hiqq")
@@ -139,10 +143,12 @@ _ONE_RECORD_START = b"\x00\x00\x00"
 _new_header = tuple.__new__
 
 
-def _one_record_batch(key: bytes, value: bytes | None, timestamp: int) -> tuple[bytes, BatchHeader]:
-    """`build_coordinator_batch` of one record (every commit of one partition), and the
-    batch's header: the record's length summed rather than measured, one join for the
-    records section."""
+def _one_record_batch(
+    key: bytes, value: bytes | None, timestamp: int, base_offset: int = 0
+) -> tuple[bytes, BatchHeader]:
+    """`build_coordinator_batch` of one record (every commit of one partition) at
+    `base_offset` (outside the CRC), and the batch's header: the record's length summed
+    rather than measured, one join for the records section."""
     n = len(key)
     key_length = _SMALL[n] if n < _SMALL_LIMIT else _varint(n)
     if value is None:
@@ -165,8 +171,8 @@ def _one_record_batch(key: bytes, value: bytes | None, timestamp: int) -> tuple[
     tail = _ONE_TAIL.pack(0, 0, timestamp, timestamp, -1, -1, -1, 1)
     crc = crc32c(body, crc32c(tail))
     length = BATCH_HEADER_SIZE - 12 + len(body)
-    header = (0, length, -1, MAGIC, crc, 0, 0, timestamp, timestamp, -1, -1, -1, 1)
-    batch = b"".join((_PREFIX.pack(0, length, -1, MAGIC, crc), tail, body))
+    header = (base_offset, length, -1, MAGIC, crc, 0, 0, timestamp, timestamp, -1, -1, -1, 1)
+    batch = b"".join((_PREFIX.pack(base_offset, length, -1, MAGIC, crc), tail, body))
     return batch, _new_header(BatchHeader, header)
 
 
@@ -204,16 +210,16 @@ def _commit_template(key: bytes) -> tuple[struct.Struct, int, bytes]:
 
 
 def _commit_batch(
-    key: bytes, plain: tuple[int, int, int, int, int], timestamp: int
+    key: bytes, plain: tuple[int, int, int, int, int], timestamp: int, base_offset: int
 ) -> tuple[bytes, BatchHeader]:
-    """`_one_record_batch(key, value, timestamp)` of a commit whose value is plain, from the
-    key's template: one pack and one CRC."""
+    """`_one_record_batch(key, value, timestamp, base_offset)` of a commit whose value is
+    plain, from the key's template: one pack and one CRC."""
     template = _COMMIT_TEMPLATES.get(key)
     if template is None:
         template = _commit_template(key)
     body, length, run = template
     after_crc = body.pack(timestamp, timestamp, run, *plain)
     crc = crc32c(after_crc)
-    header = (0, length, -1, MAGIC, crc, 0, 0, timestamp, timestamp, -1, -1, -1, 1)
-    batch = _PREFIX.pack(0, length, -1, MAGIC, crc) + after_crc
+    header = (base_offset, length, -1, MAGIC, crc, 0, 0, timestamp, timestamp, -1, -1, -1, 1)
+    batch = _PREFIX.pack(base_offset, length, -1, MAGIC, crc) + after_crc
     return batch, _new_header(BatchHeader, header)

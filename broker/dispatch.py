@@ -230,11 +230,12 @@ async def dispatch(conn: Caller, frame: bytes | bytearray) -> list[Any] | Pendin
         raise CloseConnection(expired)  # KIP-368 (broker.security.authz)
     try:
         try:
+            handler = route.alone if broker.alone else route.handler
             if security.enabled:
                 # ACLs: the handler serves what the principal may do (broker.security.enforce)
-                response = await enforce.handle(ctx, request, route.handler, route.error_response)
+                response = await enforce.handle(ctx, request, handler, route.error_response)
             else:
-                response = await route.handler(ctx, request)
+                response = await handler(ctx, request)
             if type(response) is Encoded:  # kept encoded (Metadata): sent as it is
                 body, response = response.body, response.response
         except KafkaError as e:

@@ -124,6 +124,10 @@ class Route:
     error_response: Callable[[Any, ErrorCode, int], Message] = dataclasses.field(
         init=False, repr=False
     )
+    # The handler for a broker without others (`Broker.alone`): `handler` without
+    # broker.coordinator_guard's check of which broker coordinates a group or a
+    # transaction, which lets every request through when there is one broker.
+    alone: Handler = dataclasses.field(init=False, repr=False)
 
     def __getattr__(self, attr: str) -> Any:
         # Reached only when a slot is not set yet: the three read from the message module.
@@ -170,6 +174,7 @@ def _load(route: Route) -> Handler:
     handler: Handler = coordinator_guard.wrap(route, handle)
     # In the route itself, which the dispatch site may hold from before this call: from now
     # on every request goes to the handler directly.
+    route.alone = handle
     route.handler = handler
     return handler
 
@@ -191,7 +196,7 @@ def install(routes: dict[int, tuple[str, range]]) -> None:
     _BY_KEY.clear()
     for api_key, (module, versions) in sorted(routes.items()):
         route = Route(api_key, api_name(module), module, versions, None)  # type: ignore[arg-type]
-        route.handler = _Unloaded(route)
+        route.handler = route.alone = _Unloaded(route)
         _BY_KEY[api_key] = route
     global _SUPPORTED
     _SUPPORTED = [

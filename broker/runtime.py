@@ -566,7 +566,7 @@ class CoordinatorRuntime:
             if not postpones_only:
                 self._wake.set()
             # `complete`, without its coroutine: most outcomes have nothing left to await.
-            appending = self._append_now(outcome, producer, now_ms)
+            appending = self._append_now(outcome, producer, now_ms, wall_ms)
         finally:
             answered, self._now_token = self._now_token == 0, 0
         if answered:
@@ -607,13 +607,19 @@ class CoordinatorRuntime:
             await self._finish(appending)
 
     def _append_now(
-        self, outcome: Outcome, producer: tuple[int, int] | None = None, now_ms: int | None = None
+        self,
+        outcome: Outcome,
+        producer: tuple[int, int] | None = None,
+        now_ms: int | None = None,
+        wall_ms: int | None = None,
     ) -> _Appending | None:
         """The synchronous half of `complete`: the records go into the log in the caller's
         step, with no checkpoint between the coordinator's decision and the append (Kafka's
         CoordinatorRuntime appends a result's records in the event that produced it).
         Returns what `_finish` still has to do, or None when nothing is left. `now_ms`:
-        when the outcome was decided, if the caller knows (it is applied in the same step)."""
+        when the outcome was decided, if the caller knows (it is applied in the same step);
+        `wall_ms`: the date the verb was given, if any, which is then the records' date
+        too when the clock writes its dates into records (`Clock.records_wall_ms`)."""
         if outcome.generations or outcome.dead_groups:
             self._report(outcome)
         records = outcome.records
@@ -632,8 +638,10 @@ class CoordinatorRuntime:
                 and not (self._pending and self._pending.get(pid))
             ):
                 # A commit of one partition: `append_records` below, without its loops.
+                clock = self.broker.clock
+                if wall_ms is None or not clock.records_wall_ms:
+                    wall_ms = clock.record_ms()  # broker.wall_ms(), a call less
                 try:
-                    wall_ms = self.broker.clock.record_ms()  # broker.wall_ms(), a call less
                     plog = append_one(self.broker.topics, wall_ms, pid, record)
                 except (KafkaError, OSError) as e:
                     self._append_failed(_Appended(outcome, {pid}), False, e)

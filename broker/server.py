@@ -108,6 +108,7 @@ async def serve(
         broker.tls_contexts = tls_contexts(config, broker.listener_setup.listeners)
     except TlsError as e:
         raise ConfigError(str(e)) from None
+    broker.clock.bind()
     await trio.to_thread.run_sync(broker.open)
     try:
         with trio.CancelScope() as cancel:

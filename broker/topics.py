@@ -148,15 +148,24 @@ class Partition:
         info = self.log.append(
             batch, wall_ms=wall_ms, partition_leader_epoch=partition_leader_epoch, header=header
         )
+        self._appended(info.last_offset - info.base_offset + 1)
+        return info
+
+    def append_stamped(self, batch: bytes, header: BatchHeader, *, wall_ms: int) -> None:
+        """`append` of a batch the broker built at this partition's log end offset
+        (`Log.append_stamped`: a group coordinator's records)."""
+        self.log.append_stamped(batch, header, wall_ms=wall_ms)
+        self._appended(header.last_offset_delta + 1)
+
+    def _appended(self, records: int) -> None:
         if self.waiters:  # notify(), called only when a fetch waits
             self.notify()
         counter = self.records_in
         if counter is None:
             if self.metrics is None:
-                return info
+                return
             counter = self.records_in = self.metrics.messages_in.labels(self.topic)
-        counter.inc(info.last_offset - info.base_offset + 1)
-        return info
+        counter.inc(records)
 
     def notify(self) -> None:
         for ev in self.waiters:

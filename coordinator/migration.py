@@ -258,7 +258,7 @@ class Migration:
             classic.protocol_type = classic.protocol_name = classic.leader_id = None
         out.reply(token, result.response)
         self.seal(records, (token, _failed_heartbeat))
-        return dataclasses.replace(out.outcome(), records=tuple(records))
+        return out.outcome()._replace(records=tuple(records))
 
     def _upgrade(
         self, classic: Group, topics_metadata: Mapping[str, TopicImage], now_ms: int
@@ -482,7 +482,7 @@ class Migration:
             if tombstones:
                 self.writes.attach(tombstones[-1], TombstoneWrite(None, (token, failed)))
             outcome = self.membership.join(ctx, request, token, now_ms)
-            return dataclasses.replace(outcome, records=(*tombstones, *outcome.records))
+            return outcome._replace(records=(*tombstones, *outcome.records))
         self.begin()
         self.save(request.group_id)
         try:

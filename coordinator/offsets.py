@@ -207,7 +207,9 @@ class OffsetManager:
                 response = _one_partition_answer(partition)
         else:
             response = OffsetCommitResponse(topics=_answer_topics(topics, refused))
-        return Outcome((_new_reply(Reply, (token, response)),), tuple(records))
+        return _new_outcome(
+            Outcome, ((_new_reply(Reply, (token, response)),), tuple(records), (), ())
+        )
 
     def _offset(
         self,
@@ -660,6 +662,7 @@ def _no_subscriptions(group_id: str) -> frozenset[str] | None:
 # NamedTuples made without their Python-level __new__ (one of each per commit).
 _new_offset = tuple.__new__
 _new_reply = tuple.__new__
+_new_outcome = tuple.__new__
 # The answer of a commit of one partition, by (topic, partition): responses are immutable,
 # so one object serves every such commit (at most ~10,000 kept, emptied when full).
 _ONE_PARTITION_ANSWERS: dict[TopicPartition, OffsetCommitResponse] = {}

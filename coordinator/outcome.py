@@ -64,8 +64,9 @@ class GenerationStarted:
     leader_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
+    """What a call decided. Immutable; a NamedTuple as `Reply` is (one is made per call)."""
+
     replies: tuple[Reply, ...] = ()
     records: tuple[AnyRecord, ...] = ()  # to append to __consumer_offsets first
     # What the broker reports (logs, metrics) without reading the coordinator's state:

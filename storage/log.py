@@ -9,9 +9,10 @@ later segments dropped, indexes rebuilt; everything dropped is listed in `recove
 for the broker to log. Then the partition's transactions are rebuilt from the segments
 (`PartitionTransactions.recover`), which rewrites `.txnindex` files that disagree.
 
-Appends: `append` (one batch: every Produce and OffsetCommit) and `append_batches` (any
-number, all or none) share the checks and the header stamping of storage/append.py and one
-`_write` (roll, write, producer state, transactions, flush).
+Appends: `append` (one batch: every Produce) and `append_batches` (any number, all or
+none) share the checks and the header stamping of storage/append.py and one `_write` (roll,
+write, producer state, transactions, flush); `append_stamped` writes a batch the broker
+built already stamped (every OffsetCommit's) through the same `_write`.
 
 Transactions (storage/transactions.py): every append is shown to `self.transactions`, which
 tracks open transactions (the last stable offset) and writes the aborted-transaction index;
@@ -231,8 +232,8 @@ class Log:
         """Append one validated v2 batch (see `append_batches`); `header` is its header when
         the caller has parsed it (Produce, from `split_batches`), not to parse it again.
 
-        Every Produce and OffsetCommit comes here: `append_batches`' steps for one batch,
-        without its lists and loops."""
+        Every Produce comes here: `append_batches`' steps for one batch, without its lists
+        and loops."""
         if self._closed or self._failure is not None:
             self._check_writable()
         view = memoryview(batch)
@@ -256,6 +257,27 @@ class Log:
         self._write([head, rest], [stored], size, last_offset + 1, wall_ms, producers, written)
         info = (base_offset, last_offset, append_time, self._log_start_offset, False)
         return _new_info(AppendInfo, info)
+
+    def append_stamped(self, batch: bytes, header: BatchHeader, *, wall_ms: int) -> None:
+        """Append a batch the broker built for this log itself (the group coordinator's,
+        broker/coordinator_batch.py), `header` its own. When it is already what `append`
+        would store (at the log end offset, no producer id, CreateTime, within
+        max.message.bytes) it is written as it is, without `append`'s checks of what a
+        client sent and its stamp; otherwise (a closed log too) `append` takes it."""
+        config = self.config
+        size = len(batch)
+        if (
+            header.base_offset != self._segments[-1].next_offset
+            or header.producer_id >= 0
+            or size > config.max_message_bytes
+            or config.message_timestamp_type == "LogAppendTime"
+            or self._closed
+            or self._failure is not None
+        ):
+            self.append(batch, wall_ms=wall_ms, header=header)
+            return
+        next_offset = header.base_offset + header.last_offset_delta + 1
+        self._write([batch], [header], size, next_offset, wall_ms, None, None)
 
     def append_batches(
         self,

@@ -53,17 +53,28 @@ class Clock:
     """The wall clock: trio's time for deadlines, time.time() for dates."""
 
     virtual = False
+    # Whether `record_ms` is `wall_ms` (a caller that read one need not read the other).
+    records_wall_ms = True
+    # trio's time: trio.current_time() until `bind` hands over the running trio clock's own
+    # `current_time`, which trio.current_time() reaches through two Python calls more (the
+    # run's Runner, then its clock): every request that reads the time pays them.
+    _trio_time: Callable[[], float] = staticmethod(trio.current_time)
+
+    def bind(self) -> None:
+        """Read the clock of the running trio.run directly (`serve` calls it at start, in
+        the run the broker lives in)."""
+        self._trio_time = trio.lowlevel.current_clock().current_time
 
     def now(self) -> float:
         """Monotonic seconds, for deadlines."""
-        return trio.current_time()
+        return self._trio_time()
 
     def now_ms(self) -> int:
-        return int(trio.current_time() * 1000)
+        return int(self._trio_time() * 1000)
 
     def reached(self, deadline_ms: float) -> bool:
         """Whether the time is at or past `deadline_ms` (what `now_ms` counts in)."""
-        return trio.current_time() * 1000 >= deadline_ms
+        return self._trio_time() * 1000 >= deadline_ms
 
     def wall_ms(self) -> int:
         """The date as the broker's timers see it (commit times, retention), epoch ms."""
@@ -103,6 +114,7 @@ class VirtualClock(Clock):
     virtual = True
 
     def __init__(self, *, virtual_timestamps: bool = False) -> None:
+        self.records_wall_ms = virtual_timestamps
         self._now = float(int(time.monotonic()))  # seconds
         self._start_ms = self.now_ms()
         self._start_wall_ms = int(time.time() * 1000)

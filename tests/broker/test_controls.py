@@ -14,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+from protocol.consumer_offsets import decode_record
 from protocol.errors import ErrorCode
 from protocol.messages.alter_configs import (
     AlterableConfig,
@@ -25,6 +26,7 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.records import decode_records
 from protocol.schema import encode
 from tests.admin_http import http
 from tests.reliability import inproc
@@ -399,6 +401,35 @@ async def test_virtual_clock_moves_retention_and_idle_connections(tmp_path: Path
             # connections.max.idle.ms on the same clock: the client is closed when it passes
             await http(broker, "POST", "/v1/clock/advance", {"ms": 130_000})
             assert await client.is_closed_by_peer()
+
+
+@pytest.mark.parametrize("timestamps", ["wall", "virtual"])
+async def test_a_commits_record_is_dated_by_the_clocks_timestamps_setting(
+    tmp_path: Path, timestamps: str
+) -> None:
+    # The commit's time (in its value) follows the virtual clock; the batch it is written in
+    # is dated in real time unless kmock.clock.timestamps=virtual, then at the commit's time.
+    day_ms = 86_400_000
+    settings = {"kmock.clock": "virtual", "kmock.clock.timestamps": timestamps}
+    with trio.fail_after(DEADLINE_S):
+        async with running(tmp_path, **settings) as broker:
+            # Before connecting: a day idle would close the connection.
+            await http(broker, "POST", "/v1/clock/advance", {"ms": day_ms})
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            before = _now_ms()
+            assert await commit(client, "g", "t", 3) == ErrorCode.NONE
+            after = _now_ms()
+            pid = broker.coordinator.coordinator.partition_for("g")
+            log = broker.topics.partition("__consumer_offsets", pid).log
+            [record] = decode_records(log.read_bytes(0, 100_000))
+            key, value = decode_record(record.key, record.value)
+            assert (key.group, value.offset) == ("g", 3)
+            assert before + day_ms - 1_000 <= value.commit_timestamp <= after + day_ms
+            if timestamps == "virtual":
+                assert record.timestamp == value.commit_timestamp
+            else:
+                assert before <= record.timestamp <= after
 
 
 def _now_ms() -> int:

@@ -47,14 +47,22 @@ def test_varint_table_is_uvarint_bytes() -> None:
     assert all(_SMALL[v] == uvarint_bytes(v << 1) for v in range(len(_SMALL)))
 
 
+@pytest.mark.parametrize("base_offset", [0, 1, 2**40 + 7])
 @pytest.mark.parametrize("records", [c for c in CASES if len(c) == 1])
-def test_one_record_header_is_the_parsed_one(records: list[tuple[bytes, bytes | None]]) -> None:
+def test_one_record_header_is_the_parsed_one(
+    records: list[tuple[bytes, bytes | None]], base_offset: int
+) -> None:
     # append_one hands the log this header instead of letting it parse the batch.
     ((key, value),) = records
-    batch, header = _one_record_batch(key, value, 1_700_000_000_000)
+    batch, header = _one_record_batch(key, value, 1_700_000_000_000, base_offset)
     assert header == parse_batch_header(batch)
     assert type(header) is type(parse_batch_header(batch))
     assert header.size == len(batch)
+    assert header.base_offset == base_offset
+    # The base offset is outside the CRC: the batch at 0 but for its first 8 bytes.
+    at_zero = build_coordinator_batch(records, 1_700_000_000_000)
+    assert batch == base_offset.to_bytes(8, "big") + at_zero[8:]
+    validate_batch(batch)
 
 
 @pytest.mark.parametrize("group_id", ["g", "g" * 40, "g" * 63, "é" * 70, "g" * 300])
@@ -72,11 +80,14 @@ def test_a_plain_commits_template_batch_is_the_general_ones(
     )
     plain = record.plain_value()
     assert plain is not None
-    general = _one_record_batch(record.key_bytes(), record.value_bytes(), timestamp)
-    for _ in range(2):
-        batch, header = _commit_batch(record.key_bytes(), plain, timestamp)
-        assert (batch, header) == general
-        assert type(header) is type(general[1])
+    for base_offset in (0, 12345):
+        general = _one_record_batch(
+            record.key_bytes(), record.value_bytes(), timestamp, base_offset
+        )
+        for _ in range(2):
+            batch, header = _commit_batch(record.key_bytes(), plain, timestamp, base_offset)
+            assert (batch, header) == general
+            assert type(header) is type(general[1])
 
 
 def test_only_a_commit_without_metadata_or_expiry_is_plain() -> None:

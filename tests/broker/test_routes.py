@@ -124,6 +124,8 @@ def test_group_apis_are_behind_the_coordinator_check():
         handler = routes.load(api_key)
         handle = importlib.import_module(f"broker.handlers.{route.module}").handle
         assert (handler is not handle) == guarded, route.name
+        # A broker without others calls the handler itself (Broker.alone).
+        assert route.alone is handle, route.name
     # Every name the guard knows is a route's.
     names = {r.name for r in routes.all_routes()}
     assert set(coordinator_guard.KEYS) | set(coordinator_guard.LISTINGS) <= names

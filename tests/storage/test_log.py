@@ -4,7 +4,13 @@ import os
 import pytest
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import decode_records, iter_batches, split_batches, validate_batch
+from protocol.records import (
+    decode_records,
+    iter_batches,
+    parse_batch_header,
+    split_batches,
+    validate_batch,
+)
 from storage import Log, LogConfig
 from tests.storage.helpers import T0, log_records, make_batch
 
@@ -209,6 +215,67 @@ def test_append_rechecks_the_callers_header_against_the_batch(open_log):
     assert error.code == ErrorCode.CORRUPT_MESSAGE
     assert log.log_end_offset == 0
     assert log.read_bytes(0, 1000) == b""
+
+
+def _at(batch, base_offset):
+    """The batch with its base offset set (outside the CRC), and its header."""
+    stamped = base_offset.to_bytes(8, "big") + batch[8:]
+    return stamped, parse_batch_header(stamped)
+
+
+def test_append_stamped_writes_what_append_writes(open_log, tmp_path):
+    # A batch built at the log end offset is written as it is; the same log through
+    # `append` holds the same bytes and the same indexes, across a roll.
+    stamped = open_log(segment_bytes=400, index_interval_bytes=1)
+    parsed = Log.open(
+        tmp_path / "parsed-0",
+        LogConfig(flush_mode="none", segment_bytes=400, index_interval_bytes=1),
+        now_wall_ms=T0,
+    )
+    for i in range(12):
+        batch = make_batch(1 + i % 3, timestamp=T0 + i)
+        stamped.append_stamped(*_at(batch, stamped.log_end_offset), wall_ms=T0 + i)
+        parsed.append(batch, wall_ms=T0 + i)
+    assert len(stamped.segments) > 1
+    assert stamped.log_end_offset == parsed.log_end_offset
+    assert [s.base_offset for s in stamped.segments] == [s.base_offset for s in parsed.segments]
+    for a, b in zip(stamped.segments, parsed.segments, strict=True):
+        assert (a.index_bytes(), a.time_index_bytes()) == (b.index_bytes(), b.time_index_bytes())
+    assert stamped.read_bytes(0, 10_000) == parsed.read_bytes(0, 10_000)
+    assert log_records(stamped) == log_records(parsed)
+
+
+@pytest.mark.parametrize(
+    ("config", "base_offset", "expected"),
+    [
+        ({}, 0, None),  # not at the log end offset (1): stamped by `append`
+        ({"message_timestamp_type": "LogAppendTime"}, 1, None),
+        ({"max_message_bytes": 100}, 1, ErrorCode.MESSAGE_TOO_LARGE),
+    ],
+)
+def test_append_stamped_leaves_to_append_what_is_not_already_stored_form(
+    open_log, config, base_offset, expected
+):
+    log = open_log(**config)
+    log.append(make_batch(timestamp=5), wall_ms=T0)
+    batch = make_batch(3, timestamp=5)
+    if expected is not None:
+        error = kafka_error(log.append_stamped, *_at(batch, base_offset), wall_ms=T0 + 42)
+        assert error.code == expected
+        assert log.log_end_offset == 1
+        return
+    log.append_stamped(*_at(batch, base_offset), wall_ms=T0 + 42)
+    assert batch_offsets(log.read_bytes(0, 1000)) == [(0, 0), (1, 3)]
+    header = validate_batch(log.read_bytes(1, 1000))
+    appended_as = (1, T0 + 42) if config else (0, 7)
+    assert (header.timestamp_type, header.max_timestamp) == appended_as
+
+
+def test_append_stamped_to_a_closed_log_is_a_storage_error(open_log):
+    log = open_log()
+    log.close()
+    error = kafka_error(log.append_stamped, *_at(make_batch(), 0), wall_ms=T0)
+    assert error.code == ErrorCode.KAFKA_STORAGE_ERROR
 
 
 def test_append_batches_writes_a_produce_request_in_place(open_log):
