@@ -12,7 +12,8 @@ for the broker to log. Then the partition's transactions are rebuilt from the se
 Appends: `append` (one batch: every Produce) and `append_batches` (any number, all or
 none) share the checks and the header stamping of storage/append.py and one `_write` (roll,
 write, producer state, transactions, flush); `append_stamped` writes a batch the broker
-built already stamped (every OffsetCommit's) through the same `_write`.
+built already stamped (the group coordinator's of one record: every commit of one
+partition) through the same `_write`.
 
 Transactions (storage/transactions.py): every append is shown to `self.transactions`, which
 tracks open transactions (the last stable offset) and writes the aborted-transaction index;
@@ -232,8 +233,8 @@ class Log:
         """Append one validated v2 batch (see `append_batches`); `header` is its header when
         the caller has parsed it (Produce, from `split_batches`), not to parse it again.
 
-        Every Produce comes here: `append_batches`' steps for one batch, without its lists
-        and loops."""
+        Every Produce comes here (and the batches `append_stamped` passes on):
+        `append_batches`' steps for one batch, without its lists and loops."""
         if self._closed or self._failure is not None:
             self._check_writable()
         view = memoryview(batch)
