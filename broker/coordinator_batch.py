@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from coordinator.records import PLAIN_VALUE_FORMAT, PLAIN_VALUE_SIZE, OffsetCommitRecord
+from protocol.kept import keep
 from protocol.primitives import uvarint_bytes
 from protocol.records import BATCH_HEADER_SIZE, MAGIC, BatchHeader, build_batch, crc32c
 
@@ -203,10 +204,8 @@ def _commit_template(key: bytes) -> tuple[struct.Struct, int, bytes]:
         )
     )
     body = struct.Struct(f">6xqq{len(run)}s{PLAIN_VALUE_FORMAT}x")
-    if len(_COMMIT_TEMPLATES) >= _COMMIT_TEMPLATES_KEPT:
-        _COMMIT_TEMPLATES.clear()
-    template = _COMMIT_TEMPLATES[key] = (body, _PREFIX.size - 12 + body.size, run)
-    return template
+    template = (body, _PREFIX.size - 12 + body.size, run)
+    return keep(_COMMIT_TEMPLATES, key, template, _COMMIT_TEMPLATES_KEPT)
 
 
 def _commit_batch(

@@ -55,6 +55,7 @@ from coordinator.outcome import AnyRecord, Outcome
 from coordinator.outcome import RequestContext as CoordinatorContext
 from protocol.control_records import read_txn_marker
 from protocol.errors import ErrorCode, KafkaError
+from protocol.kept import keep
 from protocol.messages import (
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -103,6 +104,9 @@ if TYPE_CHECKING:
     from storage.log import Log
 
 log = logging.getLogger("broker.runtime")
+
+# Coordinator contexts kept, one per (version, client id, client host) (`context`).
+_CONTEXTS_KEPT = 1024
 
 _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
@@ -508,9 +512,7 @@ class CoordinatorRuntime:
         if describable is None:  # one per version and client: made once, not per request
             context = self._contexts.get(key)
             if context is None:
-                if len(self._contexts) >= 1024:
-                    self._contexts.clear()
-                context = self._contexts[key] = CoordinatorContext(*key)
+                context = keep(self._contexts, key, CoordinatorContext(*key), _CONTEXTS_KEPT)
             return context
         return CoordinatorContext(*key, describable)
 

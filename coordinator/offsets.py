@@ -43,6 +43,7 @@ from coordinator.writes import (
     group_write_error,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.kept import keep
 from protocol.messages import offset_delete
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -670,14 +671,12 @@ _ONE_PARTITION_ANSWERS_KEPT = 10_000
 
 
 def _one_partition_answer(partition: TopicPartition) -> OffsetCommitResponse:
-    if len(_ONE_PARTITION_ANSWERS) >= _ONE_PARTITION_ANSWERS_KEPT:
-        _ONE_PARTITION_ANSWERS.clear()
     topic, index = partition
     answer = OffsetCommitResponsePartition(partition_index=index, error_code=_E.NONE)
-    response = _ONE_PARTITION_ANSWERS[partition] = OffsetCommitResponse(
+    response = OffsetCommitResponse(
         topics=[OffsetCommitResponseTopic(name=topic, partitions=[answer])]
     )
-    return response
+    return keep(_ONE_PARTITION_ANSWERS, partition, response, _ONE_PARTITION_ANSWERS_KEPT)
 
 
 def _answer_topics(

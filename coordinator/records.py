@@ -37,6 +37,7 @@ from protocol.consumer_offsets import (
     encode_key,
     encode_value,
 )
+from protocol.kept import keep
 
 __all__ = [
     "CoordinatorRecord",
@@ -162,11 +163,9 @@ class OffsetCommitRecord:
         name = (self.group_id, self.topic, self.partition)
         key = _KEYS.get(name)
         if key is None:
-            if len(_KEYS) >= _KEYS_KEPT:
-                _KEYS.clear()
             group = self.group_id.encode()
             topic = self.topic.encode()
-            key = _KEYS[name] = b"".join(
+            key = b"".join(
                 (
                     _KEY_VERSION,
                     _I16.pack(len(group)),
@@ -176,6 +175,7 @@ class OffsetCommitRecord:
                     _I32.pack(self.partition),
                 )
             )
+            keep(_KEYS, name, key, _KEYS_KEPT)
         return key
 
     def plain_value(self) -> tuple[int, int, int, int, int] | None:

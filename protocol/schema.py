@@ -40,6 +40,7 @@ from construct import Construct, ConstructError
 
 from protocol import primitives as p
 from protocol.codegen import CompiledStruct, _register
+from protocol.kept import keep
 from protocol.primitives import DecodeError, KArray, KNullableStruct, Leaf, Reader
 
 __all__ = [
@@ -566,9 +567,7 @@ class _Kept:
         if kept is None:
             kept = self.decodefunc(body, 0)  # (message, end in body)
             if len(body) <= KEPT_MAX_BYTES and kept[1] <= len(body):  # not refused
-                if len(self.kept) >= KEPT_DECODED:
-                    self.kept.clear()
-                self.kept[body] = kept
+                keep(self.kept, body, kept, KEPT_DECODED)
         return kept[0], pos + kept[1]
 
 

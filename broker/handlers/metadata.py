@@ -40,6 +40,7 @@ from broker.context import RequestContext
 from broker.handlers import Encoded
 from broker.topics import Topic, validate_topic_name
 from protocol.errors import ErrorCode, KafkaError
+from protocol.kept import keep
 from protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
@@ -152,9 +153,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         return answer(ctx, request)
     response = answer(ctx, request)
     encoded = Encoded(response, b"".join(encode_chunks(response, ctx.api_version)))
-    if len(_answers) >= ANSWERS_KEPT:
-        _answers.clear()
-    _answers[key] = _KeptAnswer(broker, request, encoded)
+    keep(_answers, key, _KeptAnswer(broker, request, encoded), ANSWERS_KEPT)
     return encoded
 
 

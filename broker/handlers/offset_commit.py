@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from broker.context import Encoded, RequestContext
 from protocol.errors import ErrorCode
+from protocol.kept import keep
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestTopic,
@@ -56,11 +57,10 @@ async def handle(
         and len(partitions := answers[0].partitions) == 1
         and partitions[0].error_code == ErrorCode.NONE
     ):
-        if len(_ENCODED) >= _ENCODED_KEPT:
-            _ENCODED.clear()
         body = b"".join(encode_chunks(response, ctx.api_version))
-        kept = _ENCODED[id(response), ctx.api_version] = Encoded(response, body)
-        return kept
+        return keep(
+            _ENCODED, (id(response), ctx.api_version), Encoded(response, body), _ENCODED_KEPT
+        )
     return response
 
 
