@@ -9,7 +9,8 @@ GroupCoordinatorService and TransactionCoordinator answer, through the API's err
 response: the handler is not run.
 
 `wrap` puts the check in front of each coordinator API's handler in the route table; with
-a single broker the check is skipped. APIs that name several keys (DescribeGroups,
+a single broker the check is skipped: the dispatch site calls the handler itself there
+(broker.routes.Route.alone). APIs that name several keys (DescribeGroups,
 DeleteGroups, ConsumerGroupDescribe, OffsetFetch v8+, DescribeTransactions) are answered
 per key, as Kafka's GroupCoordinatorService runs one operation per __consumer_offsets
 partition and fails each on its own (and TransactionCoordinator.handleDescribeTransactions
