@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
+from broker.offsets_scan import REPLAY_READ_BYTES  # the same read size as the group replay
 from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.coordinator import TransactionCoordinator
 from coordinator.transactions.metadata import TopicPartition
@@ -83,7 +84,6 @@ log = logging.getLogger("broker.transactions")
 _Resp = TypeVar("_Resp")
 
 MARKER_RETRY_S = 1.0
-REPLAY_READ_BYTES = 4 * 1024 * 1024
 COORDINATOR_EPOCH_FILE = "transaction-coordinator-epoch"
 
 # What a failed verification of a transactional Produce answers (Kafka's
