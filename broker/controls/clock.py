@@ -118,7 +118,6 @@ class VirtualClock(Clock):
         self._now = float(int(time.monotonic()))  # seconds
         self._start_ms = self.now_ms()
         self._start_wall_ms = int(time.time() * 1000)
-        self._virtual_timestamps = virtual_timestamps
         self._heap: list[tuple[float, int, _Timer]] = []
         self._seq = itertools.count()
         self._lock: trio.Lock | None = None
@@ -137,7 +136,7 @@ class VirtualClock(Clock):
         return self._start_wall_ms + self.now_ms() - self._start_ms
 
     def record_ms(self) -> int:
-        return self.wall_ms() if self._virtual_timestamps else int(time.time() * 1000)
+        return self.wall_ms() if self.records_wall_ms else int(time.time() * 1000)
 
     def call_at(self, deadline: float, callback: Callable[[], object]) -> _Timer:
         """Call `callback` once `advance` reaches `deadline` (seconds); cancel with .cancelled."""
