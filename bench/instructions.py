@@ -4,7 +4,7 @@ cost that the load of a shared machine does not move (not part of `make bench`).
     python bench/instructions.py [commit|metadata|produce] [--requests N] [--tree DIR]
     python bench/instructions.py [commit|metadata|produce] --requests 300 --bytecodes 40
     python bench/instructions.py commit --conns 256 [--one-partition] --requests 2560
-    python bench/instructions.py metadata --requests 2000 --controls journal|fault
+    python bench/instructions.py metadata --requests 2000 --controls journal|metrics|fault
 
 One process runs a broker (`serve`, this tree's code or --tree's) and a client on the same
 trio loop, over a real socket: §9's 1-connection OffsetCommit v9 (each time the same group),
@@ -27,7 +27,13 @@ per run under callgrind here.
 default: no admin endpoint, so no journal), "journal" (the admin endpoint on, on a free
 port: every request is recorded in the journal, which nobody reads), "fault" (the same, with
 §10's fault armed, for DeleteGroups, which the client never sends: the fault table is
-consulted on every request).
+consulted on every request); and "metrics" (the admin endpoint with `kmock.journal.size=0`:
+requests timed and counted for /metrics, no journal), which tells the two costs apart.
+
+The broker settles its garbage collector once ready, as `kmock serve` does (broker.server
+.settle_gc: start-up frozen, a young generation of 10,000): with Python's default
+thresholds a request that leaves one object alive (a journal entry) pays for collections
+the served broker does not run.
 
 `--bytecodes TOP` names the Python functions the instructions go to, which callgrind's
 C-level view cannot (it sees the interpreter's loop): the same two runs in-process under
@@ -37,6 +43,7 @@ C-level view cannot (it sees the interpreter's loop): the same two runs in-proce
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import struct
@@ -53,6 +60,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 CONTROLS = {
     "off": ({}, None),
     "journal": ({"admin.port": 0}, None),
+    "metrics": ({"admin.port": 0, "kmock.journal.size": 0}, None),
     "fault": (
         {"admin.port": 0},
         {"api": "DeleteGroups", "error": "GROUP_ID_NOT_FOUND", "count": 1},
@@ -86,7 +94,7 @@ def _client(
         async with trio.open_nursery() as nursery:
             settings, fault = CONTROLS[controls]
             config = broker_config(data, **{"num.partitions": 4, **settings})
-            broker = await nursery.start(serve, config)
+            broker = await nursery.start(functools.partial(serve, config, own_process=True))
             await broker.ready.wait()
             if fault is not None:  # as POST /v1/faults adds it (broker.controls.api)
                 c = broker.controls
@@ -259,8 +267,9 @@ def main() -> None:
         "--controls",
         choices=tuple(CONTROLS),
         default="off",
-        help="off: no admin endpoint; journal: the journal recording; fault: and a fault "
-        "armed that matches nothing (as bench/run.py's §10)",
+        help="off: no admin endpoint; journal: the journal recording; metrics: the admin "
+        "endpoint without a journal (requests timed and counted); fault: the journal and a "
+        "fault armed that matches nothing (as bench/run.py's §10)",
     )
     ap.add_argument(
         "--bytecodes",

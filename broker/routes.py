@@ -109,7 +109,8 @@ _FROM_MESSAGES = frozenset({"request", "response", "error_response"})
 @dataclass(slots=True, eq=False)
 class Route:
     """One API. `request`, `response` and `error_response` are its message module's
-    (`protocol.messages.<module>`), imported by the first read of any of them; `handler`
+    (`protocol.messages.<module>`), imported by the first read of any of them (`new_route`
+    makes the route, an `_Unread` until then); `handler`
     is a stand-in that imports the handler's module on the first call (`load`), which puts
     the handler here. Nothing else changes a route (not frozen: a frozen dataclass takes
     twice as long to make, at every start)."""
@@ -129,6 +130,16 @@ class Route:
     # transaction, which lets every request through when there is one broker.
     alone: Handler = dataclasses.field(init=False, repr=False)
 
+
+class _Unread(Route):
+    """A route whose message module is not imported yet. The first read of `request`,
+    `response` or `error_response` imports it, fills the three in and makes the route a
+    plain Route. A class of its own rather than a `__getattr__` of Route's: Python 3.11
+    specialises no attribute read of an instance whose class has a `__getattr__`, and the
+    dispatch site reads a route's `request` and its handler on every request."""
+
+    __slots__ = ()
+
     def __getattr__(self, attr: str) -> Any:
         # Reached only when a slot is not set yet: the three read from the message module.
         if attr not in _FROM_MESSAGES:
@@ -147,7 +158,15 @@ class Route:
         self.request = request
         self.response = response
         self.error_response = messages.error_response
+        self.__class__ = Route  # type: ignore[assignment]  # the same slots
         return getattr(self, attr)
+
+
+def new_route(api_key: int, module: str, versions: range) -> Route:
+    """The route of an API before anything of it is imported (see Route)."""
+    route = _Unread(api_key, api_name(module), module, versions, None)  # type: ignore[arg-type]
+    route.handler = route.alone = _Unloaded(route)
+    return route
 
 
 class _Unloaded:
@@ -195,9 +214,7 @@ def install(routes: dict[int, tuple[str, range]]) -> None:
     handler module is imported."""
     _BY_KEY.clear()
     for api_key, (module, versions) in sorted(routes.items()):
-        route = Route(api_key, api_name(module), module, versions, None)  # type: ignore[arg-type]
-        route.handler = route.alone = _Unloaded(route)
-        _BY_KEY[api_key] = route
+        _BY_KEY[api_key] = new_route(api_key, module, versions)
     global _SUPPORTED
     _SUPPORTED = [
         ApiVersion(api_key=r.api_key, min_version=r.versions.start, max_version=r.versions.stop - 1)

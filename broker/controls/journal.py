@@ -39,6 +39,7 @@ from typing import Any
 import trio
 
 from broker.controls.summary import error_codes, group_ids, summarise, topic_partitions
+from broker.metrics import REQUEST_CLOCK
 from protocol.errors import ErrorCode
 from protocol.frames import parse_request_header, request_header
 from protocol.messages.alter_configs import AlterConfigsRequest
@@ -305,7 +306,7 @@ class Journal:
         codes = sorted({*error_codes(resp), *resp.get("error_codes", ())})
         if code and code not in codes:
             codes = sorted({*codes, code})
-        now_mono, now_wall = trio.current_time(), time.time()
+        now_mono, now_wall = REQUEST_CLOCK(), time.time()
         return {
             "seq": seq,
             "api": self._name(api_key),

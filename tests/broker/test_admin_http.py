@@ -243,6 +243,7 @@ def test_metrics_text_is_what_prometheus_client_metrics_would_write():
     requests = [
         ("Produce", ErrorCode.NONE, 0.0003),
         ("Produce", ErrorCode.NONE, 0.0005),  # on a bucket bound
+        ("Produce", 0, 0.0002),  # equal to NONE, not NONE: a label of its own
         ("Fetch", ErrorCode.NOT_COORDINATOR, 31.0),  # above every bound
         ("Produce", ErrorCode.NONE, 0.1 + 0.2),
         ("Fetch", 5, 1),

@@ -7,7 +7,6 @@ working throughout.
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from typing import Any
 
@@ -257,7 +256,9 @@ def failing_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
         key = request_class.API_KEY
         route = routes.route_for(key)
         assert route is not None
-        monkeypatch.setitem(routes._BY_KEY, key, dataclasses.replace(route, handler=bug))
+        failing = routes.new_route(key, route.module, route.versions)
+        failing.handler = failing.alone = bug  # alone: the handler of a single broker
+        monkeypatch.setitem(routes._BY_KEY, key, failing)
 
 
 @pytest.mark.expect_errors  # the bug's traceback

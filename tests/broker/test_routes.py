@@ -60,11 +60,22 @@ def test_each_row_names_the_handler_module_of_its_api(api_key):
 
 
 def test_a_route_whose_module_disagrees_with_it_is_refused():
-    route = routes.Route(18, "ApiVersions", "api_versions", range(0, 3), None)
+    route = routes.new_route(18, "api_versions", range(0, 3))
     with pytest.raises(RuntimeError, match=r"route 18 \(ApiVersions\) serves versions range"):
         route.request  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
         route.nonesuch  # noqa: B018
+
+
+def test_a_route_read_once_is_a_plain_route():
+    # Its class has no __getattr__ then, so that the reads of the request path specialise.
+    route = routes.new_route(3, "metadata", routes.ROUTES[3][1])
+    assert type(route) is not routes.Route
+    assert route.request.API_KEY == 3
+    assert type(route) is routes.Route
+    assert not hasattr(routes.Route, "__getattr__")
+    assert route.response.API_KEY == 3
+    assert callable(route.error_response)
 
 
 def test_messages_and_handlers_are_imported_by_their_first_request_only(tmp_path):
