@@ -62,9 +62,9 @@ _EAGER_REQUESTS: dict[type, tuple[bool, bool]] = {
     DescribeConfigsRequest: (True, True),
 }
 _DROPPED_REQUESTS = frozenset({ProduceRequest})
-# What `record` tells them by (a route's name is a slow read); `record_as` by their API
-# names (a deferred answer has no request left), which are the classes' without "Request",
-# as broker.routes names them (tests/broker/test_journal.py checks).
+# What `record` tells them by (it is given the request, not the route); `record_as` by
+# their API names (a deferred answer has no request left), which are the classes' without
+# "Request", as broker.routes names them (tests/broker/test_journal.py checks).
 _SPECIAL_REQUESTS = _DROPPED_REQUESTS | _EAGER_REQUESTS.keys()
 _EAGER = {cls.__name__.removesuffix("Request"): eager for cls, eager in _EAGER_REQUESTS.items()}
 _DROP_REQUEST = frozenset(cls.__name__.removesuffix("Request") for cls in _DROPPED_REQUESTS)
@@ -116,14 +116,14 @@ class Journal:
 
         This runs for every request the broker answers. What most requests are, a small
         frame answered NONE with a body of one `bytes`, is kept as references alone, in a
-        7-tuple: the frame (its header holds the API, version, correlation id and client
-        id, read again when the journal is read), the body, the connection's id and host,
-        the times and the fault. Everything else goes to `record_as`. Nothing is read from
-        the route (its class's `__getattr__` makes every attribute read of it a generic
-        lookup). No entry holds an object the garbage collector tracks (an error-code
-        enum, a list, the connection): 10,000 tracked entries would be walked again and
-        again. The two bounds keep what a kept reference holds within MAX_KEPT_BYTES: a
-        frame larger than that is a buffer of its own (broker.connection), never kept.
+        7-tuple: the frame (its header holds the API, version, correlation id and client id,
+        read again when the journal is read), the body, the connection's id and host, the
+        times and the fault. Everything else goes to `record_as`. Nothing is read from the
+        route (the special APIs are told by their request's class). No entry holds an object
+        the garbage collector tracks (an error-code enum, a list, the connection): 10,000
+        tracked entries would be walked again and again. The two bounds keep what a kept
+        reference holds within MAX_KEPT_BYTES: a frame larger than that is a buffer of its
+        own (broker.connection), never kept.
         """
         if (
             code
