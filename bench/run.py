@@ -1147,13 +1147,20 @@ def bench_side_by_side(rep: Report) -> None:
 
 # --- 10. test controls, unused -----------------------------------------------------------
 
-# kmock servers of §8: without the admin endpoint (no journal: kmock serve's default), with
-# it (the journal records every request, nobody reads it), and with it and one fault armed
-# for an API the load never sends (the fault table is consulted on every request).
-_CONTROLS_VARIANTS = {
-    "off": (False, None),
-    "journal": (True, None),
-    "journal+fault": (True, {"api": "DeleteGroups", "error": "GROUP_ID_NOT_FOUND", "count": 1}),
+# kmock servers of §10 (admin endpoint, fault, settings): without the admin endpoint (no
+# journal: kmock serve's default), with it (the journal records every request, nobody reads
+# it), with it and one fault armed for an API the load never sends (the fault table is
+# consulted on every request), and with it but no journal (requests timed and counted for
+# /metrics only): the last tells the journal's share from the endpoint's.
+_CONTROLS_VARIANTS: dict[str, tuple[bool, dict[str, Any] | None, dict[str, Any]]] = {
+    "off": (False, None, {}),
+    "journal": (True, None, {}),
+    "journal+fault": (
+        True,
+        {"api": "DeleteGroups", "error": "GROUP_ID_NOT_FOUND", "count": 1},
+        {},
+    ),
+    "metrics only": (True, None, {"kmock.journal.size": 0}),
 }
 
 
@@ -1182,8 +1189,10 @@ def bench_controls(rep: Report) -> None:
     out: dict[str, list[kwire.LoopResult]] = {who: [] for who in _CONTROLS_VARIANTS}
     with contextlib.ExitStack() as stack:
         targets = {}
-        for who, (admin, fault) in _CONTROLS_VARIANTS.items():
-            target = targets[who] = stack.enter_context(KmockProcess(admin=admin))
+        for who, (admin, fault, settings) in _CONTROLS_VARIANTS.items():
+            target = targets[who] = stack.enter_context(
+                KmockProcess(admin=admin, overrides=settings)
+            )
             _prepare_wire(target)
             if fault is not None:
                 urllib.request.urlopen(
@@ -1257,18 +1266,20 @@ def bench_controls(rep: Report) -> None:
         for who, s in stats.items()
     ]
     placement = (
-        f"The three servers run on CPU {cpus[-1]} and the load generator on CPU {cpus[0]}"
+        f"The servers run on CPU {cpus[-1]} and the load generator on CPU {cpus[0]}"
         if pinned
         else "Only one CPU is available: servers and load generator share it"
     )
     rep.section(f"""## 10. Test controls that nobody uses
 
 What the request journal and the fault table (docs/controls.md) cost a broker whose tests
-never read or arm them. Three `kmock serve` processes run side by side: "off" (kmock
+never read or arm them. Four `kmock serve` processes run side by side: "off" (kmock
 serve's defaults: no admin endpoint, so no journal), "journal" (`--admin-port`: every
 request is recorded in the journal, which nobody reads), "journal+fault" (the same, with one
 fault armed for DeleteGroups, which the load never sends: the fault table is looked at for
-every request). `bench/kwire.py`'s closed loop, {n} connections each sending Metadata v4 for
+every request), "metrics only" (`--admin-port` with `kmock.journal.size=0`: requests are
+timed and counted for /metrics, nothing is recorded; what the endpoint costs without the
+journal). `bench/kwire.py`'s closed loop, {n} connections each sending Metadata v4 for
 one topic: first {p("controls_first_s")} s untimed against each (the journal's ring fills),
 then {rounds} round(s) of {p("controls_warmup_s")} s warm-up + {p("controls_duration_s")} s \
 measured against each in turn, the order rotated.

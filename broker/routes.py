@@ -108,12 +108,12 @@ _FROM_MESSAGES = frozenset({"request", "response", "error_response"})
 
 @dataclass(slots=True, eq=False)
 class Route:
-    """One API. `request`, `response` and `error_response` are its message module's
-    (`protocol.messages.<module>`), imported by the first read of any of them (`new_route`
-    makes the route, an `_Unread` until then); `handler`
-    is a stand-in that imports the handler's module on the first call (`load`), which puts
-    the handler here. Nothing else changes a route (not frozen: a frozen dataclass takes
-    twice as long to make, at every start)."""
+    """One API, made by `new_route`. `request`, `response` and `error_response` are its
+    message module's (`protocol.messages.<module>`), imported by the first read of any of
+    them (the route is an `_Unread` until then); `handler` is a stand-in that imports the
+    handler's module on the first call (`load`), which puts the handler here. Nothing else
+    changes a route (not frozen: a frozen dataclass takes twice as long to make, at every
+    start)."""
 
     api_key: int
     name: str
