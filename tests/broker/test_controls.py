@@ -7,6 +7,7 @@ nothing changed. Requests go over real sockets: HTTP for the controls, our codec
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,31 @@ async def test_delay_disconnect_and_drop(tmp_path: Path) -> None:
                 "answered",
             ]
             assert entries[0]["latency_ms"] >= 300
+            await client.aclose()
+
+
+@pytest.fixture
+def fast_clock() -> trio.testing.MockClock:
+    """trio's time running 100 times faster than the real time (the broker's timers too)."""
+    return trio.testing.MockClock(rate=100)
+
+
+async def test_journal_latency_is_real_time_under_a_virtual_trio_clock(
+    tmp_path: Path, fast_clock: trio.testing.MockClock
+) -> None:
+    # A delay fault sleeps on trio's clock: its 10 s pass in 0.1 s of real time, which is
+    # what the client waited and what the journal shows (broker.metrics.REQUEST_CLOCK).
+    with trio.fail_after(DEADLINE_S * 100):
+        async with running(tmp_path) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            await http(broker, "POST", "/v1/faults", {"api": "Produce", "delay_ms": 10_000})
+            virtual = trio.current_time()
+            assert (await produce(client, "t", b"late"))[0] == ErrorCode.NONE
+            assert trio.current_time() - virtual >= 10
+            (entry,) = (await http(broker, "GET", "/v1/journal?api=Produce"))[1]["entries"]
+            assert 0 < entry["latency_ms"] < 5_000
+            assert abs(entry["time_ms"] / 1000 - time.time()) < 5
             await client.aclose()
 
 
