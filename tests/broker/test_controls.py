@@ -214,15 +214,21 @@ async def test_group_faults_go_where_kafka_puts_them(tmp_path: Path) -> None:
             await client.aclose()
 
 
+async def _produce_late(broker: Any, client: WireClient, *, delay_ms: int) -> float:
+    """Arm a delay fault for Produce and produce one record to "t" through it: the trio time
+    the answer took."""
+    await http(broker, "POST", "/v1/faults", {"api": "Produce", "delay_ms": delay_ms})
+    before = trio.current_time()
+    assert (await produce(client, "t", b"late"))[0] == ErrorCode.NONE
+    return trio.current_time() - before
+
+
 async def test_delay_disconnect_and_drop(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running(tmp_path) as broker:
             client = await WireClient.connect(broker)
             await create(client, "t")
-            await http(broker, "POST", "/v1/faults", {"api": "Produce", "delay_ms": 300})
-            before = trio.current_time()
-            assert (await produce(client, "t", b"late"))[0] == ErrorCode.NONE
-            assert trio.current_time() - before >= 0.3
+            assert await _produce_late(broker, client, delay_ms=300) >= 0.3
             await http(broker, "POST", "/v1/faults", {"api": "Produce", "action": "disconnect"})
             await client.send_raw(_produce_bytes(b"never"))
             assert await client.is_closed_by_peer()
@@ -264,10 +270,7 @@ async def test_journal_latency_is_real_time_under_a_virtual_trio_clock(
         async with running(tmp_path) as broker:
             client = await WireClient.connect(broker)
             await create(client, "t")
-            await http(broker, "POST", "/v1/faults", {"api": "Produce", "delay_ms": 10_000})
-            virtual = trio.current_time()
-            assert (await produce(client, "t", b"late"))[0] == ErrorCode.NONE
-            assert trio.current_time() - virtual >= 10
+            assert await _produce_late(broker, client, delay_ms=10_000) >= 10
             (entry,) = (await http(broker, "GET", "/v1/journal?api=Produce"))[1]["entries"]
             assert 0 < entry["latency_ms"] < 5_000
             assert abs(entry["time_ms"] / 1000 - time.time()) < 5
