@@ -10,19 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import trio
-
+from broker.log_replay import log_chunks
 from protocol.control_records import read_txn_marker
 from protocol.errors import KafkaError
-from protocol.records import ControlRecordType, decode_records, iter_batches, validate_batch
+from protocol.records import ControlRecordType, decode_records, validate_batch
 
 if TYPE_CHECKING:
     from protocol.records import BatchHeader
     from storage.log import Log
 
-__all__ = ["REPLAY_READ_BYTES", "Latest", "OpenTxns", "scan_partition"]
-
-REPLAY_READ_BYTES = 4 * 1024 * 1024
+__all__ = ["Latest", "OpenTxns", "scan_partition"]
 
 # key -> (value, offset, batch header) of the key's last record, in the order of last writes.
 Latest = dict[bytes, tuple[bytes | None, int, "BatchHeader"]]
@@ -39,18 +36,10 @@ async def scan_partition(
     latest: Latest = {}
     # Transactional offset commits waiting for their producer's marker, in log order.
     open_txns: OpenTxns = {}
-    offset = plog.log_start_offset
-    end = plog.log_end_offset
-    while offset < end:
-        data = await trio.to_thread.run_sync(plog.read_bytes, offset, REPLAY_READ_BYTES)
-        if not data:
-            break
-        for pos, header in iter_batches(data):
-            if header.next_offset <= offset:
-                continue
-            batch = memoryview(data)[pos : pos + header.size]
+    async for view, batches, first in log_chunks(plog):
+        for pos, header in batches:
+            batch = view[pos : pos + header.size]
             if header.is_control:
-                offset = header.next_offset
                 try:
                     marker = read_txn_marker(batch)
                 except KafkaError as e:
@@ -68,10 +57,9 @@ async def scan_partition(
                 records = decode_records(batch)
             except KafkaError as e:
                 skip(plog, header, e)
-                offset = header.next_offset
                 continue
             for record in records:
-                if record.offset < offset or record.key is None:
+                if record.offset < first or record.key is None:
                     continue
                 if header.is_transactional:
                     open_txns.setdefault(header.producer_id, []).append(
@@ -81,6 +69,4 @@ async def scan_partition(
                 latest.pop(record.key, None)  # keep the order of last writes
                 latest[record.key] = (record.value, record.offset, header)
                 replayed += 1
-            offset = header.next_offset
-        await trio.lowlevel.checkpoint()
     return latest, open_txns, replayed

@@ -46,8 +46,9 @@ from typing import Any
 
 import trio
 
+from broker.log_replay import log_chunks
 from protocol.errors import KafkaError
-from protocol.records import build_batch, decode_records, iter_batches, validate_batch
+from protocol.records import build_batch, decode_records, validate_batch
 from schemas import Registry, RegistryError, SchemaRecord, Write, decode_record
 from schemas.registry import SchemaVersion, parse_version
 from storage.layout import SCHEMAS_TOPIC
@@ -59,7 +60,7 @@ __all__ = ["SCHEMAS_TOPIC", "SchemaRegistry", "serve_schema_registry"]
 MAX_HEAD_BYTES = 16384  # request line + headers; a larger head gets 431
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a larger body gets 413
 REQUEST_TIMEOUT_S = 30.0  # to receive the request, and again to send the answer
-REPLAY_READ_BYTES = 1 << 20
+SCHEMAS_READ_BYTES = 1 << 20  # the replay's reads: smaller chunks, each parsed in a thread
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 _REASONS = {
     200: "OK",
@@ -98,26 +99,22 @@ class SchemaRegistry:
                 SCHEMAS_TOPIC, 1, {"cleanup.policy": "compact"}, now_wall_ms=self.broker.wall_ms()
             )
         plog = self._partition().log
-        offset, end = plog.log_start_offset, plog.log_end_offset
-        while offset < end:
+        async for view, batches, first in log_chunks(plog, SCHEMAS_READ_BYTES):
             pending: list[SchemaRecord] = []
-            data = await trio.to_thread.run_sync(plog.read_bytes, offset, REPLAY_READ_BYTES)
-            if not data:
-                break
-            for pos, header in iter_batches(data):
-                if header.is_control or header.next_offset <= offset:
-                    offset = max(offset, header.next_offset)
+            for pos, header in batches:
+                if header.is_control:
                     continue
                 try:
-                    batch = memoryview(data)[pos : pos + header.size]
+                    batch = view[pos : pos + header.size]
                     validate_batch(batch)
                     records = decode_records(batch)
                 except KafkaError as e:
-                    log.warning("%s: skipped a batch at offset %d: %s", SCHEMAS_TOPIC, offset, e)
-                    offset = header.next_offset
+                    log.warning(
+                        "%s: skipped a batch at offset %d: %s", SCHEMAS_TOPIC, header.base_offset, e
+                    )
                     continue
                 for record in records:
-                    if record.offset < offset:
+                    if record.offset < first:
                         continue
                     try:
                         decoded = decode_record(record.key, record.value)
@@ -126,7 +123,6 @@ class SchemaRegistry:
                         continue
                     if decoded is not None:
                         pending.append(decoded)
-                offset = header.next_offset
             # Replay parses every schema: in a worker thread (nobody else touches the
             # registry before it serves).
             await trio.to_thread.run_sync(self._replay, pending)

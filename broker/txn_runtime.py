@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
-from broker.offsets_scan import REPLAY_READ_BYTES  # the same read size as the group replay
+from broker.log_replay import log_chunks
 from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.coordinator import TransactionCoordinator
 from coordinator.transactions.metadata import TopicPartition
@@ -64,7 +64,6 @@ from protocol.records import (
     build_batch,
     build_control_batch,
     decode_records,
-    iter_batches,
     validate_batch,
 )
 from protocol.schema import DecodeError
@@ -211,21 +210,14 @@ class TransactionRuntime:
             await self._timer()
 
     async def _replay_partition(self, plog: Log) -> None:
-        offset = plog.log_start_offset
-        end = plog.log_end_offset
-        while offset < end:
-            data = await trio.to_thread.run_sync(plog.read_bytes, offset, REPLAY_READ_BYTES)
-            if not data:
-                break
-            view = memoryview(data)
-            for pos, header in iter_batches(data):
-                if header.is_control or header.next_offset <= offset:
-                    offset = max(offset, header.next_offset)
+        async for view, batches, first in log_chunks(plog):
+            for pos, header in batches:
+                if header.is_control:
                     continue
                 try:
                     validate_batch(view[pos : pos + header.size])
                     for record in decode_records(view[pos : pos + header.size]):
-                        if record.offset < offset or record.key is None:
+                        if record.offset < first or record.key is None:
                             continue
                         self.coordinator.replay(record.key, record.value)
                         self.replayed_records += 1
@@ -239,8 +231,6 @@ class TransactionRuntime:
                         plog.path.name,
                         e,
                     )
-                offset = header.next_offset
-            await trio.lowlevel.checkpoint()
 
     # --- the transaction APIs --------------------------------------------------------------
 
