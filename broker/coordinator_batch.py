@@ -9,7 +9,9 @@ whose general form (any timestamps, producer fields, compression, headers) cost 
 more than its record did. The bytes are the same as `build_batch(records_in)`'s
 (tests/broker/test_coordinator_batch.py compares them), which is what Kafka's
 MemoryRecordsBuilder writes for the coordinator's records. Transactional batches
-(TxnOffsetCommit) still go through `build_batch`.
+(TxnOffsetCommit) still go through `build_batch`. The transaction coordinator's records in
+__transaction_state are plain batches of the same form (Kafka's TransactionStateManager
+appends them uncompressed, at the append's time): broker.txn_runtime packs them here too.
 """
 
 from __future__ import annotations

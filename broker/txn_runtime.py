@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
+from broker.coordinator_batch import build_coordinator_batch
 from broker.log_replay import log_chunks
 from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.coordinator import TransactionCoordinator
@@ -61,7 +62,6 @@ from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.records import (
     ControlRecordType,
-    build_batch,
     build_control_batch,
     decode_records,
     validate_batch,
@@ -176,7 +176,6 @@ class TransactionRuntime:
         self.replay_errors = 0
         self._tokens = itertools.count(1)
         self._parked: dict[int, _Parked] = {}
-        self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
 
     def state_topic(self) -> Topic:
@@ -341,9 +340,12 @@ class TransactionRuntime:
         slot = self._parked[token] = _Parked()
         try:
             outcome = verb(token, self._now_ms())
-            self._wake.set()
             await self.complete(outcome)
-            await slot.event.wait()
+            # Most calls are answered by now (`complete` waits only for a strict-mode fsync):
+            # no wait then, so that the request is answered in the step that read it
+            # (broker.reactor) instead of handing the connection to a task of its own.
+            if not slot.event.is_set():
+                await slot.event.wait()
             return cast(_Resp, slot.response)
         finally:
             self._parked.pop(token, None)
@@ -360,7 +362,6 @@ class TransactionRuntime:
                 log.error("__transaction_state write failed: %s", e)
                 failed = self.coordinator.on_append_failed(outcome, code, self._now_ms())
                 self._deliver(failed)
-                self._wake.set()
                 return code
             follow = self.coordinator.on_appended(outcome, self._now_ms())
             self.changed.set()
@@ -371,7 +372,6 @@ class TransactionRuntime:
             self._nursery.start_soon(self._write_markers, marker)
         if follow.records:
             self._nursery.start_soon(self.complete, Outcome(records=follow.records))
-        self._wake.set()
         return None
 
     def _deliver(self, outcome: Outcome) -> None:
@@ -393,7 +393,7 @@ class TransactionRuntime:
         waits = []
         for pid, records in by_partition.items():
             partition = topic.partitions[pid]
-            batch = build_batch((k, v, (), wall_ms) for k, v in records)
+            batch = build_coordinator_batch(records, wall_ms)
             partition.append(batch, wall_ms=wall_ms)
             waits.append((partition.log, partition.log.log_end_offset))
         for plog, end in waits:
@@ -467,17 +467,20 @@ class TransactionRuntime:
         return self.broker.clock.wall_ms()
 
     async def _timer(self) -> None:
+        """Run `expire` at the coordinator's deadlines. They are its two periodic checks
+        (Kafka's scheduled abortTimedOutTransactions and removeExpiredTransactionalIds),
+        set when the load finishes and moved on only by `expire` itself: no request brings
+        them nearer, so no request wakes this task (a wake-up per transactional request
+        cost more than the request's own work)."""
+        clock = self.broker.clock
         while True:
             deadline_ms = self.coordinator.next_deadline_ms()
-            if deadline_ms is None:
-                await self._wake.wait()
-            else:
-                clock = self.broker.clock
-                delay_s = max(0.0, (deadline_ms - clock.wall_ms()) / 1000)
-                await clock.wait(self._wake, clock.now() + delay_s)
-            self._wake = trio.Event()
+            if deadline_ms is None:  # not loaded: `run` starts this loop once it is
+                return
+            delay_s = max(0.0, (deadline_ms - clock.wall_ms()) / 1000)
+            await clock.sleep_until(clock.now() + delay_s)
             now_ms = self._now_ms()
-            if deadline_ms is not None and now_ms >= deadline_ms:
+            if now_ms >= deadline_ms:
                 outcome = self.coordinator.expire(now_ms)
                 if outcome.records or outcome.markers:
                     assert self._nursery is not None

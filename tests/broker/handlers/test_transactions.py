@@ -402,6 +402,51 @@ async def test_bad_transaction_requests_get_kafkas_error_codes(tmp_path: Path) -
             assert broker.topics.partition("t", 0).log.log_end_offset == 1  # one marker
 
 
+# --- the timeout -------------------------------------------------------------------------
+
+
+async def test_a_transaction_left_open_past_its_timeout_is_aborted_by_the_broker(
+    tmp_path: Path,
+) -> None:
+    """The broker's own timer aborts it at its periodic check (Kafka's
+    abortTimedOutTransactions, every transaction.abort.timed.out.transaction.cleanup.interval
+    .ms), however many requests came meanwhile: none of them moves that check."""
+    settings = {
+        "kmock.clock": "virtual",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
+    }
+    with trio.fail_after(30):
+        async with running(tmp_path, **settings) as broker:
+            client = await WireClient.connect(broker)
+            await create(client, "t")
+            init = await client.call(
+                InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=5_000), 4
+            )
+            pid, epoch = init.producer_id, init.producer_epoch
+            await client.call(add_partitions(pid, epoch), 3)
+            assert produce_code(await client.call(txn_produce(pid, epoch, 0, b"a"), 9)) == E.NONE
+            await broker.clock.advance(6_000)  # past the timeout, not yet at the check
+            await client.call(add_partitions(pid, epoch), 3)  # requests wake no timer
+            assert state(broker) == "Ongoing"
+            assert await latest(client, 1) == 0
+            await broker.clock.advance(4_000)  # the check, 10 s after the load
+            await until(broker, lambda: state(broker) == "CompleteAbort")
+            assert await latest(client, 1) == 2  # the record and its ABORT marker
+            part = await fetch(client, 1)
+            assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [
+                (pid, 0)
+            ]
+            # The abort bumped the epoch (Kafka's prepareFenceProducerEpoch): the producer
+            # that timed out is fenced.
+            ended = await client.call(
+                EndTxnRequest(
+                    transactional_id=TID, producer_id=pid, producer_epoch=epoch, committed=True
+                ),
+                3,
+            )
+            assert ended.error_code == E.PRODUCER_FENCED
+
+
 # --- restart with an open transaction ----------------------------------------------------
 
 
