@@ -141,9 +141,11 @@ def end_transaction(
         )
     if metadata.has_pending_transition and not is_fence:
         raise KafkaError(_E.CONCURRENT_TRANSACTIONS, f"{tid}: {metadata.pending_state} pending")
-    invalid = KafkaError(
-        _E.INVALID_TXN_STATE, f"{tid}: {'commit' if commit else 'abort'} in {state}"
-    )
+
+    def invalid() -> KafkaError:  # made only when raised: formatting `state` is not free
+        return KafkaError(
+            _E.INVALID_TXN_STATE, f"{tid}: {'commit' if commit else 'abort'} in {state}"
+        )
 
     def prepare(new_state: TransactionState, no_partition_added: bool) -> TxnTransit:
         next_producer_id = NO_PRODUCER_ID
@@ -168,24 +170,24 @@ def end_transaction(
     if state is _S.COMPLETE_COMMIT:
         if commit:
             if v2 and not is_retry:
-                raise invalid
+                raise invalid()
             return None, False
         if not v2 or is_retry:
-            raise invalid
+            raise invalid()
         return prepare(_S.PREPARE_ABORT, True), False
     if state is _S.COMPLETE_ABORT:
         if commit:
-            raise invalid
+            raise invalid()
         if not v2 or is_retry:
             return None, False
         return prepare(_S.PREPARE_ABORT, True), False
     if state is _S.PREPARE_COMMIT:
-        raise (KafkaError(_E.CONCURRENT_TRANSACTIONS, f"{tid}: committing") if commit else invalid)
+        raise KafkaError(_E.CONCURRENT_TRANSACTIONS, f"{tid}: committing") if commit else invalid()
     if state is _S.PREPARE_ABORT:
-        raise invalid if commit else KafkaError(_E.CONCURRENT_TRANSACTIONS, f"{tid}: aborting")
+        raise invalid() if commit else KafkaError(_E.CONCURRENT_TRANSACTIONS, f"{tid}: aborting")
     if state is _S.EMPTY:
         if v2 and not commit:
             return prepare(_S.PREPARE_ABORT, True), False
-        raise invalid
+        raise invalid()
     # Dead and PrepareEpochFence are only ever pending, never a state a request meets.
     raise IllegalTransition(f"{tid}: EndTxn in {state}")  # pragma: no cover
