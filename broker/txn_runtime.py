@@ -4,7 +4,7 @@ the group coordinator's runtime (broker.runtime).
 The coordinator (coordinator/transactions/) returns `Outcome(replies, records, markers)` and
 never waits. This runtime:
 
-  * issues a token per request and waits for the reply to it;
+  * issues a token per request and waits for the reply to it, unless it came at once;
   * appends `outcome.records` to __transaction_state (created on first need, as Kafka
     creates it: transaction.state.log.num.partitions partitions, compacted), waits until
     they are durable as the durability mode says (broker.durability), calls `on_appended`

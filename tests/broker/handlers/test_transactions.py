@@ -2,8 +2,8 @@
 (InitProducerId, AddPartitionsToTxn, a transactional Produce, AddOffsetsToTxn,
 TxnOffsetCommit, EndTxn) seen through ListOffsets, Fetch and OffsetFetch at both isolation
 levels; the refusals (bad timeout, unknown partitions, partitions outside the transaction,
-a stale epoch, markers from an older coordinator); the admin APIs; and a restart with a
-transaction still open.
+a stale epoch, markers from an older coordinator); the admin APIs; a transaction aborted
+by the broker's timer past its timeout; and a restart with a transaction still open.
 
 Markers are written after EndTxn is answered; a test waits for the transaction to complete
 on the runtime's `changed` event, never by sleeping.
