@@ -98,27 +98,12 @@ def test_dump_log_reports_bad_crc_and_torn_tail(tmp_path):
 
 async def test_dump_log_decodes_transaction_state_and_shows_markers(broker):
     from protocol.messages.end_txn import EndTxnRequest
-    from protocol.messages.init_producer_id import InitProducerIdRequest
-    from tests.broker.handlers.test_transactions import (
-        TID,
-        add_partitions,
-        produce_code,
-        state,
-        txn_produce,
-        until,
-    )
-    from tests.reliability.inproc import create
+    from tests.broker.handlers.test_transactions import TID, open_transaction, state, until
     from tests.wire import WireClient
 
     with trio.fail_after(SCENARIO_S):
         client = await WireClient.connect(broker)
-        await create(client, "t")
-        init = await client.call(
-            InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000), 4
-        )
-        pid, epoch = init.producer_id, init.producer_epoch
-        await client.call(add_partitions(pid, epoch), 3)
-        assert produce_code(await client.call(txn_produce(pid, epoch, 0, b"a"), 9)) == 0
+        pid, epoch = await open_transaction(client)
         await client.call(
             EndTxnRequest(
                 transactional_id=TID, producer_id=pid, producer_epoch=epoch, committed=True

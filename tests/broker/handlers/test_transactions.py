@@ -114,6 +114,19 @@ def txn_commit(pid: int, epoch: int, offset: int) -> TxnOffsetCommitRequest:
     )
 
 
+async def open_transaction(client: WireClient, timeout_ms: int = 60_000) -> tuple[int, int]:
+    """Create topic "t" and open a transaction of TID holding one record ("a") in its
+    partition 0: (producer id, epoch)."""
+    await create(client, "t")
+    init = await client.call(
+        InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=timeout_ms), 4
+    )
+    pid, epoch = init.producer_id, init.producer_epoch
+    await client.call(add_partitions(pid, epoch), 3)
+    assert produce_code(await client.call(txn_produce(pid, epoch, 0, b"a"), 9)) == E.NONE
+    return pid, epoch
+
+
 async def latest(client: WireClient, isolation_level: int) -> int:
     response = await client.call(
         ListOffsetsRequest(
@@ -418,13 +431,7 @@ async def test_a_transaction_left_open_past_its_timeout_is_aborted_by_the_broker
     with trio.fail_after(30):
         async with running(tmp_path, **settings) as broker:
             client = await WireClient.connect(broker)
-            await create(client, "t")
-            init = await client.call(
-                InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=5_000), 4
-            )
-            pid, epoch = init.producer_id, init.producer_epoch
-            await client.call(add_partitions(pid, epoch), 3)
-            assert produce_code(await client.call(txn_produce(pid, epoch, 0, b"a"), 9)) == E.NONE
+            pid, epoch = await open_transaction(client, timeout_ms=5_000)
             await broker.clock.advance(6_000)  # past the timeout, not yet at the check
             await client.call(add_partitions(pid, epoch), 3)  # requests wake no timer
             assert state(broker) == "Ongoing"
@@ -454,13 +461,7 @@ async def test_an_open_transactions_offsets_stay_pending_across_a_restart(tmp_pa
     with trio.fail_after(30):
         async with running(tmp_path) as broker:
             client = await WireClient.connect(broker)
-            await create(client, "t")
-            init = await client.call(
-                InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000), 4
-            )
-            pid, epoch = init.producer_id, init.producer_epoch
-            await client.call(add_partitions(pid, epoch), 3)
-            assert produce_code(await client.call(txn_produce(pid, epoch, 0, b"a"), 9)) == E.NONE
+            pid, epoch = await open_transaction(client)
             await client.call(
                 AddOffsetsToTxnRequest(
                     transactional_id=TID, producer_id=pid, producer_epoch=epoch, group_id=GROUP
