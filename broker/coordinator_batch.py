@@ -11,14 +11,15 @@ more than its record did. The bytes are the same as `build_batch(records_in)`'s
 MemoryRecordsBuilder writes for the coordinator's records. Transactional batches
 (TxnOffsetCommit) still go through `build_batch`. The transaction coordinator's records in
 __transaction_state are plain batches of the same form (Kafka's TransactionStateManager
-appends them uncompressed, at the append's time): broker.txn_runtime packs them here too.
+appends them uncompressed, at the append's time): broker.txn_runtime appends them with
+`append_records` too.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from coordinator.records import PLAIN_VALUE_FORMAT, PLAIN_VALUE_SIZE, OffsetCommitRecord
 from protocol.kept import keep
@@ -26,23 +27,31 @@ from protocol.primitives import uvarint_bytes
 from protocol.records import BATCH_HEADER_SIZE, MAGIC, BatchHeader, build_batch, crc32c
 
 if TYPE_CHECKING:
-    from broker.topics import TopicRegistry
+    from broker.topics import Topic, TopicRegistry
     from coordinator.outcome import AnyRecord
     from storage.log import Log
 
-__all__ = ["append_one", "append_records", "build_coordinator_batch"]
+__all__ = ["Keyed", "append_one", "append_records", "build_coordinator_batch"]
+
+
+class Keyed(Protocol):
+    """A coordinator's record, as its batch holds it (coordinator.records' and
+    coordinator.transactions.records')."""
+
+    def key_bytes(self) -> bytes: ...
+
+    def value_bytes(self) -> bytes | None: ...
 
 
 def append_records(
-    topics: TopicRegistry,
+    topic: Topic,
     wall_ms: int,
-    by_partition: dict[int, list[AnyRecord]],
+    by_partition: Mapping[int, Sequence[Keyed]],
     producer: tuple[int, int] | None = None,
 ) -> list[tuple[Log, int]]:
-    """Append each __consumer_offsets partition's records as one batch at `wall_ms` (with
-    `producer`, a transactional batch of that producer id and epoch); returns (log, end
-    offset) of each."""
-    topic = topics.offsets_topic(now_wall_ms=wall_ms)
+    """Append each partition's records (of __consumer_offsets or __transaction_state) as one
+    batch at `wall_ms` (with `producer`, a transactional batch of that producer id and
+    epoch); returns (log, end offset) of each."""
     written = []
     for pid, records in by_partition.items():
         partition = topic.partitions[pid]

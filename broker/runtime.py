@@ -614,9 +614,7 @@ class CoordinatorRuntime:
             # earlier outcome of these partitions is waiting to be applied, so this one is
             # applied at once, in log order, without the queue below.
             try:
-                written = append_records(
-                    self.broker.topics, self.broker.wall_ms(), by_partition, producer
-                )
+                written = self._append_records(by_partition, producer)
             except (KafkaError, OSError) as e:
                 self._append_failed(_Appended(outcome, set(by_partition)), False, e)
                 return None
@@ -629,13 +627,18 @@ class CoordinatorRuntime:
             for p in entry.partitions:
                 self._pending.setdefault(p, collections.deque()).append(entry)
         try:
-            written = append_records(
-                self.broker.topics, self.broker.wall_ms(), by_partition, producer
-            )
+            written = self._append_records(by_partition, producer)
         except (KafkaError, OSError) as e:
             self._append_failed(entry, durable, e)
             return None
         return _Appending(entry, durable, written)
+
+    def _append_records(
+        self, by_partition: dict[int, list[AnyRecord]], producer: tuple[int, int] | None
+    ) -> list[tuple[Log, int]]:
+        wall_ms = self.broker.wall_ms()
+        topic = self.broker.topics.offsets_topic(now_wall_ms=wall_ms)
+        return append_records(topic, wall_ms, by_partition, producer)
 
     async def _finish(self, appending: _Appending) -> None:
         """The rest of `complete`: wait for the fsync if need be, apply, deliver."""

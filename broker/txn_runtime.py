@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import trio
 
-from broker.coordinator_batch import build_coordinator_batch
+from broker.coordinator_batch import append_records
 from broker.log_replay import log_chunks
 from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.coordinator import TransactionCoordinator
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from broker.producer_ids import ProducerIdAllocator
     from broker.runtime import CoordinatorRuntime
     from broker.topics import Topic, TopicRegistry
+    from coordinator.transactions.records import TxnRecord
     from storage.log import Log
 
 log = logging.getLogger("broker.transactions")
@@ -383,20 +384,11 @@ class TransactionRuntime:
 
     async def _append(self, outcome: Outcome) -> None:
         """Each partition's records as one batch; wait until they are durable."""
-        topic = self.state_topic()
-        wall_ms = self.broker.wall_ms()
-        by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        by_partition: dict[int, list[TxnRecord]] = {}
         for record in outcome.records:
-            by_partition.setdefault(record.partition, []).append(
-                (record.key_bytes(), record.value_bytes())
-            )
-        waits = []
-        for pid, records in by_partition.items():
-            partition = topic.partitions[pid]
-            batch = build_coordinator_batch(records, wall_ms)
-            partition.append(batch, wall_ms=wall_ms)
-            waits.append((partition.log, partition.log.log_end_offset))
-        for plog, end in waits:
+            by_partition.setdefault(record.partition, []).append(record)
+        written = append_records(self.state_topic(), self.broker.wall_ms(), by_partition)
+        for plog, end in written:
             await self.broker.durability.wait_durable(plog, end)
 
     # --- markers ---------------------------------------------------------------------------
