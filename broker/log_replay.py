@@ -20,9 +20,9 @@ __all__ = ["REPLAY_READ_BYTES", "Chunk", "log_chunks"]
 
 REPLAY_READ_BYTES = 4 * 1024 * 1024
 
-# (the bytes read, (position, header) of each whole batch in them not read before, the
-# offset they were read from: a record below it is in a batch the log starts inside of)
-Chunk = tuple[memoryview, list[tuple[int, "BatchHeader"]], int]
+# ((header, bytes) of each whole batch read and not read before, the offset they were read
+# from: a record below it is in a batch the log starts inside of)
+Chunk = tuple[list[tuple["BatchHeader", memoryview]], int]
 
 
 async def log_chunks(plog: Log, read_bytes: int = REPLAY_READ_BYTES) -> AsyncIterator[Chunk]:
@@ -32,9 +32,12 @@ async def log_chunks(plog: Log, read_bytes: int = REPLAY_READ_BYTES) -> AsyncIte
     end = plog.log_end_offset
     while offset < end:
         data = await trio.to_thread.run_sync(plog.read_bytes, offset, read_bytes)
-        batches = [(pos, h) for pos, h in iter_batches(data) if h.next_offset > offset]
+        view = memoryview(data)
+        batches = [
+            (h, view[pos : pos + h.size]) for pos, h in iter_batches(data) if h.next_offset > offset
+        ]
         if not batches:
             break
-        yield memoryview(data), batches, offset
-        offset = batches[-1][1].next_offset
+        yield batches, offset
+        offset = batches[-1][0].next_offset
         await trio.lowlevel.checkpoint()

@@ -36,9 +36,8 @@ async def scan_partition(
     latest: Latest = {}
     # Transactional offset commits waiting for their producer's marker, in log order.
     open_txns: OpenTxns = {}
-    async for view, batches, first in log_chunks(plog):
-        for pos, header in batches:
-            batch = view[pos : pos + header.size]
+    async for batches, first in log_chunks(plog):
+        for header, batch in batches:
             if header.is_control:
                 try:
                     marker = read_txn_marker(batch)

@@ -99,13 +99,12 @@ class SchemaRegistry:
                 SCHEMAS_TOPIC, 1, {"cleanup.policy": "compact"}, now_wall_ms=self.broker.wall_ms()
             )
         plog = self._partition().log
-        async for view, batches, first in log_chunks(plog, SCHEMAS_READ_BYTES):
+        async for batches, first in log_chunks(plog, SCHEMAS_READ_BYTES):
             pending: list[SchemaRecord] = []
-            for pos, header in batches:
+            for header, batch in batches:
                 if header.is_control:
                     continue
                 try:
-                    batch = view[pos : pos + header.size]
                     validate_batch(batch)
                     records = decode_records(batch)
                 except KafkaError as e:

@@ -210,13 +210,13 @@ class TransactionRuntime:
             await self._timer()
 
     async def _replay_partition(self, plog: Log) -> None:
-        async for view, batches, first in log_chunks(plog):
-            for pos, header in batches:
+        async for batches, first in log_chunks(plog):
+            for header, batch in batches:
                 if header.is_control:
                     continue
                 try:
-                    validate_batch(view[pos : pos + header.size])
-                    for record in decode_records(view[pos : pos + header.size]):
+                    validate_batch(batch)
+                    for record in decode_records(batch):
                         if record.offset < first or record.key is None:
                             continue
                         self.coordinator.replay(record.key, record.value)
