@@ -467,8 +467,7 @@ class TransactionRuntime:
         clock = self.broker.clock
         while True:
             deadline_ms = self.coordinator.next_deadline_ms()
-            if deadline_ms is None:  # not loaded: `run` starts this loop once it is
-                return
+            assert deadline_ms is not None  # None only before the load, which `run` awaits
             delay_s = max(0.0, (deadline_ms - clock.wall_ms()) / 1000)
             await clock.sleep_until(clock.now() + delay_s)
             now_ms = self._now_ms()
