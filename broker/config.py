@@ -172,6 +172,17 @@ SETTINGS: dict[str, Setting] = {
             min_value=-1,
         ),
         _s(
+            "kmock.reactor.spin.us",
+            "int",
+            100,
+            "Microseconds the broker keeps polling its connections, other tasks running in "
+            "between, after answering a connection that was alone in its pass, before it "
+            "sleeps: a client whose next request comes within that time finds the broker "
+            "awake (waking a sleeping process costs tens of us on a VM). Spins that find "
+            "nothing are left out for up to 32 such passes. 0 = sleep at once. kmock only.",
+            min_value=0,
+        ),
+        _s(
             "admin.port",
             "int",
             -1,

@@ -30,6 +30,19 @@ is left out after the next lone pass (the leader goes straight to trio), after t
 if the one after that finds nothing again, and so on up to MAX_SKIPPED_POLLS; a poll that
 finds something puts it back after every pass.
 
+Spinning. A client making one request at a time (a test's produce().get(), a commit, a
+transaction's steps) sends its next request tens of microseconds after it reads its answer.
+If the leader has gone to sleep meanwhile, waking it costs more than the request itself:
+the process is rescheduled, on a VM by an interrupt to an idle virtual CPU (on the 2-vCPU
+machine of bench/RESULTS.md, a 1-connection OffsetCommit took 0.09-0.10 ms a round trip and
+63-72 us of server CPU; spinning, 0.05-0.06 ms and 57-60 us). So after a lone pass, the
+leader's poll goes on for up to `kmock.reactor.spin.us` (`spin_s`), a checkpoint between two
+polls letting every other task (and trio's own I/O) run; a spin that finds nothing counts
+as a poll that found nothing, so its client's next lone passes leave it out (the back-off
+above). Linux's haltpoll governor does the same for an idle guest CPU; Kafka's network
+threads sleep in their selector at once (Kafka's broker is rarely alone on its CPUs with
+one client waiting on each answer, the way a test broker is).
+
 Replies. In a pass of several connections (one epoll poll's worth), a step does not send
 its responses: it leaves them in its connection's `outbox`, and the leader sends every
 outbox at the end of the pass, before it polls again or lets any other task run (so a
@@ -46,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import select
+import time
 import types
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Protocol
@@ -111,7 +125,10 @@ class Reactor:
     """The connections of one broker that wait for their client, and the leader serving
     them. `run` in the broker's nursery; connections come with `watch`, go with `forget`."""
 
-    def __init__(self) -> None:
+    def __init__(self, spin_s: float = 0.0) -> None:
+        self.spin_s = spin_s  # how long a lone pass's poll goes on (see "Spinning")
+        self.spins = 0  # spins begun ...
+        self.spins_found = 0  # ... and those that found a request
         self.epoll = select.epoll()
         self.watched: dict[int, Served] = {}  # by file descriptor
         self.ready: list[Served] = []  # to step in this round
@@ -175,6 +192,8 @@ class Reactor:
                 else:
                     events = poll(0, POLL_EVENTS)
                     if lone:
+                        if not events and not again and self.spin_s:
+                            events = await self._spin()
                         skips = 0 if events else min(2 * skips or 1, MAX_SKIPPED_POLLS)
                         skip = skips
                 if not events and not again:
@@ -232,6 +251,22 @@ class Reactor:
                 if outgoing:
                     self._send_outgoing()
                 await trio.lowlevel.checkpoint()
+
+    async def _spin(self) -> list[tuple[int, int]]:
+        """Poll until a connection is readable or `spin_s` is over, letting the other tasks
+        run between two polls (see "Spinning"). Real time: a virtual clock does not move
+        while a task is runnable."""
+        self.spins += 1
+        poll, checkpoint, clock = self.epoll.poll, trio.lowlevel.checkpoint, time.perf_counter
+        until = clock() + self.spin_s
+        while True:
+            await checkpoint()
+            events = poll(0, POLL_EVENTS)
+            if events:
+                self.spins_found += 1
+                return events
+            if clock() >= until:
+                return events
 
     def _send_outgoing(self) -> None:
         """Send the responses the pass's steps left (see "Replies" above)."""

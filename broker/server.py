@@ -203,7 +203,7 @@ async def serve_node(
     NODE_ID.set(node)  # the connections' tasks, started from here, inherit it
     with trio.CancelScope() as scope:
         broker.node_scopes[node] = scope
-        reactor = Reactor()
+        reactor = Reactor(broker.config["kmock.reactor.spin.us"] / 1e6)
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(reactor.run)
