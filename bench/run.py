@@ -138,7 +138,7 @@ P = {  # parameters: (full, quick)
     "start_reps": (5, 2),
     "idle_s": (1.0, 0.5),
     "pc_sizes": ([(100, 1_000_000), (10240, 30_000)], [(100, 100_000), (10240, 3_000)]),
-    "pc_trials": (3, 1),
+    "pc_trials": (5, 1),  # client-bound rows: one trial moves +-15% (bench/README.md, round 14)
     "pc_diagnostics": (True, False),  # the "strict" and "no storage" kmock of §2
     "pc_settle_s": (3.0, 0.0),
     "pc_timeout_s": (240, 90),
