@@ -21,7 +21,7 @@ from protocol.errors import ErrorCode
 from protocol.frames import parse_response_header
 from protocol.messages.api_versions import ApiVersionsRequest
 from tests.broker.handlers.test_offset_commit import commit_request
-from tests.reliability.inproc import create
+from tests.reliability.inproc import create, running
 from tests.wire import WireClient, read_frame, request_bytes
 
 
@@ -156,54 +156,43 @@ async def test_stopping_the_broker_ends_the_connections_its_reactor_serves(
             assert await read_frame(client.stream) is None
 
 
-async def _spinning_broker(nursery: trio.Nursery, tmp_path: Any, spin_us: int) -> Any:
-    from broker.server import serve
-    from tests.conftest import broker_config
-
-    broker = await nursery.start(
-        serve, broker_config(tmp_path / "data", **{"kmock.reactor.spin.us": spin_us})
-    )
-    await broker.ready.wait()
-    return broker
-
-
 async def test_a_request_sent_during_the_spin_is_found_by_it_while_other_tasks_run(
-    nursery: trio.Nursery, tmp_path: Any
+    tmp_path: Any,
 ) -> None:
     """A spin of 5 s: each request of a client that sends its next one at once is found by
     the spin its last answer began. The client runs during the spin (it is a task of this
     loop, so a spin that held the loop would answer one request in 5 s, past the deadline),
     and so does a second connection, answered in the middle of it."""
-    broker = await _spinning_broker(nursery, tmp_path, 5_000_000)
-    reactor = broker.reactors[broker.node_id]
-    with trio.fail_after(20):
-        client = await WireClient.connect(broker)
-        for _ in range(20):
+    async with running(tmp_path / "data", **{"kmock.reactor.spin.us": 5_000_000}) as broker:
+        reactor = broker.reactors[broker.node_id]
+        with trio.fail_after(20):
+            client = await WireClient.connect(broker)
+            for _ in range(20):
+                await _answered(client)
+            assert (reactor.spins, reactor.spins_found) == (20, 19)  # the 20th goes on
+            other = await WireClient.connect(broker)
+            await _answered(other)
             await _answered(client)
-        assert (reactor.spins, reactor.spins_found) == (20, 19)  # the 20th goes on
-        other = await WireClient.connect(broker)
-        await _answered(other)
-        await _answered(client)
-        assert reactor.spins_found >= 20
+            assert reactor.spins_found >= 20
 
 
 async def test_spins_that_find_nothing_are_left_out_until_one_finds_a_request(
-    nursery: trio.Nursery, tmp_path: Any, autojump_clock: Any
+    tmp_path: Any,
 ) -> None:
-    """A client waiting a (virtual) second before each request, which the clock moves
-    only once the spin of 50 ms (real time) is over and the leader sleeps: no spin finds
-    its request, and they back off as the polls do (broker.reactor, "Polls"): 6 spins for
-    40 requests rather than 40. The same client sending at once again is found by the spin
-    that follows the back-off, and by every one after it."""
-    broker = await _spinning_broker(nursery, tmp_path, 50_000)
-    reactor = broker.reactors[broker.node_id]
-    with trio.fail_after(600):  # virtual seconds
-        client = await WireClient.connect(broker)
-        for _ in range(40):
-            await trio.sleep(1)
-            await _answered(client)
-        assert reactor.spins_found == 0
-        assert 1 <= reactor.spins <= 7
-        for _ in range(MAX_SKIPPED_POLLS + 1 + 20):
-            await _answered(client)
-        assert reactor.spins_found >= 20
+    """A client sending each request only once every task is blocked, i.e. once the
+    leader's spin of 50 ms is over and it sleeps: no spin finds its request, and they back
+    off as the polls do (broker.reactor, "Polls"): 6 spins for 40 requests rather than 40.
+    The same client sending at once again is found by the spin that follows the back-off,
+    and by every one after it."""
+    async with running(tmp_path / "data", **{"kmock.reactor.spin.us": 50_000}) as broker:
+        reactor = broker.reactors[broker.node_id]
+        with trio.fail_after(30):
+            client = await WireClient.connect(broker)
+            for _ in range(40):
+                await trio.testing.wait_all_tasks_blocked()
+                await _answered(client)
+            assert reactor.spins_found == 0
+            assert 1 <= reactor.spins <= 7
+            for _ in range(MAX_SKIPPED_POLLS + 1 + 20):
+                await _answered(client)
+            assert reactor.spins_found >= 20
