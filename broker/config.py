@@ -179,7 +179,8 @@ SETTINGS: dict[str, Setting] = {
             "between, after answering a connection that was alone in its pass, before it "
             "sleeps: a client whose next request comes within that time finds the broker "
             "awake (waking a sleeping process costs tens of us on a VM). Spins that find "
-            "nothing are left out for up to 32 such passes. 0 = sleep at once. kmock only.",
+            "nothing back off as the broker's polls do (broker/reactor.py). 0 = sleep at "
+            "once. kmock only.",
             min_value=0,
         ),
         _s(

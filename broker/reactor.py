@@ -33,9 +33,8 @@ finds something puts it back after every pass.
 Spinning. A client making one request at a time (a test's produce().get(), a commit, a
 transaction's steps) sends its next request tens of microseconds after it reads its answer.
 If the leader has gone to sleep meanwhile, waking it costs more than the request itself:
-the process is rescheduled, on a VM by an interrupt to an idle virtual CPU (on the 2-vCPU
-machine of bench/RESULTS.md, a 1-connection OffsetCommit took 0.09-0.11 ms a round trip and
-63-72 us of server CPU; spinning, 0.05-0.06 ms and 57-62 us). So after a lone pass, the
+the process is rescheduled, on a VM by an interrupt to an idle virtual CPU (bench/README.md,
+"Round 14", measures both, and a spin's cost where it cannot help). So after a lone pass, the
 leader's poll goes on for up to `kmock.reactor.spin.us` (`spin_s`), a checkpoint between two
 polls letting every other task (and trio's own I/O) run; a spin that finds nothing counts
 as a poll that found nothing, so its client's next lone passes leave it out (the back-off
